@@ -1,0 +1,1 @@
+"""af_otel: receipts for LLM calls on OpenTelemetry spans."""

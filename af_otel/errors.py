@@ -1,0 +1,53 @@
+"""Typed errors of the read path and of canonical JSON; the emit path never raises.
+
+    AfOtelError
+    ├── CanonicalJSONError      a value JSON cannot hold (NaN, cycle, bytes, non-str key, object)
+    ├── StoreError              the store refused an address or failed on I/O
+    │   ├── InvalidAddressError an address that is not `sha256:` + 64 lowercase hex
+    │   ├── BlobNotFoundError   nothing stored at that address
+    │   └── BlobDamagedError    bytes whose hash differs from their address
+    ├── SourceError             a span source could not be read (names file and line, or URL)
+    │   └── UnknownFormatError  the input is in no format the reader knows
+    └── ReaderError             spans were read but a request of the caller cannot be served
+"""
+
+from __future__ import annotations
+
+
+class AfOtelError(Exception):
+    """Root of every error af_otel raises on purpose."""
+
+
+class CanonicalJSONError(AfOtelError, ValueError):
+    """The value cannot be written as RFC 8785 canonical JSON."""
+
+
+class StoreError(AfOtelError):
+    """The content-addressed store failed."""
+
+
+class InvalidAddressError(StoreError, ValueError):
+    """An address is not of the form ``sha256:<64 lowercase hex>``."""
+
+
+class BlobNotFoundError(StoreError, KeyError):
+    """No blob is stored at the address."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
+        return str(self.args[0]) if self.args else "blob not found"
+
+
+class BlobDamagedError(StoreError):
+    """The stored bytes do not hash to their address: damage, never truth."""
+
+
+class SourceError(AfOtelError):
+    """A span source could not be read; the message names the file and line, or the URL."""
+
+
+class UnknownFormatError(SourceError):
+    """The input is in no format the reader knows; the message says what was expected."""
+
+
+class ReaderError(AfOtelError):
+    """Spans were read, but the caller's request cannot be served (unknown run, epoch, ...)."""

@@ -1,0 +1,84 @@
+"""The public attribute, event and metric names of CONTRACT §5 — written once, imported everywhere.
+
+Users build alerts, dashboards and verifiers on these strings; a rename here is a breaking change
+and the collector-config structural tests import these constants so that a rename breaks them too.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+RUN_ID: Final = "af.run.id"
+RUN_BASE: Final = "af.run.base"
+EPOCH: Final = "af.epoch"
+EPOCH_PARENT: Final = "af.epoch.parent"
+
+RECEIPT_STATE: Final = "af.receipt.state"
+RECEIPT_ABSENT_REASON: Final = "af.receipt.absent_reason"
+RECEIPT_SCHEME: Final = "af.receipt.scheme"
+RECEIPT_DIGEST: Final = "af.receipt.digest"
+RECEIPT_MODEL: Final = "af.receipt.model"
+RECEIPT_PROVIDER: Final = "af.receipt.provider"
+RECEIPT_SYSTEM_HASH: Final = "af.receipt.system.hash"
+RECEIPT_SYSTEM_PIECES: Final = "af.receipt.system.pieces"
+RECEIPT_MESSAGES_COUNT: Final = "af.receipt.messages.count"
+RECEIPT_MESSAGES_CHAIN: Final = "af.receipt.messages.chain"
+RECEIPT_MESSAGES_KEPT: Final = "af.receipt.messages.kept"
+RECEIPT_MESSAGES_ADDED: Final = "af.receipt.messages.added"
+RECEIPT_TOOLS_NAMES: Final = "af.receipt.tools.names"
+RECEIPT_TOOLS_HASHES: Final = "af.receipt.tools.hashes"
+RECEIPT_TOOLS_FORCED: Final = "af.receipt.tools.forced"
+RECEIPT_PARAMS: Final = "af.receipt.params"
+RECEIPT_BYTES: Final = "af.receipt.bytes"
+
+GAPS: Final = "af.gaps"
+GAP_NO_RECEIPT_ON_CHART: Final = "af.gap.no_receipt_on_chart"
+
+COMMIT_EVENT: Final = "af.commit"
+COMMIT_SEQ: Final = "af.commit.seq"
+COMMIT_KEY: Final = "af.commit.key"
+COMMIT_VERB: Final = "af.commit.verb"
+COMMIT_VALUE: Final = "af.commit.value"
+COMMIT_REF: Final = "af.commit.ref"
+COMMIT_BYTES: Final = "af.commit.bytes"
+
+# Receipt states (the scalar `af.receipt.state`).
+STATE_MINTED: Final = "minted"
+STATE_ABSENT: Final = "absent"
+STATE_ERROR: Final = "error"
+
+# Absent reasons (`af.receipt.absent_reason`); the list is open, these are the ones af_otel emits.
+REASON_NOT_CAPTURED: Final = "content-not-captured"
+REASON_REDACTED: Final = "content-redacted"
+REASON_EXTERNAL: Final = "content-external"
+REASON_UNREADABLE: Final = "content-unreadable"
+REASON_NO_RUN_ID: Final = "no-run-id"
+REASON_INTERNAL_ERROR: Final = "internal-error"
+
+# Gap kinds (CONTRACT §7), as strings on `af.gaps`.
+GAP_NO_RECEIPT: Final = "no-receipt-on-chart"
+GAP_NO_FOLD_BASE: Final = "no-fold-base"
+GAP_NO_CONVERSATION: Final = "no-conversation-on-record"
+GAP_NO_RUN_LOG: Final = "no-run-log"
+GAP_SPAN_LIMITS: Final = "span-limits"
+GAP_CACHE_TRANSFORM: Final = "cache-transform"
+GAP_PROVIDER_DEFAULTS: Final = "provider-defaults"
+GAP_FORCED_TOOL_SCHEMA: Final = "forced-tool-schema"
+GAP_THINKING_REPLAY: Final = "thinking-replay"
+
+# Receipt schemes.
+SCHEME_PLAIN: Final = "af-1"
+SCHEME_HMAC: Final = "af-1-hmac"
+
+# The metric for alerting without span metrics: OTel counter, exported to Prometheus as
+# `af_otel_receipts_total` with labels `state` and `reason`.
+METRIC_RECEIPTS: Final = "af_otel.receipts"
+METRIC_ATTR_STATE: Final = "state"
+METRIC_ATTR_REASON: Final = "reason"
+
+# Environment variables (argument > environment > default; a bad value warns and falls back).
+ENV_STORE: Final = "AF_OTEL_STORE"  # store URL or directory; default ./.af_otel/store
+ENV_KEY: Final = "AF_OTEL_KEY"  # HMAC secret for keyed receipts
+ENV_KEY_FILE: Final = "AF_OTEL_KEY_FILE"  # file holding the HMAC secret
+DEFAULT_STORE: Final = "./.af_otel/store"
+DEFAULT_INLINE_LIMIT: Final = 1024
