@@ -1,0 +1,304 @@
+"""The embedded default store: a local directory, one read-only file per blob.
+
+Layout ``<root>/sha256/<first 2 hex>/<remaining 62 hex>``. A blob appears only through an atomic
+rename of a fully written, fsynced temporary file, and nothing below the root is ever reached
+through a symbolic link; docs/store.md states the guarantees.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Final
+
+from af_otel.errors import BlobNotFoundError, StoreError
+from af_otel.store.address import address_of, blob_parts
+from af_otel.store.base import check_blob, decode_json, encode_json
+
+__all__ = ["LocalStore"]
+
+# On POSIX every step below the root goes through a directory file descriptor opened with
+# O_NOFOLLOW, so a symlink planted in the store is refused even if it appears between a check and
+# a use. Where the platform lacks dir_fd (Windows) each component is checked with lstat on its
+# path instead, which leaves that window open; docs/store.md says so. Tests flip this flag to
+# exercise both ways.
+_USE_DIR_FD = (
+    os.open in os.supports_dir_fd
+    and os.rename in os.supports_dir_fd
+    and os.mkdir in os.supports_dir_fd
+    and hasattr(os, "O_NOFOLLOW")
+    and hasattr(os, "O_DIRECTORY")
+)
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY: Final = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_BINARY: Final = getattr(os, "O_BINARY", 0)
+# Blobs are created read-only: write-once, visible to anyone who lists the directory.
+_BLOB_MODE: Final = 0o444
+# Temporary names start with a dot and hold dots, so they can never equal the 62-hex name that
+# `get` derives from an address: a half-written file is unreachable by construction.
+_TEMP_PREFIX: Final = ".tmp."
+
+
+class _Dir:
+    """A directory below the root, held open by descriptor where the platform allows it."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, path: str, fd: int | None) -> None:
+        self.path = path
+        self.fd = fd
+
+    def child(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def open(self, name: str, flags: int, mode: int = 0o666) -> int:
+        if self.fd is None:
+            return os.open(self.child(name), flags, mode)
+        return os.open(name, flags, mode, dir_fd=self.fd)
+
+    def lstat(self, name: str) -> os.stat_result:
+        if self.fd is None:
+            return os.lstat(self.child(name))
+        return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+
+    def mkdir(self, name: str) -> None:
+        if self.fd is None:
+            os.mkdir(self.child(name))
+        else:
+            os.mkdir(name, dir_fd=self.fd)
+
+    def replace(self, src: str, dst: str) -> None:
+        if self.fd is None:
+            os.replace(self.child(src), self.child(dst))
+        else:
+            os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def unlink(self, name: str) -> None:
+        if self.fd is None:
+            os.unlink(self.child(name))
+        else:
+            os.unlink(name, dir_fd=self.fd)
+
+    def sync(self) -> None:
+        # Makes the rename itself durable; some platforms cannot fsync a directory, which only
+        # weakens durability after a power cut, never atomicity.
+        if self.fd is not None:
+            with suppress(OSError):
+                os.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _refuse_symlink(path: str) -> StoreError:
+    return StoreError(f"refusing to follow a symbolic link inside the store: {path}")
+
+
+class LocalStore:
+    """The content-addressed store in a local directory; the root is created on the first put."""
+
+    __slots__ = ("_root",)
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        # Absolute now, so a later chdir cannot move the store; symlinks above the root are the
+        # user's choice and are followed, those below it never are.
+        self._root = os.path.abspath(os.path.expanduser(os.fspath(root)))
+
+    @property
+    def root(self) -> Path:
+        """The directory that holds ``sha256/``."""
+        return Path(self._root)
+
+    @property
+    def url(self) -> str:
+        return self.root.as_uri()
+
+    def __repr__(self) -> str:
+        return f"LocalStore({self._root!r})"
+
+    def put(self, data: bytes) -> str:
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(f"a store holds bytes, not {type(data).__name__}")
+        data = bytes(data)
+        address = address_of(data)
+        _, shard, name = blob_parts(address)
+        try:
+            os.makedirs(self._root, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create store root {self._root}: {_why(exc)}") from exc
+        with self._shard(shard, create=True) as directory:
+            assert directory is not None  # create=True never yields None
+            if self._present(directory, name):
+                return address
+            self._write(directory, name, data, address)
+        return address
+
+    def get(self, address: str) -> bytes:
+        _, shard, name = blob_parts(address)
+        with self._shard(shard, create=False) as directory:
+            if directory is None:
+                raise BlobNotFoundError(f"no blob {address} in {self._root}")
+            path = directory.child(name)
+            if directory.fd is None and os.path.islink(path):
+                raise _refuse_symlink(path)
+            try:
+                fd = directory.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _BINARY)
+            except FileNotFoundError:
+                raise BlobNotFoundError(f"no blob {address} in {self._root}") from None
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise _refuse_symlink(path) from exc
+                raise StoreError(f"cannot read blob {address} at {path}: {_why(exc)}") from exc
+            with open(fd, "rb", closefd=True) as blob:
+                if not stat.S_ISREG(os.fstat(blob.fileno()).st_mode):
+                    raise StoreError(f"blob {address} at {path} is not a regular file")
+                try:
+                    data = blob.read()
+                except OSError as exc:
+                    raise StoreError(f"cannot read blob {address} at {path}: {_why(exc)}") from exc
+        return check_blob(address, data, path)
+
+    def has(self, address: str) -> bool:
+        _, shard, name = blob_parts(address)
+        with self._shard(shard, create=False) as directory:
+            return directory is not None and self._present(directory, name)
+
+    def put_json(self, value: object) -> str:
+        return self.put(encode_json(value))
+
+    def get_json(self, address: str) -> object:
+        return decode_json(address, self.get(address), self._path_of(address))
+
+    def _path_of(self, address: str) -> str:
+        return os.path.join(self._root, *blob_parts(address))
+
+    def _present(self, directory: _Dir, name: str) -> bool:
+        path = directory.child(name)
+        try:
+            info = directory.lstat(name)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StoreError(f"cannot inspect {path}: {_why(exc)}") from exc
+        if stat.S_ISLNK(info.st_mode):
+            raise _refuse_symlink(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"blob path {path} is not a regular file")
+        return True
+
+    def _write(self, directory: _Dir, name: str, data: bytes, address: str) -> None:
+        temp = f"{_TEMP_PREFIX}{name[:8]}.{os.getpid()}.{secrets.token_hex(8)}"
+        path = directory.child(name)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
+        try:
+            fd = directory.open(temp, flags, _BLOB_MODE)
+        except OSError as exc:
+            raise StoreError(f"cannot write blob {address} at {path}: {_why(exc)}") from exc
+        renamed = False
+        try:
+            with open(fd, "wb", closefd=True) as blob:
+                blob.write(data)
+                blob.flush()
+                os.fsync(blob.fileno())
+            try:
+                directory.replace(temp, name)
+                renamed = True
+            except OSError:
+                # Where a rename cannot replace a read-only file (Windows), a concurrent put of
+                # the same bytes may have won the race; its blob is as good as ours.
+                if not self._present(directory, name):
+                    raise
+            directory.sync()
+        except OSError as exc:
+            raise StoreError(f"cannot write blob {address} at {path}: {_why(exc)}") from exc
+        finally:
+            if not renamed:
+                with suppress(OSError):
+                    directory.unlink(temp)
+
+    @contextmanager
+    def _shard(self, shard: str, *, create: bool) -> Iterator[_Dir | None]:
+        """Yield the shard directory ``<root>/sha256/<shard>``, or None when it does not exist."""
+        root = self._open_root()
+        if root is None:
+            yield None
+            return
+        held = [root]
+        try:
+            current: _Dir | None = root
+            for name in ("sha256", shard):
+                assert current is not None
+                current = self._open_child(current, name, create=create)
+                if current is None:
+                    break
+                held.append(current)
+            yield current
+        finally:
+            for directory in reversed(held):
+                directory.close()
+
+    def _open_root(self) -> _Dir | None:
+        if not _USE_DIR_FD:
+            if not os.path.exists(self._root):
+                return None
+            if not os.path.isdir(self._root):
+                raise StoreError(f"store root {self._root} is not a directory")
+            return _Dir(self._root, None)
+        try:
+            fd = os.open(self._root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"cannot open store root {self._root}: {_why(exc)}") from exc
+        return _Dir(self._root, fd)
+
+    def _open_child(self, parent: _Dir, name: str, *, create: bool) -> _Dir | None:
+        path = parent.child(name)
+        try:
+            return self._enter(parent, name)
+        except FileNotFoundError:
+            if not create:
+                return None
+        except OSError as exc:
+            raise StoreError(f"cannot open store directory {path}: {_why(exc)}") from exc
+        try:
+            parent.mkdir(name)
+        except FileExistsError:
+            pass  # a concurrent put made it first
+        except OSError as exc:
+            raise StoreError(f"cannot create store directory {path}: {_why(exc)}") from exc
+        try:
+            return self._enter(parent, name)
+        except OSError as exc:
+            raise StoreError(f"cannot open store directory {path}: {_why(exc)}") from exc
+
+    @staticmethod
+    def _enter(parent: _Dir, name: str) -> _Dir:
+        path = parent.child(name)
+        info = parent.lstat(name)  # raises FileNotFoundError for the caller to create it
+        if stat.S_ISLNK(info.st_mode):
+            raise _refuse_symlink(path)
+        if not stat.S_ISDIR(info.st_mode):
+            raise StoreError(f"store path {path} is not a directory")
+        if parent.fd is None:
+            return _Dir(path, None)
+        try:
+            fd = parent.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+        except OSError as exc:
+            # ENOTDIR / ELOOP here means the directory was swapped for a link after the lstat.
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise _refuse_symlink(path) from exc
+            raise
+        return _Dir(path, fd)
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
