@@ -1,14 +1,15 @@
 """Typed errors of the read path and of canonical JSON; the emit path never raises.
 
-    AfOtelError
-    ├── CanonicalJSONError      a value JSON cannot hold (NaN, cycle, bytes, non-str key, object)
-    ├── StoreError              the store refused an address or failed on I/O
-    │   ├── InvalidAddressError an address that is not `sha256:` + 64 lowercase hex
-    │   ├── BlobNotFoundError   nothing stored at that address
-    │   └── BlobDamagedError    bytes whose hash differs from their address
-    ├── SourceError             a span source could not be read (names file and line, or URL)
-    │   └── UnknownFormatError  the input is in no format the reader knows
-    └── ReaderError             spans were read but a request of the caller cannot be served
+AfOtelError
+├── CanonicalJSONError      a value JSON cannot hold (NaN, cycle, bytes, non-str key, object)
+├── RequestShapeError       a request dict that is not GenAI-shaped (messages not a list, ...)
+├── StoreError              the store refused an address or failed on I/O
+│   ├── InvalidAddressError an address that is not `sha256:` + 64 lowercase hex
+│   ├── BlobNotFoundError   nothing stored at that address
+│   └── BlobDamagedError    bytes whose hash differs from their address
+├── SourceError             a span source could not be read (names file and line, or URL)
+│   └── UnknownFormatError  the input is in no format the reader knows
+└── ReaderError             spans were read but a request of the caller cannot be served
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ class AfOtelError(Exception):
 
 class CanonicalJSONError(AfOtelError, ValueError):
     """The value cannot be written as RFC 8785 canonical JSON."""
+
+
+class RequestShapeError(AfOtelError, ValueError):
+    """A request dict is not GenAI-shaped; the message names the offending field."""
 
 
 class StoreError(AfOtelError):

@@ -1,0 +1,35 @@
+"""The salted receipt hash ``H(salt, text)`` of CONTRACT §4, plain or keyed.
+
+``H`` = the first 16 lowercase hex digits of SHA-256 over the UTF-8 of ``salt + "\\x1f" + text``
+(lone surrogates replaced by U+FFFD first). With a key, HMAC-SHA256 keyed by it over the same bytes,
+same 16 digits. The salt is the run id; it is never empty (an unsalted hash of a short prompt is a
+guess away from its content), so an empty salt raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Final
+
+from af_otel.canonical.jcs import fix_surrogates
+
+SEP: Final = "\x1f"
+DIGITS: Final = 16
+
+
+def receipt_hash(salt: str, text: str | bytes, *, key: bytes | str | None = None) -> str:
+    """Return ``H(salt, text)``: 16 hex digits of SHA-256 (or HMAC-SHA256 with ``key``)."""
+    if not salt:
+        raise ValueError("receipt_hash needs a non-empty salt (the run id)")
+    body = text if isinstance(text, bytes) else fix_surrogates(text).encode("utf-8")
+    data = fix_surrogates(salt).encode("utf-8") + b"\x1f" + body
+    if key is None:
+        return hashlib.sha256(data).hexdigest()[:DIGITS]
+    secret = key.encode("utf-8") if isinstance(key, str) else key
+    return hmac.new(secret, data, hashlib.sha256).hexdigest()[:DIGITS]
+
+
+def address_of(data: bytes) -> str:
+    """The unsalted store address of ``data``: ``sha256:`` + 64 lowercase hex digits."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()

@@ -1,0 +1,14 @@
+"""Receipts: `mint_receipt` and the run-scoped digest memo — pure functions, no OpenTelemetry."""
+
+from af_otel.receipts.memo import ReceiptDigests, WorkCounts
+from af_otel.receipts.mint import digest_preimage, mint_receipt
+from af_otel.receipts.receipt import Receipt, ReceiptRejected
+
+__all__ = [
+    "Receipt",
+    "ReceiptDigests",
+    "ReceiptRejected",
+    "WorkCounts",
+    "digest_preimage",
+    "mint_receipt",
+]

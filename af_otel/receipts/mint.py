@@ -1,0 +1,152 @@
+"""`mint_receipt`: the pure function the processor calls at every LLM call.
+
+It never raises: a request that is not GenAI-shaped or cannot be canonicalized gives an absent
+receipt with ``content-unreadable``; an empty run id gives ``no-run-id`` (salting with nothing would
+ship hashes a dictionary attack can read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from af_otel import names
+from af_otel.canonical import canonical_json
+from af_otel.errors import CanonicalJSONError, RequestShapeError
+from af_otel.model import Request
+from af_otel.receipts.memo import Piece, ReceiptDigests, _Hasher
+from af_otel.receipts.receipt import Receipt
+
+
+def mint_receipt(
+    request: Request | Mapping[str, Any],
+    *,
+    run_id: str,
+    epoch: int,
+    parent: int | Receipt = 0,
+    digests: ReceiptDigests | None = None,
+    key: bytes | str | None = None,
+) -> Receipt:
+    """Mint the receipt of ``request`` for call ``epoch`` of run ``run_id``.
+
+    ``parent`` is the parent epoch number, or the parent's `Receipt` (then ``messages.kept`` counts
+    the leading entries identical to the parent's; epoch 0 is the run's base). ``digests`` is the
+    run-scoped memo; results are identical with or without it.
+    """
+    parent_epoch = parent.epoch if isinstance(parent, Receipt) else int(parent)
+    if not isinstance(run_id, str) or not run_id:
+        return Receipt("absent", "", epoch, parent_epoch, names.REASON_NO_RUN_ID)
+    try:
+        normalized = request if isinstance(request, Request) else Request.from_dict(request)
+    except (RequestShapeError, CanonicalJSONError):
+        return Receipt("absent", run_id, epoch, parent_epoch, names.REASON_UNREADABLE)
+    secret = key.encode("utf-8") if isinstance(key, str) else key
+    memo = digests if digests is not None else ReceiptDigests()
+    with memo.lock:
+        hasher = memo.begin(run_id, secret)
+        try:
+            return _mint(normalized, run_id, epoch, parent, parent_epoch, memo, hasher, secret)
+        except CanonicalJSONError:
+            return Receipt("absent", run_id, epoch, parent_epoch, names.REASON_UNREADABLE)
+
+
+def _mint(
+    request: Request,
+    run_id: str,
+    epoch: int,
+    parent: int | Receipt,
+    parent_epoch: int,
+    memo: ReceiptDigests,
+    hasher: _Hasher,
+    key: bytes | None,
+) -> Receipt:
+    system = memo.pieces(hasher, "system", request.system)
+    messages = memo.pieces(hasher, "messages", request.messages)
+    tools = memo.pieces(hasher, "tools", request.tools)
+    entries = tuple(piece.digest for piece in messages)
+    chain = memo.chain(hasher, entries)[-1]
+    system_hash = memo.hash_memo(hasher, _assemble(hasher, system))
+    params = hasher.canonical(request.params)
+    kept = _kept(entries, parent.entries if isinstance(parent, Receipt) else None)
+    receipt = Receipt(
+        state="minted",
+        run_id=run_id,
+        epoch=epoch,
+        parent=parent_epoch,
+        scheme=names.SCHEME_HMAC if key is not None else names.SCHEME_PLAIN,
+        model=request.model,
+        provider=request.provider,
+        system_hash=system_hash,
+        system_pieces=tuple(piece.digest for piece in system),
+        messages_count=len(entries),
+        messages_chain=chain,
+        messages_kept=kept,
+        messages_added=entries[kept:],
+        tools_names=request.tool_names,
+        tools_hashes=tuple(piece.digest for piece in tools),
+        tools_forced=request.forced_tool(),
+        params=params.decode("utf-8"),
+        bytes=request_size(request, system, messages, tools, len(params)),
+        entries=entries,
+    )
+    digest = hasher.hash_bytes(digest_preimage(receipt))
+    return _with_digest(receipt, digest)
+
+
+def digest_preimage(receipt: Receipt) -> bytes:
+    """What ``af.receipt.digest`` is taken over: JCS of the fingerprint attributes plus the call's
+    place in the run (``af.epoch``, ``af.epoch.parent``), so a receipt moved to another span fails."""
+    body = receipt.fingerprint_attributes()
+    body[names.EPOCH] = receipt.epoch
+    body[names.EPOCH_PARENT] = receipt.parent
+    return canonical_json(body)
+
+
+def _with_digest(receipt: Receipt, digest: str) -> Receipt:
+    from dataclasses import replace
+
+    return replace(receipt, digest=digest)
+
+
+def _kept(entries: tuple[str, ...], parent_entries: Sequence[str] | None) -> int:
+    if not parent_entries:
+        return 0
+    kept = 0
+    for new, old in zip(entries, parent_entries, strict=False):
+        if new != old:
+            break
+        kept += 1
+    return kept
+
+
+def _assemble(hasher: _Hasher, pieces: tuple[Piece, ...]) -> bytes:
+    """JCS of a list from its items' canonical bytes (a big item is canonicalized again)."""
+    bodies = [p.body if p.body is not None else hasher.canonical(p.value) for p in pieces]
+    return b"[" + b",".join(bodies) + b"]"
+
+
+def _list_size(pieces: tuple[Piece, ...]) -> int:
+    return 2 + sum(piece.size for piece in pieces) + max(0, len(pieces) - 1)
+
+
+def request_size(
+    request: Request,
+    system: tuple[Piece, ...],
+    messages: tuple[Piece, ...],
+    tools: tuple[Piece, ...],
+    params_size: int,
+) -> int:
+    """``len(canonical_json(request.to_dict()))`` from the pieces' sizes, without re-serializing."""
+    sizes: list[tuple[str, int]] = [("messages", _list_size(messages))]
+    if request.model is not None:
+        sizes.append(("model", len(canonical_json(request.model))))
+    if request.params:
+        sizes.append(("params", params_size))
+    if request.provider is not None:
+        sizes.append(("provider", len(canonical_json(request.provider))))
+    if request.system:
+        sizes.append(("system", _list_size(system)))
+    if request.tools:
+        sizes.append(("tools", _list_size(tools)))
+    # {"key":value,...}: braces, quoted keys, colons, commas
+    return 2 + sum(len(k) + 3 + size for k, size in sizes) + len(sizes) - 1
