@@ -157,13 +157,14 @@ class LocalStore:
                 if exc.errno == errno.ELOOP:
                     raise _refuse_symlink(path) from exc
                 raise StoreError(f"cannot read blob {address} at {path}: {_why(exc)}") from exc
-            with open(fd, "rb", closefd=True) as blob:
-                if not stat.S_ISREG(os.fstat(blob.fileno()).st_mode):
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
                     raise StoreError(f"blob {address} at {path} is not a regular file")
-                try:
-                    data = blob.read()
-                except OSError as exc:
-                    raise StoreError(f"cannot read blob {address} at {path}: {_why(exc)}") from exc
+                data = _read_all(fd)
+            except OSError as exc:
+                raise StoreError(f"cannot read blob {address} at {path}: {_why(exc)}") from exc
+            finally:
+                os.close(fd)
         return check_blob(address, data, path)
 
     def has(self, address: str) -> bool:
@@ -298,6 +299,13 @@ class LocalStore:
                 raise _refuse_symlink(path) from exc
             raise
         return _Dir(path, fd)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _why(exc: OSError) -> str:
