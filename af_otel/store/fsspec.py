@@ -45,9 +45,9 @@ class FsspecStore:
         self._url = url.rstrip("/")
         try:
             self._fs, root = fsspec.core.url_to_fs(url, **storage_options)
-        except (ImportError, ValueError, OSError) as exc:
+        except Exception as exc:
             # A missing backend (s3fs, gcsfs, ...) surfaces as ImportError, an unknown protocol
-            # as ValueError.
+            # as ValueError, a backend's own configuration trouble as anything at all.
             raise StoreError(f"cannot open store {url}: {exc}") from exc
         self._root = str(root).rstrip("/")
         protocols = self._fs.protocol
