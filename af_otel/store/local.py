@@ -38,6 +38,9 @@ _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY: Final = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _BINARY: Final = getattr(os, "O_BINARY", 0)
+# O_NONBLOCK so that a FIFO planted at a blob path is refused by the fstat check instead of
+# blocking the open; it changes nothing for regular files.
+_READ_FLAGS: Final = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _BINARY | getattr(os, "O_NONBLOCK", 0)
 # Blobs are created read-only: write-once, visible to anyone who lists the directory.
 _BLOB_MODE: Final = 0o444
 # Temporary names start with a dot and hold dots, so they can never equal the 62-hex name that
@@ -135,7 +138,8 @@ class LocalStore:
         except OSError as exc:
             raise StoreError(f"cannot create store root {self._root}: {_why(exc)}") from exc
         with self._shard(shard, create=True) as directory:
-            assert directory is not None  # create=True never yields None
+            if directory is None:  # the root was removed under us
+                raise StoreError(f"store root {self._root} vanished while writing")
             if self._present(directory, name):
                 return address
             self._write(directory, name, data, address)
@@ -150,7 +154,7 @@ class LocalStore:
             if directory.fd is None and os.path.islink(path):
                 raise _refuse_symlink(path)
             try:
-                fd = directory.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _BINARY)
+                fd = directory.open(name, _READ_FLAGS)
             except FileNotFoundError:
                 raise BlobNotFoundError(f"no blob {address} in {self._root}") from None
             except OSError as exc:

@@ -185,6 +185,19 @@ class TestVerification:
         with pytest.raises(StoreError):
             store.put(b"dir")
 
+    def test_fifo_at_blob_path_is_refused_without_blocking(
+        self, store: LocalStore, root: Path
+    ) -> None:
+        """A FIFO planted at a blob's path is refused at once instead of hanging the reader."""
+        address = address_of(b"fifo")
+        path = blob_path(root, address)
+        path.parent.mkdir(parents=True)
+        os.mkfifo(path)
+        with pytest.raises(StoreError, match="not a regular file"):
+            store.get(address)
+        with pytest.raises(StoreError, match="not a regular file"):
+            store.has(address)
+
 
 class TestInvalidAddresses:
     @given(
