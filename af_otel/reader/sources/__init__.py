@@ -1,0 +1,70 @@
+"""Span sources: every export format and backend the reader knows, read into ``SpanRecord`` values.
+
+``read_spans`` takes whatever the user has (a file path, a parsed document, the SDK's in-memory
+spans) and works out the format from the content; ``TempoSource`` and ``JaegerSource`` fetch a
+trace by id. This package and ``store/`` are the only places that do I/O.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from itertools import chain
+
+from af_otel.errors import UnknownFormatError
+from af_otel.reader.sources.documents import open_document
+from af_otel.reader.sources.files import read_file
+from af_otel.reader.sources.jaeger import ARRAY_KEYS, JaegerSource
+from af_otel.reader.sources.sdk import is_readable_span, sdk_records
+from af_otel.reader.sources.stream import SourceFormat, SpanStream, expected_formats
+from af_otel.reader.sources.tempo import TempoSource
+
+__all__ = [
+    "ARRAY_KEYS",
+    "JaegerSource",
+    "SourceFormat",
+    "SpanStream",
+    "TempoSource",
+    "read_spans",
+]
+
+
+def read_spans(
+    source: str | os.PathLike[str] | Mapping[str, object] | Iterable[object],
+    *,
+    lenient: bool = False,
+) -> SpanStream:
+    """Read span records lazily from a path, a parsed JSON document, or SDK ``ReadableSpan``s.
+
+    A path may hold OTLP JSON lines (Collector file exporter, opentelemetry-exporter-otlp-json-file),
+    one JSON document (OTLP, Tempo ``/api/traces`` or ``/api/v2/traces``, Jaeger ``/api/v3/traces``
+    or ``/api/traces``) or the Collector's length-prefixed protobuf; the content decides, not the
+    extension. An ``InMemorySpanExporter`` (or anything with ``get_finished_spans()``) is read too.
+
+    Strict by default: the first bad line, record or span raises ``SourceError`` naming it (file
+    and line, span index). With ``lenient=True`` those are skipped and counted on the returned
+    stream (``skipped_lines``, ``skipped_spans``, ``problems``). Input in no known format raises
+    ``UnknownFormatError`` listing the expected ones, lenient or not.
+    """
+    if isinstance(source, str | os.PathLike):
+        return read_file(os.fspath(source), lenient=lenient)
+    if isinstance(source, Mapping):
+        return open_document(source, "<document>", lenient=lenient)
+    finished = getattr(source, "get_finished_spans", None)
+    if callable(finished):
+        source = finished()
+    if isinstance(source, bytes | bytearray) or not isinstance(source, Iterable):
+        raise UnknownFormatError(
+            f"cannot read spans from a {type(source).__name__}; pass a path, a parsed JSON "
+            f"document or ReadableSpan objects. Expected one of: {expected_formats()}"
+        )
+    spans = iter(source)
+    first = next(spans, None)
+    if first is not None and not is_readable_span(first):
+        raise UnknownFormatError(
+            f"an iterable of {type(first).__name__} holds no ReadableSpan objects; expected one "
+            f"of: {expected_formats()}"
+        )
+    stream = SpanStream("<ReadableSpans>", SourceFormat.SDK, lenient=lenient)
+    rest = chain((first,), spans) if first is not None else iter(())
+    return stream.feed(sdk_records(rest, stream))

@@ -1,0 +1,303 @@
+"""Decoders for the encodings the export formats disagree on: ids, 64-bit ints, enums and AnyValue.
+
+OTLP JSON writes hex ids, integer enums and int64 as strings; Tempo's jsonpb writes base64 ids and
+enum names; protobuf-to-JSON and hand-written files mix both. Each decoder here accepts every form
+and raises ``Problem`` (never a bare KeyError/TypeError) so sources can name the span that failed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from af_otel.reader.records import AttrScalar, AttrValue, SpanKind, StatusCode
+
+__all__ = [
+    "Problem",
+    "any_value",
+    "attributes",
+    "base64_text",
+    "enum_value",
+    "id_hex",
+    "int_value",
+    "optional_id_hex",
+    "python_value",
+]
+
+_HEX: Final = {16: re.compile(r"[0-9a-fA-F]{16}"), 32: re.compile(r"[0-9a-fA-F]{32}")}
+_INT: Final = re.compile(r"[+-]?[0-9]+")
+# proto3 JSON spells the non-finite doubles as strings.
+_NON_FINITE: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+class Problem(ValueError):
+    """A value cannot be decoded; the message says which field and why, the caller says where."""
+
+
+def id_hex(value: object, nbytes: int, what: str) -> str:
+    """A trace (16 bytes) or span (8 bytes) id as lowercase hex, from hex of any case or base64."""
+    if value is None or value == "":
+        raise Problem(f"missing {what}")
+    if not isinstance(value, str):
+        raise Problem(f"{what} must be a string, got {type(value).__name__}")
+    # Length decides: 32/16 hex digits are hex; base64 of 16/8 bytes is 24/12 characters.
+    if _HEX[2 * nbytes].fullmatch(value):
+        text = value.lower()
+    else:
+        raw = _b64decode(value)
+        if raw is None or len(raw) != nbytes:
+            raise Problem(
+                f"{what} {value!r} is neither {2 * nbytes} hex digits nor base64 of {nbytes} bytes"
+            )
+        text = raw.hex()
+    if text.count("0") == len(text):
+        raise Problem(f"{what} is all zeros (an invalid id)")
+    return text
+
+
+def optional_id_hex(value: object, nbytes: int, what: str) -> str | None:
+    """Like ``id_hex`` for a parent id: absent, empty or all zeros mean "no parent"."""
+    if value is None or value == "":
+        return None
+    try:
+        return id_hex(value, nbytes, what)
+    except Problem:
+        if isinstance(value, str) and value.strip("0=A") == "":  # zeros in hex or in base64
+            return None
+        raise
+
+
+def int_value(value: object, what: str, default: int | None = None) -> int:
+    """An integer written as a JSON number or as a decimal string (OTLP JSON's int64 form)."""
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool):
+        raise Problem(f"{what} must be an integer, got a bool")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and _INT.fullmatch(value):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise Problem(f"{what} must be an integer, got {value!r}")
+
+
+def enum_value(value: object, enum: type[SpanKind] | type[StatusCode], what: str) -> Any:
+    """An OTLP enum from its number, its name (``SPAN_KIND_CLIENT``) or its short name (``CLIENT``)."""
+    if value is None:
+        return enum(0)
+    try:
+        if isinstance(value, str) and not _INT.fullmatch(value):
+            name = value.upper()
+            for prefix in ("SPAN_KIND_", "STATUS_CODE_"):
+                name = name.removeprefix(prefix)
+            return enum[name]
+        return enum(int_value(value, what))
+    except (KeyError, ValueError):
+        raise Problem(f"{what} {value!r} is not an OTLP {enum.__name__}") from None
+
+
+def _b64decode(text: str) -> bytes | None:
+    # proto3 JSON accepts both the standard and the URL-safe alphabet, padded or not.
+    standard = text.replace("-", "+").replace("_", "/")
+    standard += "=" * (-len(standard) % 4)
+    try:
+        return base64.b64decode(standard, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def base64_text(value: object, what: str) -> str:
+    """Bytes carried as base64 text, normalized to the standard padded alphabet."""
+    raw = _b64decode(value) if isinstance(value, str) else None
+    if raw is None:
+        raise Problem(f"{what} {value!r} is not base64")
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _double(value: object, what: str) -> float:
+    if isinstance(value, bool):
+        raise Problem(f"{what} must be a number, got a bool")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        if value in _NON_FINITE:
+            return _NON_FINITE[value]
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise Problem(f"{what} must be a number, got {value!r}")
+
+
+def _plain(value: object, what: str) -> object:
+    """An AnyValue as a plain JSON value, for arrays and maps nested inside a value."""
+    if not isinstance(value, Mapping):
+        raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
+    if "stringValue" in value:
+        return _string(value["stringValue"], what)
+    if "boolValue" in value:
+        return _bool(value["boolValue"], what)
+    if "intValue" in value:
+        return int_value(value["intValue"], what)
+    if "doubleValue" in value:
+        number = _double(value["doubleValue"], what)
+        return number if math.isfinite(number) else _finite_text(number)
+    if "bytesValue" in value:
+        return base64_text(value["bytesValue"], what)
+    if "arrayValue" in value:
+        return [
+            _plain(item, f"{what}[{i}]")
+            for i, item in enumerate(_values(value["arrayValue"], what))
+        ]
+    if "kvlistValue" in value:
+        return {
+            _string(kv.get("key"), f"{what} key"): _plain(
+                kv.get("value", {}), f"{what}.{kv.get('key')}"
+            )
+            for kv in _key_values(_values(value["kvlistValue"], what), what)
+        }
+    return None
+
+
+def _finite_text(number: float) -> str:
+    return "NaN" if math.isnan(number) else ("Infinity" if number > 0 else "-Infinity")
+
+
+def _nested_json(value: object) -> str:
+    # Sorted compact JSON, as Jaeger's ``AsString`` renders a map or an array.
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def _element(value: object, what: str) -> AttrScalar | None:
+    """One element of an array attribute: a scalar, None for an empty value, JSON for a container."""
+    if not isinstance(value, Mapping):
+        raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
+    if "arrayValue" in value or "kvlistValue" in value:
+        return _nested_json(_plain(value, what))
+    decoded = any_value(value, what)
+    assert not isinstance(decoded, tuple)  # containers were handled just above
+    return decoded
+
+
+def any_value(value: object, what: str) -> AttrValue | None:
+    """An OTLP AnyValue as an attribute value; None for an empty value (no field set).
+
+    Arrays of scalars become tuples; an array or map nested in an array, and a map itself, become a
+    JSON string (the attribute model has no nested values); bytes become base64 text.
+    """
+    if not isinstance(value, Mapping):
+        raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
+    if "stringValue" in value:
+        return _string(value["stringValue"], what)
+    if "intValue" in value:
+        return int_value(value["intValue"], what)
+    if "boolValue" in value:
+        return _bool(value["boolValue"], what)
+    if "doubleValue" in value:
+        return _double(value["doubleValue"], what)
+    if "arrayValue" in value:
+        return tuple(
+            _element(item, f"{what}[{i}]")
+            for i, item in enumerate(_values(value["arrayValue"], what))
+        )
+    if "kvlistValue" in value:
+        return _nested_json(_plain(value, what))
+    if "bytesValue" in value:
+        return base64_text(value["bytesValue"], what)
+    return None
+
+
+def _string(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise Problem(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _bool(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise Problem(f"{what} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def _values(container: object, what: str) -> Sequence[object]:
+    if container is None:
+        return ()
+    if not isinstance(container, Mapping):
+        raise Problem(f"{what} must be an object with 'values'")
+    values = container.get("values")
+    if values is None:
+        return ()
+    if not isinstance(values, list):
+        raise Problem(f"{what}.values must be a list")
+    return values
+
+
+def _key_values(items: Sequence[object], what: str) -> Sequence[Mapping[str, object]]:
+    for item in items:
+        if not isinstance(item, Mapping):
+            raise Problem(
+                f"{what} holds a {type(item).__name__} where a {{key, value}} object belongs"
+            )
+    return items  # type: ignore[return-value]  # checked just above
+
+
+def attributes(items: object, what: str) -> dict[str, AttrValue]:
+    """A list of OTLP ``{key, value}`` pairs as a dict; empty values are left out, a repeated key keeps the last."""
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise Problem(f"{what} must be a list of {{key, value}} objects")
+    out: dict[str, AttrValue] = {}
+    for kv in _key_values(items, what):
+        key = _string(kv.get("key"), f"{what} key")
+        decoded = any_value(kv.get("value", {}), f"{what} {key!r}")
+        if decoded is not None:
+            out[key] = decoded
+    return out
+
+
+def python_value(value: object) -> AttrValue | None:
+    """An attribute value held by the OTel SDK (str, bool, int, float, bytes, sequences, maps).
+
+    The same rules as ``any_value``: sequences become tuples, maps and nested containers JSON
+    strings, bytes base64 text, so that an SDK span and its OTLP export give equal records.
+    """
+    if isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, Mapping):
+        return _nested_json(_python_plain(value))
+    if isinstance(value, Sequence):
+        return tuple(_python_element(item) for item in value)
+    return None
+
+
+def _python_element(item: object) -> AttrScalar | None:
+    if item is None or isinstance(item, str | bool | int | float):
+        return item
+    if isinstance(item, bytes | bytearray):
+        return base64.b64encode(item).decode("ascii")
+    return _nested_json(_python_plain(item))
+
+
+def _python_plain(value: object) -> object:
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _finite_text(value)
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, Mapping):
+        return {str(k): _python_plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence):
+        return [_python_plain(item) for item in value]
+    return str(value)

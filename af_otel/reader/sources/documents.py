@@ -1,0 +1,86 @@
+"""Which export a parsed JSON document is, told by its top-level key, and its records.
+
+Every JSON shape the reader knows has one distinguishing top key, so a document read from a file,
+a line of a JSON-lines file, or a body fetched over HTTP is dispatched the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Final
+
+from af_otel.errors import UnknownFormatError
+from af_otel.reader.records import SpanRecord
+from af_otel.reader.sources.jaeger import jaeger_v1_records, jaeger_v3_records
+from af_otel.reader.sources.otlp import resource_spans_records
+from af_otel.reader.sources.stream import SourceFormat, SpanStream, expected_formats
+from af_otel.reader.sources.tempo import tempo_v1_records, tempo_v2_records
+
+__all__ = ["document_format", "document_records", "open_document"]
+
+_Decoder = Callable[[Mapping[str, object], str, SpanStream], Iterator[SpanRecord]]
+
+
+def _otlp(doc: Mapping[str, object], origin: str, stream: SpanStream) -> Iterator[SpanRecord]:
+    return resource_spans_records(doc.get("resourceSpans"), origin, stream)
+
+
+# Checked in order; the first key present decides.
+_SHAPES: Final[tuple[tuple[str, SourceFormat, _Decoder], ...]] = (
+    ("resourceSpans", SourceFormat.OTLP_JSON, _otlp),
+    ("batches", SourceFormat.TEMPO_V1, tempo_v1_records),
+    ("trace", SourceFormat.TEMPO_V2, tempo_v2_records),
+    ("result", SourceFormat.JAEGER_V3, jaeger_v3_records),
+    ("data", SourceFormat.JAEGER_V1, jaeger_v1_records),
+)
+
+
+def document_format(doc: object) -> SourceFormat | None:
+    """The format of a parsed document, or None when it is none the reader knows.
+
+    ``{}`` is an OTLP request with no spans (proto3 JSON leaves an empty list out).
+    """
+    if not isinstance(doc, Mapping):
+        return None
+    if not doc:
+        return SourceFormat.OTLP_JSON
+    for key, fmt, _ in _SHAPES:
+        if key in doc:
+            return fmt
+    return None
+
+
+def describe(doc: object) -> str:
+    """A short description of an unrecognized document for error messages."""
+    if isinstance(doc, Mapping):
+        keys = ", ".join(repr(k) for k in list(doc)[:5])
+        return f"a JSON object with keys {keys}"
+    return f"a JSON {type(doc).__name__}"
+
+
+def document_records(doc: object, origin: str, stream: SpanStream) -> Iterator[SpanRecord]:
+    """Yield the records of one document; an unknown shape is a problem of its line."""
+    fmt = document_format(doc)
+    if fmt is None or not isinstance(doc, Mapping):
+        stream.problem(
+            f"{origin}: {describe(doc)} is in no format the reader knows; expected one of: "
+            f"{expected_formats()}",
+            unit="line",
+            error=UnknownFormatError,
+        )
+        return
+    decoder = next(decode for _, shape, decode in _SHAPES if shape is fmt) if doc else None
+    if decoder is not None:
+        yield from decoder(doc, origin, stream)
+
+
+def open_document(doc: object, origin: str, *, lenient: bool) -> SpanStream:
+    """A stream over one whole document; an unknown shape raises at once, lenient or not."""
+    fmt = document_format(doc)
+    if fmt is None:
+        raise UnknownFormatError(
+            f"{origin}: {describe(doc)} is in no format the reader knows; expected one of: "
+            f"{expected_formats()}"
+        )
+    stream = SpanStream(origin, fmt, lenient=lenient)
+    return stream.feed(document_records(doc, origin, stream))

@@ -1,0 +1,135 @@
+"""Span files: tell JSON lines, one JSON document and length-prefixed protobuf apart by content.
+
+The extension is not trusted (``.json`` files hold JSON lines as often as documents): the first
+non-space byte says JSON or binary, and for JSON whether the first line parses on its own says
+lines or one pretty document. JSON lines and protobuf records are read one at a time; only a
+single document is parsed whole, as it must be.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Final, Literal
+
+import orjson
+
+from af_otel.errors import SourceError, UnknownFormatError
+from af_otel.reader.records import SpanRecord
+from af_otel.reader.sources.documents import document_records, open_document
+from af_otel.reader.sources.protobuf import looks_length_prefixed, proto_records
+from af_otel.reader.sources.stream import SourceFormat, SpanStream, expected_formats
+
+__all__ = ["read_file"]
+
+_HEAD: Final = 4096
+_SPACE: Final = b" \t\r\n"
+_BOM: Final = b"\xef\xbb\xbf"
+_COMPRESSED: Final = {
+    b"\x28\xb5\x2f\xfd": "zstd-compressed (the file exporter's compression: zstd)",
+    b"\x1f\x8b": "gzip-compressed",
+}
+
+_Layout = Literal["lines", "document", "proto"]
+
+
+def read_file(path: str, *, lenient: bool) -> SpanStream:
+    """Open a span file of any known layout; its format is settled before the first record."""
+    layout = _layout(path)
+    if layout == "document":
+        return open_document(_load_document(path), path, lenient=lenient)
+    if layout == "proto":
+        stream = SpanStream(path, SourceFormat.OTLP_PROTO, lenient=lenient)
+        return stream.feed(_proto(path, stream))
+    stream = SpanStream(path, SourceFormat.OTLP_JSON_LINES, lenient=lenient)
+    return stream.feed(_lines(path, stream))
+
+
+def _open(path: str) -> tuple[bytes, int]:
+    try:
+        with open(path, "rb") as file:
+            return file.read(_HEAD), os.fstat(file.fileno()).st_size
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _layout(path: str) -> _Layout:
+    head, size = _open(path)
+    text = head.removeprefix(_BOM).lstrip(_SPACE)
+    if not text:
+        return "lines"  # an empty file is an export that has not written yet: zero spans
+    if text.startswith(b"{"):
+        return "lines" if _first_lines_parse(path) else "document"
+    if looks_length_prefixed(head, size):
+        return "proto"
+    for magic, what in _COMPRESSED.items():
+        if head.startswith(magic):
+            raise UnknownFormatError(
+                f"{path}: the file is {what}; decompress it first. Expected one of: "
+                f"{expected_formats()}"
+            )
+    raise UnknownFormatError(
+        f"{path}: starts with bytes {head[:8].hex(' ')}, which is no format the reader knows; "
+        f"expected one of: {expected_formats()}"
+    )
+
+
+def _first_lines_parse(path: str) -> bool:
+    """JSON lines when the first non-blank line is a whole object, or (a torn first line) the second.
+
+    A pretty document's first lines (``{``, ``"resourceSpans": [``) never parse alone.
+    """
+    seen = 0
+    with open(path, "rb") as file:
+        for raw in file:
+            if not raw.strip(_SPACE):
+                continue
+            try:
+                if isinstance(orjson.loads(raw.removeprefix(_BOM)), dict):
+                    return True
+            except orjson.JSONDecodeError:
+                pass
+            seen += 1
+            if seen == 2:
+                return False
+    return False
+
+
+def _load_document(path: str) -> object:
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return orjson.loads(data.removeprefix(_BOM))
+    except orjson.JSONDecodeError as exc:
+        raise SourceError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+
+
+def _lines(path: str, stream: SpanStream) -> Iterator[SpanRecord]:
+    try:
+        file = open(path, "rb")  # noqa: SIM115  # held open across yields, closed below
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with file:
+        for number, raw in enumerate(file, start=1):
+            if not raw.strip(_SPACE):
+                continue
+            origin = f"{path}:{number}"
+            try:
+                doc = orjson.loads(raw.removeprefix(_BOM) if number == 1 else raw)
+            except orjson.JSONDecodeError as exc:
+                cut = "" if raw.endswith(b"\n") else "; the last line has no newline: cut short?"
+                stream.problem(f"{origin}: invalid JSON ({exc}{cut})", unit="line")
+                continue
+            yield from document_records(doc, origin, stream)
+
+
+def _proto(path: str, stream: SpanStream) -> Iterator[SpanRecord]:
+    try:
+        file = open(path, "rb")  # noqa: SIM115  # held open across yields, closed below
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with file:
+        yield from proto_records(file, path, os.fstat(file.fileno()).st_size, stream)

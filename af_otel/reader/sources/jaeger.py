@@ -1,0 +1,329 @@
+"""Jaeger: the ``/api/v3`` OTLP body, the ``/api/traces`` UI JSON, and ``JaegerSource`` to fetch by id.
+
+The UI JSON is OTLP passed through the Collector's Jaeger translator, which is lossy in known ways
+undone here: times are microseconds; kind, status and scope ride as the tags ``span.kind``,
+``otel.status_code`` and ``otel.scope.name``; events are logs whose ``event`` field is the name;
+arrays and maps become JSON text; a trace id whose high half is zero prints as 16 hex digits.
+Array text is turned back into a tuple only for the af_otel keys known to be arrays, since any
+other string tag may legitimately look like JSON. Dropped-attribute and dropped-event counts do
+not survive the translator: records read from this format carry 0.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from af_otel import names
+from af_otel.reader.records import (
+    AttrValue,
+    EventRecord,
+    SpanKind,
+    SpanRecord,
+    StatusCode,
+    freeze_attributes,
+)
+from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url
+from af_otel.reader.sources._values import Problem, base64_text, int_value
+from af_otel.reader.sources.otlp import resource_spans_records
+from af_otel.reader.sources.stream import SourceFormat, SpanStream
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["ARRAY_KEYS", "JaegerSource", "jaeger_v1_records", "jaeger_v3_records"]
+
+# The af_otel attributes that are string arrays on the span (CONTRACT §5); Jaeger shows them as
+# JSON text and the reader turns them back.
+ARRAY_KEYS: Final = frozenset(
+    {
+        names.GAPS,
+        names.RECEIPT_SYSTEM_PIECES,
+        names.RECEIPT_MESSAGES_ADDED,
+        names.RECEIPT_TOOLS_NAMES,
+        names.RECEIPT_TOOLS_HASHES,
+    }
+)
+
+_KINDS: Final = {
+    "internal": SpanKind.INTERNAL,
+    "server": SpanKind.SERVER,
+    "client": SpanKind.CLIENT,
+    "producer": SpanKind.PRODUCER,
+    "consumer": SpanKind.CONSUMER,
+}
+_STATUSES: Final = {"OK": StatusCode.OK, "ERROR": StatusCode.ERROR}
+# Tags the translator adds from span fields rather than from attributes.
+_TAG_KIND: Final = "span.kind"
+_TAG_STATUS: Final = "otel.status_code"
+_TAG_ERROR: Final = "error"
+_TAG_SCOPE: Final = ("otel.scope.name", "otel.library.name")
+_TAG_DROPPED: Final = frozenset(
+    {"otel.status_description", "otel.scope.version", "otel.library.version", "w3c.tracestate"}
+)
+_EVENT_FIELD: Final = "event"
+# The translator's service name for a resource with no attributes at all: not a real service.
+_NO_SERVICE: Final = "OTLPResourceNoServiceName"
+
+
+def jaeger_v3_records(
+    doc: Mapping[str, object], origin: str, stream: SpanStream
+) -> Iterator[SpanRecord]:
+    """Records of a ``GET /api/v3/traces/<id>`` body: ``{"result": {"resourceSpans": [...]}}``."""
+    result = doc.get("result")
+    if result is None:
+        return iter(())
+    if not isinstance(result, Mapping):
+        stream.problem(f"{origin}: result must be an object", unit="line")
+        return iter(())
+    return resource_spans_records(
+        result.get("resourceSpans"), origin, stream, path="result.resourceSpans"
+    )
+
+
+def jaeger_v1_records(
+    doc: Mapping[str, object], origin: str, stream: SpanStream
+) -> Iterator[SpanRecord]:
+    """Records of a ``GET /api/traces/<id>`` (or search) body: ``{"data": [{"spans", "processes"}]}``."""
+    for error in _list(doc.get("errors")):
+        stream.note(f"{origin}: Jaeger reported an error: {error}")
+    data = doc.get("data")
+    if data is None:
+        return
+    if not isinstance(data, list):
+        stream.problem(f"{origin}: data must be a list", unit="line")
+        return
+    index = 0
+    for t, trace in enumerate(data):
+        if not isinstance(trace, Mapping):
+            stream.problem(f"{origin}: data[{t}] must be an object", unit="span")
+            continue
+        for warning in _list(trace.get("warnings")):
+            stream.note(f"{origin}: Jaeger warning on data[{t}]: {warning}")
+        processes = _Processes(trace.get("processes"))
+        for k, span in enumerate(_list(trace.get("spans"))):
+            try:
+                record = _span(span, processes, origin)
+            except Problem as exc:
+                stream.problem(f"{origin}: span {index} (data[{t}].spans[{k}]): {exc}", unit="span")
+                record = None
+            index += 1
+            if record is not None:
+                yield record
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+class _Processes:
+    """The trace's process table, each entry decoded once into a resource mapping."""
+
+    __slots__ = ("_decoded", "_raw")
+
+    def __init__(self, raw: object) -> None:
+        self._raw = raw if isinstance(raw, Mapping) else {}
+        self._decoded: dict[str, Mapping[str, AttrValue]] = {}
+
+    def resource(self, span: Mapping[str, Any]) -> Mapping[str, AttrValue]:
+        inline = span.get("process")  # the embedded-process variant (Jaeger's uiconv, anonymizer)
+        if isinstance(inline, Mapping):
+            return _resource(inline)
+        pid = span.get("processID")
+        if not isinstance(pid, str) or pid not in self._raw:
+            raise Problem(f"processID {pid!r} is not in the trace's processes")
+        if pid not in self._decoded:
+            process = self._raw[pid]
+            if not isinstance(process, Mapping):
+                raise Problem(f"process {pid!r} must be an object")
+            self._decoded[pid] = _resource(process)
+        return self._decoded[pid]
+
+
+def _resource(process: Mapping[str, Any]) -> Mapping[str, AttrValue]:
+    resource = dict(_tags(process.get("tags"), "process.tags"))
+    service = process.get("serviceName")
+    if isinstance(service, str) and service and service != _NO_SERVICE:
+        resource["service.name"] = service
+    return freeze_attributes(resource)
+
+
+def _jaeger_id(value: object, digits: int, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise Problem(f"missing {what}")
+    if len(value) > digits or any(c not in "0123456789abcdefABCDEF" for c in value):
+        raise Problem(f"{what} {value!r} is not up to {digits} hex digits")
+    text = value.lower().rjust(digits, "0")
+    if text.count("0") == digits:
+        raise Problem(f"{what} is all zeros (an invalid id)")
+    return text
+
+
+def _parent(span: Mapping[str, Any], trace_id: str) -> str | None:
+    # The translator puts the parent first, as a CHILD_OF reference in the same trace; links
+    # follow as FOLLOWS_FROM. The embedded-process variant may carry parentSpanID instead.
+    for ref in _list(span.get("references")):
+        if (
+            isinstance(ref, Mapping)
+            and ref.get("refType") == "CHILD_OF"
+            and _jaeger_id(ref.get("traceID"), 32, "references.traceID") == trace_id
+        ):
+            return _jaeger_id(ref.get("spanID"), 16, "references.spanID")
+    parent = span.get("parentSpanID")
+    if isinstance(parent, str) and parent.strip("0"):
+        return _jaeger_id(parent, 16, "parentSpanID")
+    return None
+
+
+def _span(span: object, processes: _Processes, origin: str) -> SpanRecord:
+    if not isinstance(span, Mapping):
+        raise Problem(f"a span must be an object, got {type(span).__name__}")
+    trace_id = _jaeger_id(span.get("traceID"), 32, "traceID")
+    name = span.get("operationName", "")
+    if not isinstance(name, str):
+        raise Problem("operationName must be a string")
+    tags = _tags(span.get("tags"), "tags")
+    kind = SpanKind.UNSPECIFIED
+    status = StatusCode.UNSET
+    scope = ""
+    attributes: dict[str, AttrValue] = {}
+    for key, value in tags:
+        if key == _TAG_KIND and isinstance(value, str) and value in _KINDS:
+            kind = _KINDS[value]
+        elif key == _TAG_STATUS and isinstance(value, str) and value in _STATUSES:
+            status = _STATUSES[value]
+        elif key in _TAG_SCOPE and isinstance(value, str):
+            scope = value
+        elif key in _TAG_DROPPED:
+            continue
+        elif key == _TAG_ERROR and value is True and status is StatusCode.ERROR:
+            continue  # the translator writes `error=true` right after `otel.status_code=ERROR`
+        else:
+            attributes[key] = value
+    if status is StatusCode.UNSET and attributes.get(_TAG_ERROR) is True:
+        status = StatusCode.ERROR  # a span from a native Jaeger client: error=true is its status
+    start_us = int_value(span.get("startTime"), "startTime", 0)
+    duration_us = int_value(span.get("duration"), "duration", 0)
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=_jaeger_id(span.get("spanID"), 16, "spanID"),
+        parent_span_id=_parent(span, trace_id),
+        name=name,
+        kind=kind,
+        start_ns=start_us * 1000,
+        end_ns=(start_us + duration_us) * 1000,
+        attributes=freeze_attributes(attributes),
+        events=tuple(_event(log, f"logs[{i}]") for i, log in enumerate(_list(span.get("logs")))),
+        resource=processes.resource(span),
+        scope=scope,
+        status_code=status,
+        origin=origin,
+    )
+
+
+def _event(log: object, what: str) -> EventRecord:
+    if not isinstance(log, Mapping):
+        raise Problem(f"{what} must be an object")
+    name = ""
+    attributes: dict[str, AttrValue] = {}
+    for key, value in _tags(log.get("fields"), f"{what}.fields"):
+        if key == _EVENT_FIELD and isinstance(value, str) and not name:
+            name = value
+        else:
+            attributes[key] = value
+    return EventRecord(
+        name=name,
+        time_ns=int_value(log.get("timestamp"), f"{what}.timestamp", 0) * 1000,
+        attributes=freeze_attributes(attributes),
+    )
+
+
+def _tags(tags: object, what: str) -> list[tuple[str, AttrValue]]:
+    if tags is None:
+        return []
+    if not isinstance(tags, list):
+        raise Problem(f"{what} must be a list")
+    out: list[tuple[str, AttrValue]] = []
+    for tag in tags:
+        if not isinstance(tag, Mapping) or not isinstance(tag.get("key"), str):
+            raise Problem(f"{what} holds an entry without a string key")
+        key: str = tag["key"]
+        out.append((key, _tag_value(key, tag.get("type", "string"), tag.get("value"), what)))
+    return out
+
+
+def _tag_value(key: str, vtype: object, value: object, what: str) -> AttrValue:
+    where = f"{what} {key!r}"
+    # The embedded-process variant renders every value as a string; the type still says what it was.
+    if vtype == "string":
+        if not isinstance(value, str):
+            raise Problem(f"{where} must be a string")
+        return _array(value) if key in ARRAY_KEYS else value
+    if vtype == "bool":
+        if isinstance(value, bool):
+            return value
+        if value in ("true", "false"):
+            return value == "true"
+        raise Problem(f"{where} must be a bool")
+    if vtype == "int64":
+        return int_value(value, where)  # strings outside the JS-safe range
+    if vtype == "float64":
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise Problem(f"{where} must be a number")
+    if vtype == "binary":
+        return base64_text(value, where)
+    raise Problem(f"{where} has unknown type {vtype!r}")
+
+
+def _array(text: str) -> AttrValue:
+    """A known array key's JSON text back as a tuple; text that is not a JSON array stays text."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(parsed, list) or any(
+        item is not None and not isinstance(item, str | bool | int | float) for item in parsed
+    ):
+        return text
+    return tuple(parsed)
+
+
+@dataclass(frozen=True, slots=True)
+class JaegerSource:
+    """Fetch traces by id from Jaeger's query HTTP API (needs httpx: ``pip install 'af-otel[live]'``).
+
+    ``url`` is the query service's base URL (``http://jaeger:16686``); ``api`` picks the OTLP
+    ``/api/v3/traces`` (Jaeger v2, lossless) or the UI's ``/api/traces`` (lossy, see module doc).
+    """
+
+    url: str
+    api: Literal["v3", "v1"] = "v3"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 10.0
+    client: httpx.Client | None = None
+
+    def trace_url(self, trace_id: str) -> str:
+        """The URL ``trace`` fetches for ``trace_id`` (hex)."""
+        hex_id = trace_id_for_url(self.url, trace_id)
+        prefix = "/api/v3/traces/" if self.api == "v3" else "/api/traces/"
+        return self.url.rstrip("/") + prefix + hex_id
+
+    def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream:
+        """Fetch one trace now and return its spans; a missing trace or failed request raises."""
+        url = self.trace_url(trace_id)
+        doc = get_json(url, headers=self.headers, timeout=self.timeout, client=self.client)
+        if self.api == "v3":
+            body = expect_body(doc, url, "result", SourceFormat.JAEGER_V3)
+            stream = SpanStream(url, SourceFormat.JAEGER_V3, lenient=lenient)
+            return stream.feed(jaeger_v3_records(body, url, stream))
+        body = expect_body(doc, url, "data", SourceFormat.JAEGER_V1)
+        stream = SpanStream(url, SourceFormat.JAEGER_V1, lenient=lenient)
+        return stream.feed(jaeger_v1_records(body, url, stream))

@@ -1,0 +1,137 @@
+"""The lazy iterator every source returns, and the one place strict and lenient reading differ.
+
+Strict reading raises ``SourceError`` at the first bad line, record or span, naming it; lenient
+reading skips it, counts it and keeps the first few messages, so a long file with one torn line
+still reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from enum import Enum
+from types import TracebackType
+from typing import Final, Literal
+
+from af_otel.errors import SourceError
+from af_otel.reader.records import SpanRecord
+
+__all__ = ["MAX_MESSAGES", "SourceFormat", "SpanStream"]
+
+# Messages are kept for the person reading, counts for everything else: a bound keeps a file
+# with millions of torn lines from filling memory with their descriptions.
+MAX_MESSAGES: Final = 20
+
+
+class SourceFormat(Enum):
+    """The formats the reader recognizes; each value says how a person would know it."""
+
+    OTLP_JSON_LINES = (
+        "OTLP JSON lines, one export request per line "
+        "(Collector file exporter, opentelemetry-exporter-otlp-json-file)"
+    )
+    OTLP_JSON = 'one OTLP JSON document {"resourceSpans": [...]}'
+    OTLP_PROTO = "length-prefixed OTLP protobuf (Collector file exporter, format: proto)"
+    TEMPO_V1 = 'Tempo GET /api/traces/<id> {"batches": [...]}'
+    TEMPO_V2 = 'Tempo GET /api/v2/traces/<id> {"trace": {"resourceSpans": [...]}}'
+    JAEGER_V3 = 'Jaeger GET /api/v3/traces/<id> {"result": {"resourceSpans": [...]}}'
+    JAEGER_V1 = 'Jaeger GET /api/traces/<id> {"data": [{"spans": [...]}]}'
+    SDK = "OpenTelemetry SDK ReadableSpan objects (e.g. InMemorySpanExporter)"
+
+
+def expected_formats() -> str:
+    """The list an ``UnknownFormatError`` message ends with."""
+    return "; ".join(f.value for f in SourceFormat)
+
+
+class SpanStream(Iterator[SpanRecord]):
+    """Span records read lazily from one source, plus what lenient reading skipped.
+
+    Iterate it once. The tallies grow while iterating, so read them after the loop:
+    ``skipped_lines`` counts lines (or protobuf records) that could not be decoded at all,
+    ``skipped_spans`` spans dropped from otherwise readable lines, ``problems`` the first
+    ``MAX_MESSAGES`` messages about them, ``notes`` what the source itself reported (a partial
+    trace, backend warnings). Closing the stream (or leaving its ``with`` block) closes the file.
+    """
+
+    __slots__ = (
+        "_records",
+        "format",
+        "lenient",
+        "notes",
+        "problems",
+        "skipped_lines",
+        "skipped_spans",
+        "source",
+    )
+
+    def __init__(self, source: str, fmt: SourceFormat, *, lenient: bool) -> None:
+        self.source = source
+        self.format = fmt
+        self.lenient = lenient
+        self.skipped_lines = 0
+        self.skipped_spans = 0
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self._records: Iterator[SpanRecord] = iter(())
+
+    def feed(self, records: Iterator[SpanRecord]) -> SpanStream:
+        """Attach the generator that yields the records (sources call this once)."""
+        self._records = records
+        return self
+
+    @property
+    def skipped(self) -> int:
+        """Lines, records and spans skipped in all."""
+        return self.skipped_lines + self.skipped_spans
+
+    def problem(
+        self,
+        message: str,
+        *,
+        unit: Literal["line", "span"],
+        count: int = 1,
+        error: type[SourceError] = SourceError,
+    ) -> None:
+        """Report undecodable input: raise when strict; when lenient, count it and go on."""
+        if not self.lenient:
+            raise error(message)
+        if unit == "line":
+            self.skipped_lines += count
+        else:
+            self.skipped_spans += count
+        if len(self.problems) < MAX_MESSAGES:
+            self.problems.append(message)
+
+    def note(self, message: str) -> None:
+        """Keep something the source reported about its own completeness."""
+        if len(self.notes) < MAX_MESSAGES:
+            self.notes.append(message)
+
+    def __iter__(self) -> SpanStream:
+        return self
+
+    def __next__(self) -> SpanRecord:
+        return next(self._records)
+
+    def close(self) -> None:
+        """Stop reading and release the file, if any."""
+        close = getattr(self._records, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> SpanStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"SpanStream({self.source!r}, {self.format.name}, skipped_lines={self.skipped_lines}, "
+            f"skipped_spans={self.skipped_spans})"
+        )
