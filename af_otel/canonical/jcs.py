@@ -71,7 +71,8 @@ def canonical_json(value: object) -> bytes:
 
 def _exact(value: object) -> bytes:
     try:
-        return orjson.dumps(_Exact().prepare(value))
+        # Sorted like the fast path: `_dict` leaves dicts without astral keys for orjson to order.
+        return orjson.dumps(_Exact().prepare(value), option=orjson.OPT_SORT_KEYS)
     except CanonicalJSONError:
         raise
     except RecursionError:
