@@ -1,0 +1,125 @@
+"""Adapters: an ended span's attributes -> the normalized request, whatever convention wrote them.
+
+The convention is picked by a table (the first that claims the span, the OTel GenAI conventions
+otherwise), then adapted by that convention's own table. Both entry points are on the emit path:
+they never raise. docs/instrumentations.md says what each instrumentation records and what can
+and cannot be recovered from it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from af_otel import names
+from af_otel.semconv import genai, openinference, openllmetry
+from af_otel.semconv._adapted import (
+    NOTE_ADAPTER_ERROR,
+    NOTE_MESSAGE_NAMES_NOT_CAPTURED,
+    NOTE_MODEL_FROM_RESPONSE,
+    NOTE_MODEL_NOT_CAPTURED,
+    NOTE_PARAMS_PARTIAL,
+    NOTE_PARAMS_UNREADABLE,
+    NOTE_SYSTEM_IN_MESSAGES,
+    NOTE_TOOL_CHOICE_NOT_CAPTURED,
+    NOTE_TOOLS_NOT_CAPTURED,
+    Adapted,
+    Convention,
+    content_keys,
+)
+from af_otel.semconv._coerce import text
+
+__all__ = [
+    "NOTE_ADAPTER_ERROR",
+    "NOTE_MESSAGE_NAMES_NOT_CAPTURED",
+    "NOTE_MODEL_FROM_RESPONSE",
+    "NOTE_MODEL_NOT_CAPTURED",
+    "NOTE_PARAMS_PARTIAL",
+    "NOTE_PARAMS_UNREADABLE",
+    "NOTE_SYSTEM_IN_MESSAGES",
+    "NOTE_TOOLS_NOT_CAPTURED",
+    "NOTE_TOOL_CHOICE_NOT_CAPTURED",
+    "Adapted",
+    "Convention",
+    "adapt",
+    "is_llm_call",
+]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reader:
+    name: Convention
+    claims: Callable[[Mapping[str, object], str], bool]
+    adapt: Callable[[Mapping[str, object]], Adapted]
+
+
+# Order matters. OpenInference first: with OPENINFERENCE_ENABLE_GENAI_SEMCONV its spans carry the
+# gen_ai.* keys too, and its own keys are the record it always writes. OpenLLMetry <=0.54 before
+# >=0.55 (which shares the GenAI content keys), and both before the GenAI default.
+_READERS: Final = (
+    _Reader("openinference", openinference.claims, openinference.adapt),
+    _Reader(
+        "openllmetry-legacy", lambda attrs, _: openllmetry.is_legacy(attrs), openllmetry.adapt_legacy
+    ),
+    _Reader("openllmetry", openllmetry.claims, openllmetry.adapt),
+    _Reader("genai", lambda attrs, _: True, genai.adapt),
+)
+
+
+def _snapshot(attributes: Mapping[str, object]) -> dict[str, object]:
+    """One pass over the caller's mapping into a plain dict with exact ``str`` keys."""
+    out: dict[str, object] = {}
+    for key, value in attributes.items():
+        name = text(key)
+        if name is not None:
+            out[name] = value
+    return out
+
+
+def _reader(attributes: Mapping[str, object], span_name: str) -> _Reader:
+    for reader in _READERS:
+        if reader.claims(attributes, span_name):
+            return reader
+    return _READERS[-1]
+
+
+def is_llm_call(attributes: Mapping[str, object], span_name: str = "") -> bool:
+    """True for a span that records one LLM call (chat, completion, generate-content) in any
+    convention; embeddings, tool, agent and workflow spans are not LLM calls. Never raises."""
+    try:
+        attrs = _snapshot(attributes)
+        name = text(span_name) or ""
+        return (
+            genai.is_llm_call(attrs, name)
+            or openinference.is_llm_call(attrs)
+            or openllmetry.is_llm_call(attrs)
+        )
+    except Exception:
+        _log.debug("af_otel: is_llm_call failed on a span's attributes", exc_info=True)
+        return False
+
+
+def adapt(attributes: Mapping[str, object], span_name: str = "") -> Adapted:
+    """The span's request as its convention recorded it, or the reason there is none.
+
+    Never raises: an input no coercer foresaw yields ``content-unreadable`` with the note
+    ``adapter-error`` (the fuzz tests prove no such input is known).
+    """
+    attrs: dict[str, object] = {}
+    convention: Convention = "genai"
+    try:
+        attrs = _snapshot(attributes)
+        reader = _reader(attrs, text(span_name) or "")
+        convention = reader.name
+        return reader.adapt(attrs)
+    except Exception:
+        _log.debug("af_otel: adapting a span's attributes failed", exc_info=True)
+        try:
+            keys = content_keys(attrs)
+        except Exception:
+            keys = ()
+        return Adapted(convention, None, names.REASON_UNREADABLE, keys, (NOTE_ADAPTER_ERROR,))

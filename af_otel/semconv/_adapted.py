@@ -1,0 +1,98 @@
+"""What an adapter hands back, the notes it can attach, and which span keys hold content."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from af_otel.semconv._shape import Absent
+
+Convention = Literal["genai", "openllmetry", "openllmetry-legacy", "openinference"]
+
+# Notes name what a span of this convention cannot show, so a receipt or a test can say it.
+NOTE_TOOLS_NOT_CAPTURED: Final = "tools-not-captured"
+"""No tool definitions on the span: an empty ``tools`` is not proof the request had none."""
+NOTE_TOOL_CHOICE_NOT_CAPTURED: Final = "tool-choice-not-captured"
+"""The convention has no attribute for ``tool_choice``."""
+NOTE_PARAMS_PARTIAL: Final = "params-partial"
+"""The instrumentation records only some dials (OpenLLMetry: no seed, stop, n, tool_choice)."""
+NOTE_PARAMS_UNREADABLE: Final = "params-unreadable"
+"""The dials attribute is there but unreadable (bad JSON, a placeholder): ``params`` is empty."""
+NOTE_MESSAGE_NAMES_NOT_CAPTURED: Final = "message-names-not-captured"
+"""The instrumentation drops a message's ``name`` (OpenLLMetry)."""
+NOTE_SYSTEM_IN_MESSAGES: Final = "system-in-messages"
+"""The convention has no system-instructions slot: a system prompt can only appear as a message."""
+NOTE_MODEL_FROM_RESPONSE: Final = "model-from-response"
+"""No request model on the span; ``model`` is the model the response named."""
+NOTE_MODEL_NOT_CAPTURED: Final = "model-not-captured"
+"""Neither a request nor a response model is on the span."""
+NOTE_ADAPTER_ERROR: Final = "adapter-error"
+"""The adapter failed on an input it did not foresee; the request is treated as unreadable."""
+
+
+@dataclass(frozen=True, slots=True)
+class Adapted:
+    """One span's request as its convention recorded it, or why none can be had.
+
+    ``request`` is a plain GenAI-shaped dict (CONTRACT §3) for ``Request.from_dict``; it is
+    ``None`` exactly when ``absent_reason`` names one of the ``names.REASON_*`` values.
+    """
+
+    convention: Convention
+    request: Mapping[str, object] | None
+    absent_reason: str | None
+    content_keys: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+# Keys that carry conversation or tool content, of every convention af_otel reads: what a caller
+# strips when content must not leave the process. `_ref` pointers are not content and stay.
+_CONTENT_EXACT: Final = frozenset(
+    {
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.system_instructions",
+        "gen_ai.tool.definitions",
+        "gen_ai.prompt",
+        "gen_ai.completion",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "input.value",
+        "output.value",
+        "llm.prompt_template.template",
+        "llm.prompt_template.variables",
+    }
+)
+_CONTENT_PREFIXES: Final = (
+    "gen_ai.prompt.",
+    "gen_ai.completion.",
+    "llm.request.functions.",
+    "llm.input_messages.",
+    "llm.output_messages.",
+    "llm.tools.",
+    "llm.prompts.",
+    "llm.choices.",
+)
+
+
+def content_keys(keys: Iterable[str]) -> tuple[str, ...]:
+    """The content-bearing keys among ``keys``, in their order."""
+    return tuple(
+        key for key in keys if key in _CONTENT_EXACT or key.startswith(_CONTENT_PREFIXES)
+    )
+
+
+def conclude(
+    convention: Convention,
+    attributes: Mapping[str, object],
+    build: Callable[[], tuple[dict[str, object], Iterable[str]]],
+    notes: Iterable[str] = (),
+) -> Adapted:
+    """Run one convention's ``build`` and wrap its request, or the reason it stopped, as Adapted."""
+    keys = content_keys(attributes)
+    try:
+        request, found = build()
+    except Absent as absent:
+        return Adapted(convention, None, absent.reason, keys, tuple(notes))
+    return Adapted(convention, request, None, keys, (*notes, *found))

@@ -1,0 +1,119 @@
+"""Adapter for the OTel GenAI semantic conventions (``gen_ai.*``), as util-genai based
+instrumentations write them: content as JSON strings (or structured values), refs as ``*_ref``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from af_otel import names
+from af_otel.semconv._adapted import (
+    NOTE_MODEL_FROM_RESPONSE,
+    NOTE_MODEL_NOT_CAPTURED,
+    NOTE_TOOL_CHOICE_NOT_CAPTURED,
+    NOTE_TOOLS_NOT_CAPTURED,
+    Adapted,
+    Convention,
+    conclude,
+)
+from af_otel.semconv._coerce import (
+    JsonValue,
+    choice_count,
+    integer,
+    number,
+    provider,
+    string_list,
+    text,
+)
+from af_otel.semconv._shape import Absent, content_value, genai_messages, genai_parts, genai_tools
+from af_otel.semconv._tables import Row, read_rows
+
+OPERATION: Final = "gen_ai.operation.name"
+LLM_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+
+PARAMS: Final = (
+    Row("temperature", ("gen_ai.request.temperature",), number),
+    Row("max_tokens", ("gen_ai.request.max_tokens",), integer),
+    Row("top_p", ("gen_ai.request.top_p",), number),
+    Row("top_k", ("gen_ai.request.top_k",), number),
+    Row("stop_sequences", ("gen_ai.request.stop_sequences",), string_list),
+    Row("seed", ("gen_ai.request.seed",), integer),
+    Row("frequency_penalty", ("gen_ai.request.frequency_penalty",), number),
+    Row("presence_penalty", ("gen_ai.request.presence_penalty",), number),
+    Row("choice_count", ("gen_ai.request.choice.count",), choice_count),
+)
+MODEL: Final = (Row("model", ("gen_ai.request.model",), text),)
+RESPONSE_MODEL: Final = (Row("model", ("gen_ai.response.model",), text),)
+# `gen_ai.system` is the name before semconv 1.37; OpenLLMetry <=0.54 still writes it.
+PROVIDER: Final = (Row("provider", ("gen_ai.provider.name", "gen_ai.system"), provider),)
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One content attribute: where it goes, how it is read, and its external-storage reference."""
+
+    target: str
+    key: str
+    build: Callable[[JsonValue], list[dict[str, JsonValue]]]
+
+    @property
+    def ref(self) -> str:
+        # util-genai's upload hook names the reference `<content key>_ref`.
+        return self.key + "_ref"
+
+
+MESSAGES: Final = Slot("messages", "gen_ai.input.messages", genai_messages)
+SLOTS: Final = (
+    MESSAGES,
+    Slot("system", "gen_ai.system_instructions", genai_parts),
+    Slot("tools", "gen_ai.tool.definitions", genai_tools),
+)
+
+
+def is_llm_call(attributes: Mapping[str, object], span_name: str) -> bool:
+    """A chat, text-completion or generate-content span; a span that lost its operation name
+    still counts when it is named like one (``chat gpt-4o``) and names a request model."""
+    operation = text(attributes.get(OPERATION))
+    if operation is not None:
+        return operation in LLM_OPERATIONS
+    verb = span_name.partition(" ")[0]
+    return verb in LLM_OPERATIONS and text(attributes.get("gen_ai.request.model")) is not None
+
+
+def model_and_provider(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:
+    """``model`` (the request model; the response model only as a noted fallback) and ``provider``."""
+    found = read_rows(attributes, MODEL)
+    notes: list[str] = []
+    if "model" not in found:
+        found = read_rows(attributes, RESPONSE_MODEL)
+        notes.append(NOTE_MODEL_FROM_RESPONSE if found else NOTE_MODEL_NOT_CAPTURED)
+    return {**found, **read_rows(attributes, PROVIDER)}, notes
+
+
+def build_request(
+    attributes: Mapping[str, object], params: tuple[Row, ...] = PARAMS
+) -> tuple[dict[str, object], list[str]]:
+    """The request from ``gen_ai.*`` content attributes; raises :class:`Absent` when there is none."""
+    request: dict[str, object] = {"system": [], "messages": [], "tools": []}
+    notes: list[str] = []
+    for slot in SLOTS:
+        if slot.key in attributes:
+            request[slot.target] = slot.build(content_value(attributes[slot.key]))
+        elif slot.ref in attributes:
+            raise Absent(names.REASON_EXTERNAL)
+        elif slot is MESSAGES:
+            raise Absent(names.REASON_NOT_CAPTURED)
+        elif slot.target == "tools":
+            notes.append(NOTE_TOOLS_NOT_CAPTURED)
+    basis, basis_notes = model_and_provider(attributes)
+    request.update(basis)
+    request["params"] = read_rows(attributes, params)
+    return request, [*notes, *basis_notes]
+
+
+def adapt(attributes: Mapping[str, object], convention: Convention = "genai") -> Adapted:
+    """Adapt a span of the OTel GenAI conventions (also the fallback for unknown spans)."""
+    return conclude(
+        convention, attributes, lambda: build_request(attributes), (NOTE_TOOL_CHOICE_NOT_CAPTURED,)
+    )

@@ -1,0 +1,231 @@
+"""Adapter for OpenInference (Arize's ``openinference-instrumentation-*``): flattened, indexed
+``llm.input_messages.N.message.*`` and ``llm.tools.N.tool.*``, dials in ``llm.invocation_parameters``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from af_otel import names
+from af_otel.semconv._adapted import (
+    NOTE_MODEL_FROM_RESPONSE,
+    NOTE_MODEL_NOT_CAPTURED,
+    NOTE_PARAMS_UNREADABLE,
+    NOTE_SYSTEM_IN_MESSAGES,
+    NOTE_TOOLS_NOT_CAPTURED,
+    Adapted,
+    conclude,
+)
+from af_otel.semconv._coerce import (
+    Bad,
+    JsonValue,
+    choice_count,
+    integer,
+    is_placeholder,
+    json_or_plain,
+    number,
+    plain,
+    provider,
+    string_list,
+    text,
+)
+from af_otel.semconv._shape import (
+    Absent,
+    Part,
+    checked_part,
+    content_value,
+    flat_message,
+    media_part,
+    refuse_placeholder,
+    tool_call,
+    tool_definition,
+    unreadable,
+)
+from af_otel.semconv._tables import Row, bucket, dense, read_rows
+
+SPAN_KIND: Final = "openinference.span.kind"
+INPUT_MESSAGES: Final = "llm.input_messages."
+PROMPTS: Final = "llm.prompts."
+TOOLS: Final = "llm.tools."
+INVOCATION_PARAMETERS: Final = "llm.invocation_parameters"
+CONTENTS: Final = "message.contents."
+TOOL_CALLS: Final = "message.tool_calls."
+CONTENT_PREFIX: Final = "message_content."
+
+# Rows over the decoded `llm.invocation_parameters` object: the caller's own argument names,
+# which differ by provider SDK.
+PARAMS: Final = (
+    Row("temperature", ("temperature",), number),
+    Row(
+        "max_tokens",
+        ("max_tokens", "max_completion_tokens", "max_output_tokens", "max_tokens_to_sample"),
+        integer,
+    ),
+    Row("top_p", ("top_p",), number),
+    Row("top_k", ("top_k",), number),
+    Row("stop_sequences", ("stop_sequences", "stop"), string_list),
+    Row("seed", ("seed",), integer),
+    Row("frequency_penalty", ("frequency_penalty",), number),
+    Row("presence_penalty", ("presence_penalty",), number),
+    Row("choice_count", ("n", "candidate_count"), choice_count),
+    Row("tool_choice", ("tool_choice",), lambda value: _json_or_none(value)),
+)
+# `llm.model_name` is what openinference-instrumentation-openai copies from the *response*; the
+# request model is in the invocation parameters (or `llm.request.model_name` in newer releases).
+MODEL: Final = (Row("model", ("llm.request.model_name",), text),)
+INVOKED_MODEL: Final = (Row("model", ("model", "model_name", "model_id"), text),)
+RESPONSE_MODEL: Final = (Row("model", ("llm.response.model_name", "llm.model_name"), text),)
+PROVIDER: Final = (Row("provider", ("llm.provider", "llm.system"), provider),)
+
+
+def _json_or_none(value: object) -> JsonValue:
+    copied = plain(value)
+    return None if isinstance(copied, Bad) else copied
+
+
+def claims(attributes: Mapping[str, object], span_name: str) -> bool:
+    """A span OpenInference wrote."""
+    return SPAN_KIND in attributes or any(key.startswith(INPUT_MESSAGES) for key in attributes)
+
+
+def is_llm_call(attributes: Mapping[str, object]) -> bool:
+    kind = text(attributes.get(SPAN_KIND))
+    return kind is not None and kind.upper() == "LLM"
+
+
+def adapt(attributes: Mapping[str, object]) -> Adapted:
+    """Adapt an OpenInference span; ``input.value`` (the raw request) is not read."""
+    return conclude(
+        "openinference", attributes, lambda: _build(attributes), (NOTE_SYSTEM_IN_MESSAGES,)
+    )
+
+
+def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:
+    items = list(attributes.items())
+    messages = dense(bucket(items, INPUT_MESSAGES))
+    prompts = dense(bucket(items, PROMPTS))
+    tools = dense(bucket(items, TOOLS))
+    if messages is None or prompts is None or tools is None:
+        raise unreadable()
+    if messages:
+        built = [_message(fields) for fields in messages]
+    elif prompts:  # the completions API: each prompt text is a user turn
+        built = [_prompt(fields) for fields in prompts]
+    else:
+        raise Absent(names.REASON_NOT_CAPTURED)
+    notes: list[str] = [] if tools else [NOTE_TOOLS_NOT_CAPTURED]
+    params, invocation = _invocation(attributes, notes)
+    model = read_rows(attributes, MODEL) or read_rows(invocation, INVOKED_MODEL)
+    if not model:
+        model = read_rows(attributes, RESPONSE_MODEL)
+        notes.append(NOTE_MODEL_FROM_RESPONSE if model else NOTE_MODEL_NOT_CAPTURED)
+    request: dict[str, object] = {
+        "system": [],
+        "messages": built,
+        "tools": [_tool(fields) for fields in tools],
+        "params": params,
+        **model,
+        **read_rows(attributes, PROVIDER),
+    }
+    return request, notes
+
+
+def _invocation(
+    attributes: Mapping[str, object], notes: list[str]
+) -> tuple[dict[str, object], Mapping[str, object]]:
+    if INVOCATION_PARAMETERS not in attributes:
+        return {}, {}
+    raw = attributes[INVOCATION_PARAMETERS]
+    decoded = None if is_placeholder(raw) else json_or_plain(raw)
+    if not isinstance(decoded, dict):
+        notes.append(NOTE_PARAMS_UNREADABLE)
+        return {}, {}
+    return read_rows(decoded, PARAMS), decoded
+
+
+def _message(fields: dict[str, object]) -> dict[str, JsonValue]:
+    role = text(fields.get("message.role"))
+    name = fields.get("message.name")
+    if role is None or (name is not None and text(name) is None):
+        raise unreadable()
+    contents = dense(bucket(fields.items(), CONTENTS))
+    calls = dense(bucket(fields.items(), TOOL_CALLS))
+    if contents is None or calls is None:
+        raise unreadable()
+    if contents:
+        parts = [_content(entry) for entry in contents]
+    elif "message.content" in fields:
+        parts = [_text(fields["message.content"])]
+    else:
+        parts = []
+    tool_calls = [
+        tool_call(
+            call.get("tool_call.id"),
+            call.get("tool_call.function.name"),
+            call.get("tool_call.function.arguments"),
+        )
+        for call in calls
+    ]
+    if "message.function_call_name" in fields:  # the pre-tools `function_call` API
+        tool_calls.append(
+            tool_call(
+                None,
+                fields["message.function_call_name"],
+                fields.get("message.function_call_arguments_json"),
+            )
+        )
+    tool_call_id = text(fields.get("message.tool_call_id"))
+    return flat_message(role, text(name), parts, tool_calls, tool_call_id)
+
+
+def _prompt(fields: dict[str, object]) -> dict[str, JsonValue]:
+    return {"role": "user", "parts": [_text(fields.get("prompt.text"))]}
+
+
+def _text(value: object) -> Part:
+    refuse_placeholder(value)
+    content = text(value)
+    if content is None:
+        raise unreadable()
+    return {"type": "text", "content": content}
+
+
+def _content(entry: dict[str, object]) -> Part:
+    """One ``message.contents.M`` entry: text, an image URL, or another typed part as it is."""
+    kind = text(entry.get(CONTENT_PREFIX + "type"))
+    if kind == "text":
+        return _text(entry.get(CONTENT_PREFIX + "text"))
+    if kind == "image":
+        url = entry.get(CONTENT_PREFIX + "image.image.url")
+        refuse_placeholder(url)
+        found = text(url)
+        if found is None:
+            raise unreadable()
+        return checked_part(media_part(found))
+    if kind is None:
+        raise unreadable()
+    part: Part = {"type": kind}
+    for key, value in entry.items():
+        if key.startswith(CONTENT_PREFIX) and key != CONTENT_PREFIX + "type":
+            copied = plain(value)
+            if isinstance(copied, Bad):
+                raise unreadable()
+            part[key[len(CONTENT_PREFIX) :]] = copied
+    return checked_part(part)
+
+
+def _tool(fields: dict[str, object]) -> dict[str, JsonValue]:
+    """``tool.json_schema`` (the provider's whole tool object) or ``tool.name``/``description``/
+    ``parameters``."""
+    if "tool.json_schema" in fields:
+        return tool_definition(content_value(fields["tool.json_schema"]))
+    flat: dict[str, JsonValue] = {"type": "function", "name": text(fields.get("tool.name"))}
+    if fields.get("tool.description") is not None:
+        refuse_placeholder(fields["tool.description"])
+        flat["description"] = text(fields["tool.description"])
+        if flat["description"] is None:
+            raise unreadable()
+    if fields.get("tool.parameters") is not None:
+        flat["parameters"] = content_value(fields["tool.parameters"])
+    return tool_definition(flat)
+

@@ -1,0 +1,201 @@
+"""Adapter for OpenLLMetry (Traceloop's ``opentelemetry-instrumentation-*``).
+
+From 0.55 it writes the GenAI content keys (its own JSON spacing, no message ``name``); up to 0.54
+it wrote indexed ``gen_ai.prompt.N.*`` messages and ``llm.request.functions.N.*`` tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from af_otel import names
+from af_otel.semconv import genai
+from af_otel.semconv._adapted import (
+    NOTE_MESSAGE_NAMES_NOT_CAPTURED,
+    NOTE_PARAMS_PARTIAL,
+    NOTE_SYSTEM_IN_MESSAGES,
+    NOTE_TOOL_CHOICE_NOT_CAPTURED,
+    NOTE_TOOLS_NOT_CAPTURED,
+    Adapted,
+    conclude,
+)
+from af_otel.semconv._coerce import (
+    JsonValue,
+    choice_count,
+    integer,
+    number,
+    parse_json,
+    string_list,
+    text,
+)
+from af_otel.semconv._shape import (
+    Absent,
+    Part,
+    content_value,
+    flat_message,
+    openai_block,
+    refuse_placeholder,
+    tool_call,
+    unreadable,
+)
+from af_otel.semconv._tables import Row, bucket, dense, read_rows
+
+REQUEST_TYPE: Final = "llm.request.type"
+LLM_REQUEST_TYPES: Final = frozenset({"chat", "completion"})
+PROMPTS: Final = "gen_ai.prompt."
+FUNCTIONS: Final = "llm.request.functions."
+TOOL_CALLS: Final = "tool_calls."
+
+# Keys only OpenLLMetry writes; they tell its >=0.55 spans from util-genai's, which share the
+# content keys. The adaptation is the same either way; the label says whose span it was.
+MARKERS: Final = frozenset(
+    {
+        "gen_ai.is_streaming",
+        "llm.is_streaming",
+        "gen_ai.openai.api_base",
+        "gen_ai.headers",
+        "llm.headers",
+        "gen_ai.usage.total_tokens",
+        "llm.usage.total_tokens",
+    }
+)
+
+# Both eras: the GenAI names, then the `llm.*` names its semconv-ai package kept for the dials
+# the GenAI conventions named later.
+PARAMS: Final = (
+    Row("temperature", ("gen_ai.request.temperature",), number),
+    Row("max_tokens", ("gen_ai.request.max_tokens",), integer),
+    Row("top_p", ("gen_ai.request.top_p",), number),
+    Row("top_k", ("gen_ai.request.top_k", "llm.top_k"), number),
+    Row(
+        "stop_sequences",
+        ("gen_ai.request.stop_sequences", "llm.chat.stop_sequences"),
+        string_list,
+    ),
+    Row("seed", ("gen_ai.request.seed",), integer),
+    Row(
+        "frequency_penalty",
+        ("gen_ai.request.frequency_penalty", "llm.frequency_penalty"),
+        number,
+    ),
+    Row(
+        "presence_penalty",
+        ("gen_ai.request.presence_penalty", "llm.presence_penalty"),
+        number,
+    ),
+    Row("choice_count", ("gen_ai.request.choice.count",), choice_count),
+)
+NOTES: Final = (NOTE_TOOL_CHOICE_NOT_CAPTURED, NOTE_PARAMS_PARTIAL, NOTE_MESSAGE_NAMES_NOT_CAPTURED)
+LEGACY_NOTES: Final = (*NOTES, NOTE_SYSTEM_IN_MESSAGES)
+
+
+def claims(attributes: Mapping[str, object], span_name: str) -> bool:
+    """A span OpenLLMetry wrote (either era)."""
+    for key in attributes:
+        if key in MARKERS or key == REQUEST_TYPE or key.startswith(("traceloop.", PROMPTS)):
+            return True
+    return False
+
+
+def is_legacy(attributes: Mapping[str, object]) -> bool:
+    """Written by OpenLLMetry <=0.54: indexed prompts, or its request type, and no GenAI content."""
+    if genai.MESSAGES.key in attributes:
+        return False
+    return REQUEST_TYPE in attributes or any(
+        key.startswith((PROMPTS, FUNCTIONS)) for key in attributes
+    )
+
+
+def is_llm_call(attributes: Mapping[str, object]) -> bool:
+    return text(attributes.get(REQUEST_TYPE)) in LLM_REQUEST_TYPES
+
+
+def adapt(attributes: Mapping[str, object]) -> Adapted:
+    """Adapt an OpenLLMetry >=0.55 span: the GenAI keys, OpenLLMetry's dials."""
+    return conclude(
+        "openllmetry", attributes, lambda: genai.build_request(attributes, PARAMS), NOTES
+    )
+
+
+def adapt_legacy(attributes: Mapping[str, object]) -> Adapted:
+    """Adapt an OpenLLMetry <=0.54 span; ``gen_ai.completion.*`` (the output) is not read."""
+    return conclude("openllmetry-legacy", attributes, lambda: _build_legacy(attributes), LEGACY_NOTES)
+
+
+def _build_legacy(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:
+    items = list(attributes.items())
+    prompts = dense(bucket(items, PROMPTS))
+    if prompts is None:
+        raise unreadable()
+    if not prompts:
+        raise Absent(names.REASON_NOT_CAPTURED)
+    messages = [_legacy_message(fields) for fields in prompts]
+    functions = dense(bucket(items, FUNCTIONS))
+    if functions is None:
+        raise unreadable()
+    notes = [] if functions else [NOTE_TOOLS_NOT_CAPTURED]
+    basis, basis_notes = genai.model_and_provider(attributes)
+    request: dict[str, object] = {
+        "system": [],
+        "messages": messages,
+        "tools": [_legacy_tool(fields) for fields in functions],
+        "params": read_rows(attributes, PARAMS),
+        **basis,
+    }
+    return request, [*notes, *basis_notes]
+
+
+def _legacy_message(fields: dict[str, object]) -> dict[str, JsonValue]:
+    role = text(fields.get("role"))
+    raw_content = fields.get("content")
+    if role is None and "user" in fields:  # the completions API wrote `gen_ai.prompt.0.user`
+        role, raw_content = "user", fields["user"]
+    if role is None:
+        raise unreadable()
+    calls = dense(bucket(fields.items(), TOOL_CALLS))
+    if calls is None:
+        raise unreadable()
+    tool_calls = [tool_call(c.get("id"), c.get("name"), c.get("arguments")) for c in calls]
+    tool_call_id = text(fields.get("tool_call_id"))
+    return flat_message(role, None, _legacy_content(raw_content), tool_calls, tool_call_id)
+
+
+def _legacy_content(value: object) -> list[Part]:
+    """Message content: a string, or (list content) the JSON of OpenAI's content blocks."""
+    if value is None:
+        return []
+    refuse_placeholder(value)
+    content = text(value)
+    if content is None:
+        raise unreadable()
+    if content.startswith("["):
+        blocks = parse_json(content)
+        if isinstance(blocks, list) and blocks and all(_is_block(b) for b in blocks):
+            return [openai_block(block) for block in blocks]
+    return [{"type": "text", "content": content}]
+
+
+def _is_block(value: JsonValue) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("type"), str)
+
+
+def _legacy_tool(fields: dict[str, object]) -> dict[str, JsonValue]:
+    name = text(fields.get("name"))
+    if name is None:
+        raise unreadable()
+    tool: dict[str, JsonValue] = {"type": "function", "name": name}
+    description = fields.get("description")
+    if description is not None:
+        refuse_placeholder(description)
+        tool["description"] = text(description)
+        if tool["description"] is None:
+            raise unreadable()
+    if "parameters" in fields:
+        # Written with json.dumps, so a function without parameters reads "null".
+        parameters = content_value(fields["parameters"])
+        if not isinstance(parameters, dict | None):
+            raise unreadable()
+        if parameters is not None:
+            tool["parameters"] = parameters
+    return tool
