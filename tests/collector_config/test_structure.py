@@ -1,0 +1,557 @@
+"""Structure of the collector-config stack: the checks that stand in for tools not installable here.
+
+The Collector, Jaeger, Tempo and Grafana ship no package in the registries this project can
+reach, so these tests read their configuration the way each of them would: every pipeline
+names only defined components, every dimension and attribute is the constant af_otel emits,
+ports and paths agree across files, images are pinned, and the dashboard queries what the
+alert rules alert on. Prometheus itself runs for real in test_promtool and test_prometheus_e2e.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry, generate_latest
+
+from af_otel import names
+
+from . import stack
+
+COLLECTOR_FILES = [stack.OTELCOL, stack.OTELCOL_REDACT]
+STRIP = "transform/strip_prompt_content"
+
+
+def _component_type(component_id: str) -> str:
+    return component_id.split("/", 1)[0]
+
+
+def _af_names() -> list[str]:
+    """Every public af_otel attribute, event and gap string."""
+    return [
+        value
+        for key, value in vars(names).items()
+        if key.isupper() and isinstance(value, str) and value.startswith("af.")
+    ]
+
+
+# --- the collector ------------------------------------------------------------------------
+
+
+@pytest.fixture(params=COLLECTOR_FILES, ids=lambda p: p.name)
+def otelcol(request: pytest.FixtureRequest) -> dict[str, Any]:
+    config: dict[str, Any] = stack.load_yaml(request.param)
+    return config
+
+
+class TestCollector:
+    def test_pipelines_name_only_defined_components(self, otelcol: dict[str, Any]) -> None:
+        """Each pipeline's receivers, processors and exporters are defined, and nothing defined is unused."""
+        defined = {
+            kind: set(otelcol.get(kind) or {})
+            for kind in ("receivers", "processors", "exporters", "connectors")
+        }
+        used: set[str] = set()
+        for pipeline in otelcol["service"]["pipelines"].values():
+            assert set(pipeline["receivers"]) <= defined["receivers"] | defined["connectors"]
+            assert set(pipeline.get("processors", [])) <= defined["processors"]
+            assert set(pipeline["exporters"]) <= defined["exporters"] | defined["connectors"]
+            used |= {*pipeline["receivers"], *pipeline.get("processors", []), *pipeline["exporters"]}
+        assert set().union(*defined.values()) == used
+
+    def test_connector_bridges_traces_to_metrics(self, otelcol: dict[str, Any]) -> None:
+        """span_metrics is an exporter of a traces pipeline and a receiver of a metrics pipeline."""
+        pipelines = otelcol["service"]["pipelines"]
+        fed_by = [pid for pid, p in pipelines.items() if "span_metrics" in p["exporters"]]
+        feeds = [pid for pid, p in pipelines.items() if "span_metrics" in p["receivers"]]
+        assert [_component_type(p) for p in fed_by] == ["traces"]
+        assert [_component_type(p) for p in feeds] == ["metrics"]
+
+    def test_component_types_are_current_contrib_names(self, otelcol: dict[str, Any]) -> None:
+        """No deprecated alias (spanmetrics, otlp/otlphttp exporters) that logs a warning on every start."""
+        types = {
+            kind: {_component_type(c) for c in otelcol.get(kind) or {}}
+            for kind in ("receivers", "processors", "exporters", "connectors")
+        }
+        assert types["receivers"] == {"otlp"}
+        assert types["processors"] <= {"memory_limiter", "transform", "batch"}
+        assert types["exporters"] == {"otlp_grpc", "file", "prometheus"}
+        assert types["connectors"] == {"span_metrics"}
+
+    def test_memory_limiter_first_and_batch_last(self, otelcol: dict[str, Any]) -> None:
+        """Every pipeline refuses data before memory runs out and batches only at the end."""
+        for pipeline in otelcol["service"]["pipelines"].values():
+            assert pipeline["processors"][0] == "memory_limiter"
+            assert pipeline["processors"][-1] == "batch"
+
+    def test_receivers_listen_where_compose_publishes(self, otelcol: dict[str, Any]) -> None:
+        """OTLP gRPC on 4317 and HTTP on 4318, on every interface, published by compose."""
+        protocols = otelcol["receivers"]["otlp"]["protocols"]
+        assert stack.host_port(protocols["grpc"]["endpoint"]) == ("0.0.0.0", 4317)
+        assert stack.host_port(protocols["http"]["endpoint"]) == ("0.0.0.0", 4318)
+        published = stack.published_ports("collector")
+        assert {published[4317][1], published[4318][1]} == {4317, 4318}
+
+    def test_span_metrics_dimensions_are_af_otel_names(self, otelcol: dict[str, Any]) -> None:
+        """The dimensions are exactly the af_otel and gen_ai constants; the gap scalar defaults to false."""
+        connector = otelcol["connectors"]["span_metrics"]
+        dimensions = connector["dimensions"]
+        assert tuple(d["name"] for d in dimensions) == stack.DIMENSIONS
+        defaults = {d["name"]: d.get("default") for d in dimensions}
+        assert defaults.pop(names.GAP_NO_RECEIPT_ON_CHART) == "false"
+        assert set(defaults.values()) == {None}
+        assert connector["histogram"]["unit"] == "s"
+
+    def test_transform_derives_the_scalar_from_the_array(self, otelcol: dict[str, Any]) -> None:
+        """Where only af.gaps is present, the scalar gap is set from it, before any exporter sees the span."""
+        (statement,) = otelcol["processors"]["transform/af_gap_scalar"]["trace_statements"]
+        pattern = (
+            r'set\(span\.attributes\["(?P<scalar>[^"]+)"\], '
+            r'ContainsValue\(span\.attributes\["(?P<array>[^"]+)"\], "(?P<kind>[^"]+)"\)\) '
+            r'where span\.attributes\["(?P<scalar2>[^"]+)"\] == nil '
+            r'and IsList\(span\.attributes\["(?P<array2>[^"]+)"\]\)'
+        )
+        match = re.fullmatch(pattern, statement)
+        assert match, statement
+        assert match["scalar"] == match["scalar2"] == names.GAP_NO_RECEIPT_ON_CHART
+        assert match["array"] == match["array2"] == names.GAPS
+        assert match["kind"] == names.GAP_NO_RECEIPT
+        (traces,) = [p for pid, p in otelcol["service"]["pipelines"].items() if pid == "traces"]
+        assert "transform/af_gap_scalar" in traces["processors"]
+
+    def test_file_exporter_appends_json_where_compose_mounts_collector_out(
+        self, otelcol: dict[str, Any]
+    ) -> None:
+        """The reader's file is JSON lines, appended across restarts, in the bind-mounted collector-out/."""
+        exporter = otelcol["exporters"]["file/af"]
+        assert exporter["append"] is True
+        assert exporter.get("format", "json") == "json"
+        assert "rotation" not in exporter and "compression" not in exporter
+        path = Path(exporter["path"])
+        assert path.name == "traces.jsonl"
+        assert stack.compose_mounts("collector")[str(path.parent)] == "./collector-out"
+        assert "collector-out/" in (stack.STACK / ".gitignore").read_text().splitlines()
+
+    def test_trace_exporters_reach_tempo_and_jaeger(self, otelcol: dict[str, Any]) -> None:
+        """OTLP gRPC exporters name compose services on the port each receives OTLP gRPC on."""
+        tempo_grpc = stack.load_yaml(stack.TEMPO)["distributor"]["receivers"]["otlp"]["protocols"]
+        expected = {
+            "otlp_grpc/tempo": ("tempo", stack.host_port(tempo_grpc["grpc"]["endpoint"])[1]),
+            # Jaeger v2's all-in-one image listens for OTLP gRPC on 4317 (JAEGER_LISTEN_HOST=0.0.0.0).
+            "otlp_grpc/jaeger": ("jaeger", 4317),
+        }
+        for exporter_id, target in expected.items():
+            exporter = otelcol["exporters"][exporter_id]
+            assert stack.host_port(exporter["endpoint"]) == target
+            assert exporter["tls"]["insecure"] is True
+            assert target[0] in stack.compose_services()
+        (traces,) = [p for pid, p in otelcol["service"]["pipelines"].items() if pid == "traces"]
+        assert {"otlp_grpc/tempo", "otlp_grpc/jaeger", "file/af", "span_metrics"} == set(
+            traces["exporters"]
+        )
+
+    def test_prometheus_exporter_is_what_prometheus_scrapes(self, otelcol: dict[str, Any]) -> None:
+        """The metrics endpoint's port is the otel-collector scrape target; names are pinned to classic escaping."""
+        exporter = otelcol["exporters"]["prometheus"]
+        _, port = stack.host_port(exporter["endpoint"])
+        assert exporter["translation_strategy"] == "UnderscoreEscapingWithSuffixes"
+        jobs = {job["job_name"]: job for job in stack.load_yaml(stack.PROMETHEUS)["scrape_configs"]}
+        targets = jobs["otel-collector"]["static_configs"][0]["targets"]
+        assert targets == [f"collector:{port}"]
+        assert jobs["otel-collector"]["honor_labels"] is True
+
+
+class TestRedactVariant:
+    def test_is_the_main_config_plus_one_processor(self) -> None:
+        """otelcol-redact.yaml differs from otelcol.yaml only by the strip step in the traces pipeline."""
+        main = stack.load_yaml(stack.OTELCOL)
+        redact = stack.load_yaml(stack.OTELCOL_REDACT)
+        assert STRIP in redact["processors"]
+        del redact["processors"][STRIP]
+        traces = redact["service"]["pipelines"]["traces"]["processors"]
+        assert traces.index(STRIP) == len(traces) - 2  # just before batch: nothing exports before it
+        traces.remove(STRIP)
+        assert redact == main
+
+    def test_strips_on_every_traces_pipeline(self) -> None:
+        """No traces pipeline bypasses the strip step."""
+        pipelines = stack.load_yaml(stack.OTELCOL_REDACT)["service"]["pipelines"]
+        for pipeline_id, pipeline in pipelines.items():
+            if _component_type(pipeline_id) == "traces":
+                assert STRIP in pipeline["processors"]
+
+
+def _strip_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(span-attribute pattern, event-attribute pattern, event-name condition) of the strip step."""
+    groups = stack.load_yaml(stack.OTELCOL_REDACT)["processors"][STRIP]["trace_statements"]
+    (span_statement,) = groups[0]["statements"]
+    (event_statement,) = groups[1]["statements"]
+    span = re.fullmatch(r'delete_matching_keys\(span\.attributes, "(.+)"\)', span_statement)
+    event = re.fullmatch(
+        r'delete_matching_keys\(spanevent\.attributes, "(.+)"\) '
+        r'where IsMatch\(spanevent\.name, "(.+)"\)',
+        event_statement,
+    )
+    assert span and event
+    return (
+        re.compile(stack.ottl_string(span[1])),
+        re.compile(stack.ottl_string(event[1])),
+        re.compile(stack.ottl_string(event[2])),
+    )
+
+
+SPAN_PATTERN, EVENT_PATTERN, EVENT_NAME = _strip_patterns()
+_index = st.integers(min_value=0, max_value=999).map(str)
+_leaf = st.sampled_from(["content", "role", "tool_calls.0.tool_call.function.arguments", "name"])
+CONTENT_KEYS = st.one_of(
+    st.sampled_from(
+        [
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.system_instructions",
+            "gen_ai.tool.definitions",
+            "input.value",
+            "output.value",
+        ]
+    ),
+    st.builds(lambda i, leaf: f"llm.input_messages.{i}.message.{leaf}", _index, _leaf),
+    st.builds(lambda i, leaf: f"llm.output_messages.{i}.message.{leaf}", _index, _leaf),
+    st.builds(lambda i: f"llm.tools.{i}.tool.json_schema", _index),
+    st.builds(lambda i, leaf: f"gen_ai.prompt.{i}.{leaf}", _index, _leaf),
+    st.builds(lambda i, leaf: f"gen_ai.completion.{i}.{leaf}", _index, _leaf),
+)
+KEPT_METADATA = [
+    "gen_ai.operation.name",
+    "gen_ai.provider.name",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "gen_ai.input.messages_ref",
+    "llm.invocation_parameters",
+    "llm.model_name",
+    "input.mime_type",
+]
+
+
+class TestStripPatterns:
+    @settings(max_examples=150)
+    @given(CONTENT_KEYS)
+    def test_content_keys_are_deleted(self, key: str) -> None:
+        """Prompt and response content of every known instrumentation matches the delete pattern."""
+        assert SPAN_PATTERN.fullmatch(key)
+
+    @settings(max_examples=150)
+    @given(st.one_of(st.sampled_from(_af_names()), st.from_regex(r"af\.[a-z_.]{1,30}", fullmatch=True)))
+    def test_af_keys_are_kept(self, key: str) -> None:
+        """No af.* attribute, and no af.* event or its attributes, is touched."""
+        assert not SPAN_PATTERN.search(key)
+        assert not EVENT_PATTERN.search(key)
+        assert not EVENT_NAME.search(key)
+
+    @pytest.mark.parametrize("key", KEPT_METADATA)
+    def test_metadata_is_kept(self, key: str) -> None:
+        """Operation, model, token counts and content references survive for dashboards."""
+        assert not SPAN_PATTERN.search(key)
+
+    def test_commit_events_are_untouched(self) -> None:
+        """The event step only applies to gen_ai.* events, never to af.commit."""
+        assert not EVENT_NAME.search(names.COMMIT_EVENT)
+        assert EVENT_NAME.search("gen_ai.user.message")
+        assert EVENT_PATTERN.fullmatch("content")
+        assert EVENT_PATTERN.fullmatch("gen_ai.prompt")
+
+
+# --- Tempo and Prometheus -----------------------------------------------------------------
+
+
+class TestTempo:
+    def test_dimensions_match_the_collector(self) -> None:
+        """The metrics-generator splits by the same af_otel and gen_ai attributes as the connector."""
+        tempo = stack.load_yaml(stack.TEMPO)
+        assert tuple(tempo["metrics_generator"]["processor"]["span_metrics"]["dimensions"]) == (
+            stack.DIMENSIONS
+        )
+        assert "span-metrics" in tempo["overrides"]["defaults"]["metrics_generator"]["processors"]
+
+    def test_remote_writes_to_the_prometheus_service(self) -> None:
+        """Span metrics go to compose's prometheus, which accepts remote write."""
+        tempo = stack.load_yaml(stack.TEMPO)
+        (target,) = tempo["metrics_generator"]["storage"]["remote_write"]
+        assert stack.host_port(target["url"]) == ("prometheus", 9090)
+        assert target["url"].endswith("/api/v1/write")
+        command = stack.compose_services()["prometheus"]["command"]
+        assert "--web.enable-remote-write-receiver" in command
+        assert stack.published_ports("prometheus")[9090] == ("127.0.0.1", 9090)
+
+    def test_query_port_is_the_one_grafana_and_compose_use(self) -> None:
+        """Tempo's HTTP port is Grafana's Tempo URL and compose's published port."""
+        port = stack.load_yaml(stack.TEMPO)["server"]["http_listen_port"]
+        sources = {d["uid"]: d for d in stack.load_yaml(stack.GRAFANA_DATASOURCES)["datasources"]}
+        assert stack.host_port(sources["tempo"]["url"]) == ("tempo", port)
+        assert stack.published_ports("tempo")[port][1] == port
+
+
+class TestPrometheusConfig:
+    def test_loads_the_rules_compose_mounts(self) -> None:
+        """rule_files names the container path where compose mounts alerts.yaml."""
+        config = stack.load_yaml(stack.PROMETHEUS)
+        mounts = stack.compose_mounts("prometheus")
+        assert [mounts[path] for path in config["rule_files"]] == ["./alerts.yaml"]
+        assert mounts[stack.compose_services()["prometheus"]["command"][0].split("=", 1)[1]] == (
+            "./prometheus.yml"
+        )
+
+
+# --- alert rules --------------------------------------------------------------------------
+
+
+def _span_metric_labels(service_label: str) -> set[str]:
+    return {service_label, *map(stack.prometheus_name, stack.DIMENSIONS)}
+
+
+class TestAlertRules:
+    def test_each_group_uses_its_sources_metric_and_service_label(self) -> None:
+        """Collector rules use service_name, Tempo rules service, af_otel's counter job."""
+        for group, rule in stack.alert_rules():
+            metric, service_label = stack.GROUPS[group]
+            assert {s.metric for s in stack.selectors(rule["expr"])} == {metric}, rule["alert"]
+            assert service_label in stack.grouping_labels(rule["expr"]), rule["alert"]
+
+    def test_span_metric_labels_are_af_otel_dimensions(self) -> None:
+        """Every label a span-metric rule filters or groups on is a configured dimension."""
+        for group, rule in stack.alert_rules():
+            metric, service_label = stack.GROUPS[group]
+            if metric not in (stack.COLLECTOR_CALLS, stack.TEMPO_CALLS):
+                continue
+            allowed = _span_metric_labels(service_label)
+            assert stack.grouping_labels(rule["expr"]) <= allowed
+            for selector in stack.selectors(rule["expr"]):
+                assert {label for label, _, _ in selector.matchers} <= allowed
+
+    def test_matcher_values_are_af_otel_values(self) -> None:
+        """States, reasons, the gap scalar and LLM operations are matched by their real values."""
+        states = {names.STATE_MINTED, names.STATE_ABSENT, names.STATE_ERROR}
+        reasons = {v for k, v in vars(names).items() if k.startswith("REASON_")}
+        checks = {
+            names.METRIC_ATTR_STATE: states,
+            names.METRIC_ATTR_REASON: reasons,
+            stack.prometheus_name(names.RECEIPT_STATE): states | {""},
+            stack.prometheus_name(names.RECEIPT_ABSENT_REASON): reasons,
+            stack.prometheus_name(names.GAP_NO_RECEIPT_ON_CHART): {"true"},
+            "verdict": {"damaged"},
+        }
+        seen: set[str] = set()
+        for _, rule in stack.alert_rules():
+            for selector in stack.selectors(rule["expr"]):
+                for label, op, value in selector.matchers:
+                    seen.add(label)
+                    options = value.split("|") if op in ("=~", "!~") else [value]
+                    if label == stack.prometheus_name(stack.DIMENSIONS[3]):
+                        assert tuple(options) == stack.LLM_OPERATIONS
+                    else:
+                        assert set(options) <= checks[label], (rule["alert"], label, value)
+        assert set(checks) <= seen
+
+    def test_receipt_rules_use_only_the_counters_attributes(self) -> None:
+        """af_otel_receipts_total is filtered by state and reason only, grouped by job."""
+        allowed = {names.METRIC_ATTR_STATE, names.METRIC_ATTR_REASON}
+        for group, rule in stack.alert_rules():
+            if stack.GROUPS[group][0] != stack.RECEIPTS:
+                continue
+            for selector in stack.selectors(rule["expr"]):
+                assert {label for label, _, _ in selector.matchers} <= allowed
+            assert stack.grouping_labels(rule["expr"]) <= allowed | {"job"}
+
+    def test_every_alert_is_labelled_and_explained(self) -> None:
+        """Each alert has a unique name, a severity, its source, a summary and a description."""
+        seen = stack.alert_names()
+        assert len(seen) == len(set(seen))
+        for group, rule in stack.alert_rules():
+            assert rule["labels"]["severity"] in {"warning", "critical"}
+            assert rule["labels"]["source"] in {"af_otel", "collector", "tempo", "reader"}, group
+            assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+
+
+def test_receipts_counter_is_exposed_under_the_name_the_rules_use() -> None:
+    """The real Prometheus exporter turns af_otel.receipts into af_otel_receipts_total{state,reason}."""
+    registry = CollectorRegistry()
+    reader = PrometheusMetricReader(registry=registry)
+    provider = MeterProvider(metric_readers=[reader])
+    try:
+        counter = provider.get_meter("af_otel").create_counter(names.METRIC_RECEIPTS)
+        counter.add(
+            1,
+            {
+                names.METRIC_ATTR_STATE: names.STATE_ABSENT,
+                names.METRIC_ATTR_REASON: names.REASON_NOT_CAPTURED,
+            },
+        )
+        exposition = generate_latest(registry).decode()
+    finally:
+        provider.shutdown()
+    assert f"# TYPE {stack.RECEIPTS} counter" in exposition
+    (sample,) = [line for line in exposition.splitlines() if line.startswith(stack.RECEIPTS + "{")]
+    assert f'{names.METRIC_ATTR_STATE}="{names.STATE_ABSENT}"' in sample
+    assert f'{names.METRIC_ATTR_REASON}="{names.REASON_NOT_CAPTURED}"' in sample
+
+
+# --- Grafana ------------------------------------------------------------------------------
+
+
+def _dashboard_panels() -> list[dict[str, Any]]:
+    panels: list[dict[str, Any]] = stack.load_json(stack.DASHBOARD)["panels"]
+    return [p for p in panels if p["type"] != "row"]
+
+
+def _targets(datasource_type: str) -> list[dict[str, Any]]:
+    return [
+        target
+        for panel in _dashboard_panels()
+        for target in panel.get("targets", [])
+        if target["datasource"]["type"] == datasource_type
+    ]
+
+
+class TestGrafana:
+    def test_datasources_point_at_compose_services(self) -> None:
+        """Prometheus, Tempo and Jaeger data sources use the service names and ports compose runs."""
+        sources = {d["uid"]: d for d in stack.load_yaml(stack.GRAFANA_DATASOURCES)["datasources"]}
+        assert {uid: d["type"] for uid, d in sources.items()} == {
+            "prometheus": "prometheus",
+            "tempo": "tempo",
+            "jaeger": "jaeger",
+        }
+        assert stack.host_port(sources["prometheus"]["url"]) == ("prometheus", 9090)
+        assert stack.host_port(sources["jaeger"]["url"]) == ("jaeger", 16686)
+        assert stack.published_ports("jaeger")[16686][1] == 16686
+        assert set(sources) <= set(stack.compose_services())
+
+    def test_provisioning_paths_are_mounted(self) -> None:
+        """Compose mounts the provisioning tree and the dashboard folder the provider reads."""
+        mounts = stack.compose_mounts("grafana")
+        assert mounts["/etc/grafana/provisioning"] == "./grafana/provisioning"
+        (provider,) = stack.load_yaml(stack.GRAFANA_PROVIDERS)["providers"]
+        assert mounts[provider["options"]["path"]] == "./grafana/dashboards"
+
+    def test_panels_use_provisioned_datasources(self) -> None:
+        """Every panel and query names a provisioned data source by uid and type."""
+        sources = {
+            (d["type"], d["uid"]) for d in stack.load_yaml(stack.GRAFANA_DATASOURCES)["datasources"]
+        }
+        panels = _dashboard_panels()
+        assert len({p["id"] for p in panels}) == len(panels)
+        for panel in panels:
+            assert (panel["datasource"]["type"], panel["datasource"]["uid"]) in sources
+            for target in panel["targets"]:
+                assert (target["datasource"]["type"], target["datasource"]["uid"]) in sources
+
+    def test_prometheus_queries_use_the_alerted_metrics(self) -> None:
+        """The dashboard queries exactly the metrics the alert rules use, with the same labels."""
+        alerted = {s.metric for _, r in stack.alert_rules() for s in stack.selectors(r["expr"])}
+        charted: set[str] = set()
+        for target in _targets("prometheus"):
+            for selector in stack.selectors(target["expr"]):
+                charted.add(selector.metric)
+                (service_label,) = [
+                    label for metric, label in stack.GROUPS.values() if metric == selector.metric
+                ]
+                if selector.metric in (stack.COLLECTOR_CALLS, stack.TEMPO_CALLS):
+                    allowed = _span_metric_labels(service_label)
+                else:
+                    allowed = {names.METRIC_ATTR_STATE, names.METRIC_ATTR_REASON, "verdict"}
+                assert {label for label, _, _ in selector.matchers} <= allowed
+                assert stack.grouping_labels(target["expr"]) <= allowed | {"job"}
+        assert charted == alerted
+
+    def test_minted_versus_absent_by_service_and_model(self) -> None:
+        """A panel splits LLM calls by receipt state, service and model."""
+        wanted = {
+            "service_name",
+            stack.prometheus_name(names.RECEIPT_STATE),
+            stack.prometheus_name(stack.DIMENSIONS[4]),
+        }
+        assert any(wanted <= stack.grouping_labels(t["expr"]) for t in _targets("prometheus"))
+
+    def test_traceql_tables_find_spans_without_receipts(self) -> None:
+        """TraceQL tables query the gap array and LLM spans missing af.receipt.state, by af_otel's names."""
+        queries = {t["query"] for t in _targets("tempo")}
+        assert all(t["queryType"] == "traceql" for t in _targets("tempo"))
+        gap = f'{{ span.{names.GAPS} = "{names.GAP_NO_RECEIPT}" }}'
+        unseen = f'{{ span.{stack.DIMENSIONS[3]} = "chat" && span.{names.RECEIPT_STATE} = nil }}'
+        assert any(q.startswith(gap) for q in queries)
+        assert unseen in queries
+
+
+# --- docker compose -----------------------------------------------------------------------
+
+
+class TestCompose:
+    def test_runs_the_five_services_on_pinned_images(self) -> None:
+        """Collector, Jaeger, Tempo, Prometheus and Grafana each run an image pinned to a release."""
+        services = stack.compose_services()
+        assert set(services) == {"collector", "jaeger", "tempo", "prometheus", "grafana"}
+        for name, service in services.items():
+            image = service["image"]
+            assert re.fullmatch(r"[a-z0-9./-]+:v?\d+\.\d+\.\d+(@sha256:[0-9a-f]{64})?", image), name
+        assert services["collector"]["image"].startswith("otel/opentelemetry-collector-contrib:")
+
+    def test_bind_mounts_exist(self) -> None:
+        """Every file or folder compose mounts is in collector-config/ (collector-out/ is the output)."""
+        for service in stack.compose_services():
+            for source in stack.compose_mounts(service).values():
+                if source != "./collector-out":
+                    assert (stack.STACK / source).exists(), (service, source)
+
+    def test_host_ports_are_unique_and_local(self) -> None:
+        """No two services publish the same host port, and every port is on 127.0.0.1."""
+        published = [p for s in stack.compose_services() for p in stack.published_ports(s).values()]
+        assert len({port for _, port in published}) == len(published)
+        assert {address for address, _ in published} == {"127.0.0.1"}
+
+    def test_collector_runs_a_mounted_variant(self) -> None:
+        """The collector's --config names a mounted file, otelcol.yaml unless OTELCOL_CONFIG says otherwise."""
+        (argument,) = stack.compose_services()["collector"]["command"]
+        match = re.fullmatch(r"--config=(/etc/otelcol)/\$\{OTELCOL_CONFIG:-(otelcol\.yaml)\}", argument)
+        assert match
+        mounts = stack.compose_mounts("collector")
+        for variant in COLLECTOR_FILES:
+            assert mounts[f"{match[1]}/{variant.name}"] == f"./{variant.name}"
+        assert match[2] == stack.OTELCOL.name
+
+
+# --- documentation ------------------------------------------------------------------------
+
+
+class TestDocs:
+    def test_alerting_doc_explains_every_alert(self) -> None:
+        """docs/alerting.md names every alert in alerts.yaml and every metric it relies on."""
+        text = (stack.ROOT / "docs/alerting.md").read_text(encoding="utf-8")
+        for alert in stack.alert_names():
+            assert alert in text
+        for metric, label in stack.GROUPS.values():
+            assert metric in text and label in text
+
+    def test_viewing_doc_gives_the_queries_by_af_names(self) -> None:
+        """docs/viewing.md shows the Jaeger tag, the TraceQL queries and the reader command."""
+        text = (stack.ROOT / "docs/viewing.md").read_text(encoding="utf-8")
+        assert f'{{ span.{names.GAPS} = "{names.GAP_NO_RECEIPT}" }}' in text
+        assert f'{{ span.{stack.DIMENSIONS[3]} = "chat" && span.{names.RECEIPT_STATE} = nil }}' in text
+        assert f"{names.GAP_NO_RECEIPT_ON_CHART}=true" in text
+        assert "af-otel verify collector-out/traces.jsonl --store" in text
+
+    def test_readme_shows_the_wrapping_change(self) -> None:
+        """The README's stack section wraps an existing processor in one line."""
+        text = (stack.ROOT / "README.md").read_text(encoding="utf-8")
+        line = (
+            "provider.add_span_processor("
+            "af_otel.ReceiptSpanProcessor(BatchSpanProcessor(OTLPSpanExporter())))"
+        )
+        assert line in text
+        assert "collector-config/" in text
