@@ -51,6 +51,32 @@ junk: st.SearchStrategy[Any] = st.recursive(
     max_leaves=20,
 )
 
+# Values JSON can hold (what a file on disk can carry), with the awkward ones over-represented.
+json_junk: st.SearchStrategy[Any] = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**63), max_value=2**64 - 1),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=30),
+        st.sampled_from(
+            [
+                "",
+                "0" * 32,
+                "AAAAAAAAAAAAAAAAAAAAAA==",
+                "SPAN_KIND_CLIENT",
+                "NaN",
+                "-Infinity",
+                "9" * 30,
+            ]
+        ),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
+    max_leaves=15,
+)
+
 _part_types = st.sampled_from(
     ["text", "tool_call", "tool_call_response", "reasoning", "blob", "uri", "file", "weird", ""]
 )
