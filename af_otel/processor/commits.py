@@ -1,0 +1,117 @@
+"""The changes of a run's state from one call to the next, as `af.commit` events (CONTRACT §5).
+
+The state is the normalized request's plain form (`Request.to_dict`): ``messages`` always, and
+``system``, ``tools``, ``params``, ``model``, ``provider`` when set. Against the parent call's
+state, each key that changed gives one commit: ``append`` when the parent's messages are a prefix of
+the new ones (the payload is the new messages only), ``set`` otherwise (the whole value), ``delete``
+for a key the parent had and this call has not. Unchanged keys give nothing. Folding the commits
+onto the parent's state gives this call's state exactly: that is what the reader relies on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from af_otel import names
+from af_otel.canonical import canonical_json
+from af_otel.errors import StoreError
+from af_otel.model import Request
+from af_otel.model.request import REQUEST_KEYS
+from af_otel.processor.guard import report
+from af_otel.processor.settings import Settings
+
+Verb = Literal["set", "append", "delete"]
+# A state no call has: what the first call of a run without a base diffs against.
+EMPTY: Final[Mapping[str, Any]] = {"messages": []}
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One key's change; ``payload`` is None for ``delete``."""
+
+    key: str
+    verb: Verb
+    payload: Any
+
+
+def state_of(request: Request) -> dict[str, Any]:
+    """The run state a call leaves behind: its request's plain form."""
+    return request.to_dict()
+
+
+def changes(parent: Mapping[str, Any] | None, new: Request) -> list[Change]:
+    """What turns ``parent`` into ``new``'s state, in `REQUEST_KEYS` order.
+
+    ``parent=None`` means the parent's state is not known (no longer held): every key is written
+    whole, and every key this call lacks is deleted, so the fold is right whatever the parent held.
+    """
+    state = state_of(new)
+    out: list[Change] = []
+    for key in REQUEST_KEYS:
+        value = state.get(key)
+        if parent is None:
+            if value is not None:
+                out.append(Change(key, "set", value))
+            else:
+                out.append(Change(key, "delete", None))
+            continue
+        before = parent.get(key)
+        if value is None:
+            if before is not None:
+                out.append(Change(key, "delete", None))
+            continue
+        if before is not None and _same(before, value):
+            continue
+        if key == "messages" and isinstance(before, list | tuple) and _is_prefix(before, value):
+            out.append(Change(key, "append", list(value[len(before) :])))
+        else:
+            out.append(Change(key, "set", value))
+    return out
+
+
+def _same(before: Any, value: Any) -> bool:
+    if isinstance(before, list | tuple) and isinstance(value, list | tuple):
+        return len(before) == len(value) and all(
+            a is b or a == b for a, b in zip(before, value, strict=False)
+        )
+    return bool(before is value or before == value)
+
+
+def _is_prefix(before: list[Any] | tuple[Any, ...], value: list[Any]) -> bool:
+    if len(before) > len(value):
+        return False
+    return all(a is b or a == b for a, b in zip(before, value, strict=False))
+
+
+def event_attributes(change: Change, seq: int, settings: Settings) -> dict[str, Any]:
+    """One commit's event attributes: the payload inline up to the limit, else a store address.
+
+    ``content="none"`` writes key, verb and size only (no value, no ref): the reader sees which
+    keys changed when, and that the content was withheld on purpose. A store that fails leaves the
+    same shape (logged once): an outage costs the payload, never the span or its receipt."""
+    attrs: dict[str, Any] = {
+        names.COMMIT_SEQ: seq,
+        names.COMMIT_KEY: change.key,
+        names.COMMIT_VERB: change.verb,
+    }
+    if change.verb == "delete":
+        attrs[names.COMMIT_BYTES] = 0
+        return attrs
+    data = canonical_json(change.payload)
+    attrs[names.COMMIT_BYTES] = len(data)
+    if settings.content == "none":
+        return attrs
+    if settings.content == "inline" and len(data) <= settings.inline_limit:
+        attrs[names.COMMIT_VALUE] = data.decode("utf-8")
+        return attrs
+    if settings.store is None:
+        # No store could be opened: keep the record whole rather than lose the payload.
+        attrs[names.COMMIT_VALUE] = data.decode("utf-8")
+        return attrs
+    try:
+        attrs[names.COMMIT_REF] = settings.store.put(data)
+    except (StoreError, OSError) as exc:
+        report("store", exc)
+    return attrs

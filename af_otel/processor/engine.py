@@ -1,0 +1,347 @@
+"""The enrichment core: one LLM call in, its receipt, place in the run, commits and gaps out.
+
+The processor, the exporter, the util-genai hook and the explicit API all call this one `Engine`,
+so a span carries the same evidence whichever form produced it. The engine touches no span: it
+reads `CallFacts` and returns an `Enrichment` (attributes plus commit events) that each form
+applies its own way: to a copy of the ended span, or to the live span before it ends.
+
+Place in the run (CONTRACT §2): the run id is the explicit `af_otel.run` (captured where the call
+started), else the span's ``af.run.id`` attribute, else its trace id in hex. Epochs follow start
+order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it
+can only tell at the end (and every call the exporter sees) is numbered then, and when that breaks
+start order (a call that started earlier was already numbered later) the span says so with
+``no-run-log`` instead of guessing. The parent is the call that finished last before this one
+started, so calls that overlap share a parent and the log is a tree; both forms read it off the
+same span timestamps and so agree.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from af_otel import names
+from af_otel.model import Request
+from af_otel.processor import commits, gaps, metrics
+from af_otel.processor.context import current_run
+from af_otel.processor.guard import report
+from af_otel.processor.runs import Base, Finished, RunState, RunTable
+from af_otel.processor.settings import Settings, resolve_settings
+from af_otel.receipts import Receipt, mint_receipt
+from af_otel.semconv import adapt, is_llm_call
+
+SpanKey = tuple[int, int]
+# Calls started but not finished, remembered with their run: bounded like the run table, since a
+# span that never ends must not hold memory forever.
+MAX_OPEN: Final = 65_536
+_HISTORY_ROLES: Final = frozenset({"system", "developer", "user"})
+
+
+@dataclass(frozen=True, slots=True)
+class CallFacts:
+    """What the engine reads about one call's span, whatever form it came through."""
+
+    key: SpanKey
+    name: str
+    start_time: int
+    end_time: int
+    attributes: Mapping[str, Any]
+    scope: str | None = None
+    dropped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Enrichment:
+    """What to add to an LLM-call span, and which instrumentation content keys it holds."""
+
+    attributes: dict[str, Any]
+    events: tuple[tuple[str, dict[str, Any]], ...] = ()
+    content_keys: tuple[str, ...] = ()
+    state: str = names.STATE_ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class Supplied:
+    """A request handed over directly (hook, explicit API) instead of read off attributes."""
+
+    request: Mapping[str, Any] | Request | None
+    absent_reason: str | None = None
+    direct: bool = False  # nothing but the provider SDK stands between (see gaps.py)
+    content_keys: tuple[str, ...] = ()
+
+
+def error_enrichment(reason: str = names.REASON_INTERNAL_ERROR) -> Enrichment:
+    """What an LLM-call span carries when af_otel's own work on it failed."""
+    return Enrichment(
+        {
+            names.RECEIPT_STATE: names.STATE_ERROR,
+            names.RECEIPT_ABSENT_REASON: reason,
+            names.GAPS: [names.GAP_NO_RECEIPT],
+            names.GAP_NO_RECEIPT_ON_CHART: True,
+        }
+    )
+
+
+def trace_run_id(trace_id: int) -> str:
+    return format(trace_id, "032x")
+
+
+class Engine:
+    """Run table plus settings; thread-safe. One per processor or exporter (and one default)."""
+
+    def __init__(self, settings: Settings, runs: RunTable | None = None) -> None:
+        global _serial
+        self.settings = settings
+        self.runs = runs if runs is not None else RunTable()
+        self._open: OrderedDict[SpanKey, str] = OrderedDict()
+        self._open_lock = threading.Lock()
+        with _default_lock:
+            _serial += 1
+            self.serial = _serial
+        _live.add(self)
+
+    # -- start -------------------------------------------------------------------------------
+
+    def on_start(self, key: SpanKey, name: str, attributes: Mapping[str, Any], start: int) -> None:
+        """Number an LLM call at its start, in start order; other spans cost one check."""
+        explicit = current_run.get()
+        if not is_llm_call(attributes, name):
+            if explicit is not None:
+                self._remember(key, explicit)
+            return
+        run_id = explicit or _attribute_run(attributes) or trace_run_id(key[0])
+        self._remember(key, run_id)
+        run = self.runs.get(run_id)
+        with run.lock:
+            run.number(key, start)
+
+    def forget(self, key: SpanKey) -> None:
+        with self._open_lock:
+            self._open.pop(key, None)
+
+    def knows(self, key: SpanKey) -> bool:
+        with self._open_lock:
+            return key in self._open
+
+    def is_llm_call(self, name: str, attributes: Mapping[str, Any]) -> bool:
+        return is_llm_call(attributes, name)
+
+    def _remember(self, key: SpanKey, run_id: str) -> None:
+        with self._open_lock:
+            self._open[key] = run_id
+            if len(self._open) > MAX_OPEN:
+                self._open.popitem(last=False)
+
+    def run_of(self, key: SpanKey, attributes: Mapping[str, Any], *, pop: bool) -> str:
+        with self._open_lock:
+            found = self._open.pop(key, None) if pop else self._open.get(key)
+        return found or current_run.get() or _attribute_run(attributes) or trace_run_id(key[0])
+
+    def number(self, facts: CallFacts) -> None:
+        """Number a call at the end (the exporter numbers a batch in start order first)."""
+        run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=False))
+        with run.lock:
+            run.number(facts.key, facts.start_time)
+        self._remember(facts.key, run.run_id)
+
+    # -- finish ------------------------------------------------------------------------------
+
+    def enrich(self, facts: CallFacts, supplied: Supplied | None = None) -> Enrichment:
+        """The evidence for one finished LLM call; the run's state moves on by this call."""
+        if supplied is None:
+            adapted = adapt(facts.attributes, facts.name)
+            request_in: Mapping[str, Any] | Request | None = adapted.request
+            reason = adapted.absent_reason
+            content_keys = adapted.content_keys
+            provider = _text(adapted.request.get("provider")) if adapted.request else None
+            direct = gaps.captured_at_sdk(facts.scope, facts.attributes, provider)
+        else:
+            request_in, reason = supplied.request, supplied.absent_reason
+            content_keys, direct = supplied.content_keys, supplied.direct
+        request: Request | None = None
+        if request_in is not None:
+            request = _parse(request_in)
+            if request is None:
+                reason = names.REASON_UNREADABLE
+        run_id = self.run_of(facts.key, facts.attributes, pop=True)
+        run = self.runs.get(run_id)
+        with run.lock:
+            enrichment = self._finish(run, facts, request, reason, content_keys, direct)
+        self.runs.settle(run)
+        metrics.count_receipt(
+            enrichment.state, enrichment.attributes.get(names.RECEIPT_ABSENT_REASON)
+        )
+        return enrichment
+
+    def _finish(
+        self,
+        run: RunState,
+        facts: CallFacts,
+        request: Request | None,
+        reason: str | None,
+        content_keys: tuple[str, ...],
+        direct: bool,
+    ) -> Enrichment:
+        epoch, out_of_order = run.number(facts.key, facts.start_time)
+        parent = run.parent_of(facts.start_time)
+        parent_epoch = 0
+        parent_state: Mapping[str, Any] | None = commits.EMPTY
+        parent_receipt: Receipt | None = None
+        if parent is not None:
+            parent_epoch = parent.epoch
+            parent_receipt = parent.receipt
+            parent_state = commits.state_of(parent.request) if parent.request else None
+        else:
+            if run.base is None and not run.started_empty and request is not None:
+                self._decide_base(run, request)
+            if run.base is not None:
+                parent_state = commits.state_of(run.base.request)
+                parent_receipt = run.base.receipt
+        key = self.settings.key
+        if request is None:
+            receipt = Receipt(
+                "absent", run.run_id, epoch, parent_epoch, reason or names.REASON_NOT_CAPTURED
+            )
+        else:
+            receipt = mint_receipt(
+                request,
+                run_id=run.run_id,
+                epoch=epoch,
+                parent=parent_receipt if parent_receipt is not None else parent_epoch,
+                digests=run.digests,
+                key=key,
+            )
+        events: list[tuple[str, dict[str, Any]]] = []
+        if receipt.minted and request is not None:
+            for change in commits.changes(parent_state, request):
+                seq = run.next_seq()
+                events.append(
+                    (names.COMMIT_EVENT, commits.event_attributes(change, seq, self.settings))
+                )
+        minted = receipt.minted
+        run.finish(
+            facts.key,
+            Finished(
+                facts.end_time,
+                epoch,
+                request if minted else None,
+                receipt if minted else None,
+            ),
+        )
+        found = gaps.gaps_of(
+            receipt=receipt,
+            request=request,
+            dropped=facts.dropped,
+            direct_capture=direct,
+            order_unknown=out_of_order,
+        )
+        attributes: dict[str, Any] = {
+            names.RUN_ID: run.run_id,
+            names.EPOCH: epoch,
+            names.EPOCH_PARENT: parent_epoch,
+        }
+        attributes.update(receipt.to_attributes())
+        if run.base is not None:
+            attributes[names.RUN_BASE] = run.base.address
+        attributes[names.GAPS] = found
+        attributes[names.GAP_NO_RECEIPT_ON_CHART] = not minted
+        return Enrichment(attributes, tuple(events), content_keys, receipt.state)
+
+    def _decide_base(self, run: RunState, request: Request) -> None:
+        """The first call of a run decides its base: a call that already carries earlier turns
+        stores that state once instead of inlining it; otherwise the run starts empty."""
+        store = self.settings.store
+        if self.settings.content == "none" or store is None or not carries_history(request):
+            run.started_empty = True
+            return
+        try:
+            address = store.put_json(commits.state_of(request))
+        except Exception as exc:
+            report("store", exc)
+            run.started_empty = True
+            return
+        pseudo = mint_receipt(
+            request, run_id=run.run_id, epoch=0, digests=run.digests, key=self.settings.key
+        )
+        run.base = Base(address, request, pseudo if pseudo.minted else None)
+
+    closed = False
+
+    def close(self) -> None:
+        """The processor or exporter shut down: the hook stops choosing this engine."""
+        self.closed = True
+
+    def release_trace(self, trace_id: int) -> None:
+        """The local root span of a trace ended: free its trace-id run."""
+        self.runs.release(trace_run_id(trace_id))
+
+    def release_run(self, run_id: str) -> None:
+        self.runs.release(run_id)
+
+
+def carries_history(request: Request) -> bool:
+    """A first call that already holds earlier turns: an assistant or tool message (or a tool
+    result part), or more than one user message. System and developer messages are not turns."""
+    users = 0
+    for message in request.messages:
+        role = message.get("role")
+        if role not in _HISTORY_ROLES:
+            return True
+        if any(part.get("type") == "tool_call_response" for part in message.get("parts", ())):
+            return True
+        if role == "user":
+            users += 1
+    return users > 1
+
+
+def _parse(request: Mapping[str, Any] | Request) -> Request | None:
+    if isinstance(request, Request):
+        return request
+    try:
+        return Request.from_dict(request)
+    except Exception:  # a shape the adapter let through: unreadable content, never a crash
+        return None
+
+
+def _attribute_run(attributes: Mapping[str, Any]) -> str | None:
+    value = attributes.get(names.RUN_ID)
+    return value if isinstance(value, str) and value else None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+# Engines alive now: `af_otel.run` frees its run in each when its block exits, and the hook and
+# the explicit API find the engine that numbered a span at its start.
+_live: weakref.WeakSet[Engine] = weakref.WeakSet()
+_default: Engine | None = None
+_default_lock = threading.Lock()
+_serial = 0
+
+
+def live_engines() -> list[Engine]:
+    return list(_live)
+
+
+def engine_for(key: SpanKey) -> Engine:
+    """The engine that numbered ``key`` at its start, else the newest live one, else a default
+    engine configured from the environment (hook-only and API-only setups)."""
+    global _default
+    engines = [engine for engine in live_engines() if engine is not _default and not engine.closed]
+    for engine in engines:
+        if engine.knows(key):
+            return engine
+    if engines:
+        return max(engines, key=lambda engine: engine.serial)
+    if _default is None:
+        made = Engine(resolve_settings())
+        with _default_lock:
+            if _default is None:
+                _default = made
+    assert _default is not None
+    return _default

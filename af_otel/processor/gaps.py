@@ -1,0 +1,108 @@
+"""The gap kinds the emit path already knows when a span is exported (CONTRACT §7).
+
+Ordered most suspicious first, as the reader orders them: what makes the whole record suspect
+(``no-run-log``, ``no-receipt-on-chart``, ``span-limits``) before caveats about single fields.
+
+Rules decided here (docs/processor.md restates them):
+
+* ``provider-defaults``: whenever a receipt exists and any of the nine ``gen_ai.request.*`` dials is
+  absent from it: the provider filled it with a default no record shows.
+* ``cache-transform``: raised unless the request was captured at the provider SDK's own call by an
+  instrumentation of that SDK (`SDK_SCOPES`) *and* the span names the provider's own API host
+  (`PROVIDER_HOSTS`): then only the SDK's serializer stands between the record and the wire. A
+  proxy, gateway or caching layer (any other host), an unknown instrumentation, a span without
+  ``server.address`` and af_otel's own explicit API (which sees what the caller says it sends)
+  all raise it.
+* ``thinking-replay``: a reasoning part without content, or carrying a signature or encrypted
+  payload, or a redacted-thinking part: what the model read is not what is on record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from af_otel import names
+from af_otel.model import Request
+from af_otel.model.request import PARAM_KEYS
+from af_otel.receipts import Receipt
+
+DIALS: Final = tuple(key for key in PARAM_KEYS if key != "tool_choice")
+SDK_SCOPES: Final = frozenset(
+    {
+        "opentelemetry.instrumentation.genai.openai",
+        "opentelemetry.instrumentation.genai.anthropic",
+        "opentelemetry.instrumentation.openai_v2",
+        "opentelemetry.instrumentation.anthropic",
+        "opentelemetry.instrumentation.openai",
+    }
+)
+PROVIDER_HOSTS: Final[Mapping[str, frozenset[str]]] = {
+    "openai": frozenset({"api.openai.com"}),
+    "anthropic": frozenset({"api.anthropic.com"}),
+}
+ORDER: Final = (
+    names.GAP_NO_RUN_LOG,
+    names.GAP_NO_RECEIPT,
+    names.GAP_SPAN_LIMITS,
+    names.GAP_CACHE_TRANSFORM,
+    names.GAP_PROVIDER_DEFAULTS,
+    names.GAP_THINKING_REPLAY,
+    names.GAP_FORCED_TOOL_SCHEMA,
+)
+_REASONING_TYPES: Final = frozenset({"reasoning", "thinking"})
+_REDACTED_TYPES: Final = frozenset({"redacted_thinking", "redacted_reasoning"})
+_SEALED_KEYS: Final = ("signature", "encrypted_content", "encrypted", "redacted")
+
+
+def gaps_of(
+    *,
+    receipt: Receipt | None,
+    request: Request | None,
+    dropped: bool,
+    direct_capture: bool,
+    order_unknown: bool,
+) -> list[str]:
+    """The gap kinds for one LLM-call span, most suspicious first."""
+    found: set[str] = set()
+    if order_unknown:
+        found.add(names.GAP_NO_RUN_LOG)
+    minted = receipt is not None and receipt.minted
+    if not minted:
+        found.add(names.GAP_NO_RECEIPT)
+    if dropped:
+        found.add(names.GAP_SPAN_LIMITS)
+    if not direct_capture:
+        found.add(names.GAP_CACHE_TRANSFORM)
+    if minted and request is not None:
+        if any(dial not in request.params for dial in DIALS):
+            found.add(names.GAP_PROVIDER_DEFAULTS)
+        if _sealed_reasoning(request):
+            found.add(names.GAP_THINKING_REPLAY)
+        forced = request.forced_tool()
+        if forced is not None and forced != "required" and forced not in request.tool_names:
+            found.add(names.GAP_FORCED_TOOL_SCHEMA)
+    return [kind for kind in ORDER if kind in found]
+
+
+def captured_at_sdk(
+    scope: str | None, attributes: Mapping[str, object], provider: str | None
+) -> bool:
+    """Nothing but the provider SDK stood between the record and the provider (module rule)."""
+    if scope not in SDK_SCOPES or provider is None:
+        return False
+    host = attributes.get("server.address")
+    return isinstance(host, str) and host in PROVIDER_HOSTS.get(provider, frozenset())
+
+
+def _sealed_reasoning(request: Request) -> bool:
+    for message in request.messages:
+        for part in message.get("parts", ()):
+            kind = part.get("type")
+            if kind in _REDACTED_TYPES:
+                return True
+            if kind in _REASONING_TYPES and (
+                not part.get("content") or any(key in part for key in _SEALED_KEYS)
+            ):
+                return True
+    return False

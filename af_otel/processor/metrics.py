@@ -1,0 +1,31 @@
+"""The ``af_otel.receipts`` counter, fetched lazily from the global MeterProvider so that a
+provider set after the processor was built is the one counted on."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from opentelemetry import metrics
+
+from af_otel import names
+
+_lock = threading.Lock()
+_counter: tuple[Any, Any] | None = None  # (meter provider it came from, counter)
+
+
+def count_receipt(state: str, reason: str | None) -> None:
+    """Add one call with its receipt ``state`` and absent ``reason`` (``none`` when minted)."""
+    global _counter
+    provider = metrics.get_meter_provider()
+    found = _counter
+    if found is None or found[0] is not provider:
+        with _lock:
+            meter = provider.get_meter("af_otel")
+            counter = meter.create_counter(
+                names.METRIC_RECEIPTS,
+                unit="{call}",
+                description="LLM calls seen by af_otel, by receipt state and absent reason",
+            )
+            found = _counter = (provider, counter)
+    found[1].add(1, {names.METRIC_ATTR_STATE: state, names.METRIC_ATTR_REASON: reason or "none"})

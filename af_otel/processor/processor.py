@@ -1,0 +1,143 @@
+"""`ReceiptSpanProcessor`: wraps the user's export processor and forwards an enriched copy of each
+LLM-call span (every other span passes through as the same object)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from af_otel import names
+from af_otel.processor.engine import CallFacts, Engine, error_enrichment
+from af_otel.processor.guard import guard, report, strict
+from af_otel.processor.settings import resolve_settings
+from af_otel.processor.spancopy import copy_span
+from af_otel.semconv import adapt
+from af_otel.store import Store
+
+
+class ReceiptSpanProcessor(SpanProcessor):
+    """Mint receipts at each LLM call's end and hand ``inner`` the enriched copy.
+
+    ``content``: ``"inline"`` puts each commit payload on its event up to ``inline_limit`` bytes
+    and larger ones in the store; ``"store"`` puts every payload in the store (the trace holds
+    hashes and addresses only); ``"none"`` records receipts and which keys changed, no content.
+    ``strip_instrumentation_content=True`` drops the instrumentation's own content attributes from
+    the exported copy. ``key`` (or ``AF_OTEL_KEY`` / ``AF_OTEL_KEY_FILE``) makes receipts keyed
+    HMACs. With ``OTEL_SDK_DISABLED=true`` every span passes through untouched.
+    """
+
+    def __init__(
+        self,
+        inner: SpanProcessor,
+        *,
+        store: Store | str | os.PathLike[str] | None = None,
+        content: str = "inline",
+        strip_instrumentation_content: bool = False,
+        inline_limit: int = names.DEFAULT_INLINE_LIMIT,
+        key: bytes | str | None = None,
+    ) -> None:
+        self._inner = inner
+        self._settings = resolve_settings(
+            store=store,
+            content=content,
+            strip_instrumentation_content=strip_instrumentation_content,
+            inline_limit=inline_limit,
+            key=key,
+        )
+        self.engine = Engine(self._settings)
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if not self._settings.disabled:
+            with guard("ReceiptSpanProcessor.on_start"):
+                context = span.get_span_context()
+                self.engine.on_start(
+                    (context.trace_id, context.span_id),
+                    span.name,
+                    span.attributes or {},
+                    span.start_time or 0,
+                )
+        self._inner.on_start(span, parent_context=parent_context)
+
+    def _on_ending(self, span: Span) -> None:
+        ending = getattr(self._inner, "_on_ending", None)
+        if ending is not None:
+            ending(span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._settings.disabled:
+            self._inner.on_end(span)
+            return
+        out = span
+        failure: Exception | None = None
+        try:
+            out = enrich_span(self.engine, span)
+        except Exception as exc:
+            failure = exc
+            out = error_copy(span)
+        self._inner.on_end(out)
+        if failure is not None:
+            if strict():
+                raise failure
+            report("ReceiptSpanProcessor.on_end", failure)
+
+    def shutdown(self) -> None:
+        self.engine.close()
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return bool(self._inner.force_flush(timeout_millis))
+
+
+def enrich_span(engine: Engine, span: ReadableSpan, *, numbered: bool = True) -> ReadableSpan:
+    """The span to forward: an enriched copy for an LLM call, the span itself otherwise.
+
+    Shared by the processor and the exporter (``numbered=False``: no ``on_start`` saw it, so
+    the caller numbered the batch first). Raises on internal failure; the caller guards."""
+    context = span.context
+    if context is None:
+        return span
+    key = (context.trace_id, context.span_id)
+    attributes = span.attributes or {}
+    out = span
+    if names.RECEIPT_STATE in attributes:
+        # Minted on the live span by the completion hook or `llm_call`: already complete.
+        engine.forget(key)
+        if engine.settings.strip_instrumentation_content:
+            keys = adapt(attributes, span.name).content_keys
+            if keys:
+                out = copy_span(span, drop=keys)
+    elif engine.is_llm_call(span.name, attributes):
+        facts = facts_of(span, key, attributes)
+        enrichment = engine.enrich(facts)
+        drop = enrichment.content_keys if engine.settings.strip_instrumentation_content else ()
+        out = copy_span(span, enrichment.attributes, enrichment.events, drop=drop)
+    else:
+        engine.forget(key)
+    parent = span.parent
+    if parent is None or parent.is_remote:
+        engine.release_trace(context.trace_id)
+    return out
+
+
+def facts_of(span: ReadableSpan, key: tuple[int, int], attributes: Any) -> CallFacts:
+    scope = span.instrumentation_scope
+    return CallFacts(
+        key=key,
+        name=span.name,
+        start_time=span.start_time or 0,
+        end_time=span.end_time or 0,
+        attributes=attributes,
+        scope=scope.name if scope is not None else None,
+        dropped=bool(span.dropped_attributes or span.dropped_events),
+    )
+
+
+def error_copy(span: ReadableSpan) -> ReadableSpan:
+    """The span marked ``af.receipt.state=error``; the span itself if even that fails."""
+    try:
+        return copy_span(span, error_enrichment().attributes)
+    except Exception:
+        return span

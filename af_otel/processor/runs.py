@@ -1,0 +1,165 @@
+"""Per-run state of the emit path: epoch numbering, finished calls, commit sequence, base.
+
+One `RunState` per run id, kept in a `RunTable` bounded two ways (STYLE rule 4): at most
+``max_runs`` runs (least recently used evicted first) and none idle longer than ``idle_seconds``.
+A run evicted while still live starts afresh if it comes back: its next call is numbered from 1
+again and diffs against an empty state, which the reader sees as a new run log (never as a
+wrong one). Within a run, memory is bounded too: the requests of the last `STATE_DEPTH` finished
+calls (the only ones a new call can diff against cheaply) and the end times of the last
+`HISTORY_DEPTH` (enough to name a parent for any call that overlaps fewer calls than that).
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Final
+
+from af_otel.model import Request
+from af_otel.receipts import Receipt, ReceiptDigests
+
+MAX_RUNS: Final = 10_000
+IDLE_SECONDS: Final = 3600.0
+STATE_DEPTH: Final = 16
+HISTORY_DEPTH: Final = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """One finished call: when it ended, and (while recent) what it was sent and its receipt."""
+
+    end_time: int
+    epoch: int
+    request: Request | None
+    receipt: Receipt | None
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
+    """The state a run started from: its store address, request and epoch-0 pseudo receipt."""
+
+    address: str
+    request: Request
+    receipt: Receipt | None
+
+
+@dataclass(slots=True)
+class RunState:
+    """Mutable state of one run; every access holds ``lock``."""
+
+    run_id: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    digests: ReceiptDigests = field(default_factory=ReceiptDigests)
+    last_epoch: int = 0
+    last_seq: int = 0
+    # span key -> (epoch, start_time) for calls numbered but not finished yet
+    open_calls: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    latest_start: int = 0  # the greatest start time among numbered calls
+    # finished calls sorted by end time; only the last STATE_DEPTH keep their request
+    finished: list[Finished] = field(default_factory=list)
+    base: Base | None = None
+    started_empty: bool = False  # the first call decided the run has no base
+    release_requested: bool = False
+    touched: float = field(default_factory=time.monotonic)
+
+    def number(self, key: tuple[int, int], start_time: int) -> tuple[int, bool]:
+        """Give the call ``key`` the next epoch; also say whether that breaks start order (a call
+        that started earlier than one already numbered is numbered after it)."""
+        found = self.open_calls.get(key)
+        if found is not None:
+            return found[0], False
+        self.last_epoch += 1
+        out_of_order = start_time < self.latest_start
+        self.latest_start = max(self.latest_start, start_time)
+        self.open_calls[key] = (self.last_epoch, start_time)
+        return self.last_epoch, out_of_order
+
+    def parent_of(self, start_time: int) -> Finished | None:
+        """The call that finished last before ``start_time``: what this call was built on.
+
+        Calls that overlap (a fan-out) finish after each other started, so they share a parent and
+        the run's log is a tree (CONTRACT §2)."""
+        at = bisect.bisect_right(self.finished, start_time, key=_end_time)
+        return self.finished[at - 1] if at else None
+
+    def finish(self, key: tuple[int, int], record: Finished) -> None:
+        self.open_calls.pop(key, None)
+        bisect.insort_right(self.finished, record, key=_end_time)
+        if len(self.finished) > HISTORY_DEPTH:
+            del self.finished[0]
+        # Only the newest STATE_DEPTH records keep requests; forget the one that just fell out.
+        if len(self.finished) > STATE_DEPTH:
+            old = self.finished[-STATE_DEPTH - 1]
+            if old.request is not None or old.receipt is not None:
+                self.finished[-STATE_DEPTH - 1] = Finished(old.end_time, old.epoch, None, None)
+
+    def next_seq(self) -> int:
+        self.last_seq += 1
+        return self.last_seq
+
+
+def _end_time(record: Finished) -> int:
+    return record.end_time
+
+
+class RunTable:
+    """Run id -> `RunState`, LRU-bounded and idle-expired; thread-safe."""
+
+    def __init__(self, max_runs: int = MAX_RUNS, idle_seconds: float = IDLE_SECONDS) -> None:
+        self.max_runs = max_runs
+        self.idle_seconds = idle_seconds
+        self._runs: OrderedDict[str, RunState] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, run_id: str) -> RunState:
+        """The run's state, created when new; expires idle runs and evicts past the bound."""
+        now = time.monotonic()
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                run = RunState(run_id)
+                self._runs[run_id] = run
+            else:
+                self._runs.move_to_end(run_id)
+            run.touched = now
+            self._expire(now)
+            return run
+
+    def peek(self, run_id: str) -> RunState | None:
+        with self._lock:
+            return self._runs.get(run_id)
+
+    def release(self, run_id: str) -> None:
+        """Free a run whose root span ended (or whose `af_otel.run` block exited); a run with
+        calls still open is freed when its last open call finishes."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                return
+            if run.open_calls:
+                run.release_requested = True
+            else:
+                del self._runs[run_id]
+
+    def settle(self, run: RunState) -> None:
+        """After a call finished: free its run if a release was waiting for it."""
+        if run.release_requested and not run.open_calls:
+            with self._lock:
+                if self._runs.get(run.run_id) is run:
+                    del self._runs[run.run_id]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._runs)
+
+    def _expire(self, now: float) -> None:
+        while len(self._runs) > self.max_runs:
+            self._runs.popitem(last=False)
+        while self._runs:
+            oldest = next(iter(self._runs.values()))
+            if now - oldest.touched <= self.idle_seconds:
+                break
+            self._runs.popitem(last=False)
