@@ -1,0 +1,180 @@
+"""The same OpenAI request through four real instrumentations adapts to the same request (or differs
+exactly where the instrumentation records less), from saved captures and from live subprocesses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from af_otel import names
+from af_otel.model import Request
+from af_otel.receipts import mint_receipt
+from af_otel.semconv import (
+    NOTE_MESSAGE_NAMES_NOT_CAPTURED,
+    NOTE_PARAMS_PARTIAL,
+    NOTE_SYSTEM_IN_MESSAGES,
+    NOTE_TOOL_CHOICE_NOT_CAPTURED,
+    Adapted,
+    adapt,
+    is_llm_call,
+)
+
+from . import expected
+from .envs import CAPTURES, SOURCES, Capture, capture, load_fixture
+
+CONVENTION = {
+    "genai": "genai",
+    "openinference": "openinference",
+    "openllmetry-new": "openllmetry",
+    "openllmetry-old": "openllmetry-legacy",
+}
+NOTES = {
+    "genai": (NOTE_TOOL_CHOICE_NOT_CAPTURED,),
+    "openinference": (NOTE_SYSTEM_IN_MESSAGES,),
+    "openllmetry-new": (
+        NOTE_TOOL_CHOICE_NOT_CAPTURED,
+        NOTE_PARAMS_PARTIAL,
+        NOTE_MESSAGE_NAMES_NOT_CAPTURED,
+    ),
+    "openllmetry-old": (
+        NOTE_TOOL_CHOICE_NOT_CAPTURED,
+        NOTE_PARAMS_PARTIAL,
+        NOTE_MESSAGE_NAMES_NOT_CAPTURED,
+        NOTE_SYSTEM_IN_MESSAGES,
+    ),
+}
+# What each content-off setting must read as, and a content key that must still be reported.
+WITHHELD = {
+    ("genai", "no-content"): (names.REASON_NOT_CAPTURED, ()),
+    ("genai", "upload"): (names.REASON_EXTERNAL, ()),
+    # OPENINFERENCE_HIDE_INPUT_MESSAGES drops llm.input_messages.* but keeps the raw request in
+    # input.value: content is still on the span, and a stripper must know it.
+    ("openinference", "hide-input-messages"): (names.REASON_NOT_CAPTURED, ("input.value",)),
+    ("openinference", "hide-input-text"): (
+        names.REASON_REDACTED,
+        ("llm.input_messages.0.message.content",),
+    ),
+    ("openllmetry-new", "no-content"): (names.REASON_NOT_CAPTURED, ()),
+    ("openllmetry-old", "no-content"): (names.REASON_NOT_CAPTURED, ()),
+}
+
+
+def _spec(source: str, scenario: str, variant: str = "content") -> Capture:
+    return next(
+        spec
+        for spec in CAPTURES
+        if (spec.source, spec.scenario, spec.variant) == (source, scenario, variant)
+    )
+
+
+def _llm_call(record: dict[str, Any]) -> dict[str, Any]:
+    calls = [span for span in record["spans"] if is_llm_call(span["attributes"], span["name"])]
+    assert len(calls) == 1, [span["name"] for span in record["spans"]]
+    return calls[0]
+
+
+def _llm_span(record: dict[str, Any]) -> Adapted:
+    span = _llm_call(record)
+    return adapt(span["attributes"], span["name"])
+
+
+def _normalized(data: dict[str, Any]) -> Request:
+    return Request.from_dict(data)
+
+
+def check(spec: Capture, record: dict[str, Any]) -> Adapted:
+    """Assert what ``spec``'s span must adapt to; shared by the fixture and the live tests."""
+    adapted = _llm_span(record)
+    assert adapted.convention == CONVENTION[spec.source]
+    if spec.variant != "content":
+        reason, keys = WITHHELD[(spec.source, spec.variant)]
+        assert (adapted.request, adapted.absent_reason) == (None, reason)
+        assert set(keys) <= set(adapted.content_keys)
+        return adapted
+    assert adapted.absent_reason is None
+    assert adapted.request is not None
+    assert adapted.notes == NOTES[spec.source]
+    assert "gen_ai.output.messages" in adapted.content_keys or any(
+        key.startswith(("gen_ai.completion.", "llm.output_messages.")) for key in adapted.content_keys
+    )
+    got = _normalized(dict(adapted.request))
+    if spec.scenario == "weather":
+        assert got == _normalized(expected.weather())
+    elif spec.scenario == "dials":
+        missing = expected.DIALS_NOT_RECORDED[spec.source]
+        dials = {key: value for key, value in expected.ALL_DIALS.items() if key not in missing}
+        assert dict(got.params) == dials
+        assert got == _normalized({**expected.weather(), "params": dials})
+        assert (NOTE_TOOL_CHOICE_NOT_CAPTURED in adapted.notes) == ("tool_choice" in missing)
+        assert (NOTE_PARAMS_PARTIAL in adapted.notes) == bool(missing - {"tool_choice"})
+    else:
+        # util-genai writes an assistant's tool calls before its text; the others keep the
+        # Chat Completions field order. OpenLLMetry drops the message name.
+        keeps_name = not spec.source.startswith("openllmetry")
+        want = expected.mixed(tool_call_first=spec.source == "genai", user_name=keeps_name)
+        assert got == _normalized(want)
+        assert (NOTE_MESSAGE_NAMES_NOT_CAPTURED in adapted.notes) == (not keeps_name)
+    return adapted
+
+
+@pytest.mark.parametrize("spec", CAPTURES, ids=lambda spec: spec.id)
+def test_saved_capture_adapts_as_its_instrumentation_recorded_it(spec: Capture) -> None:
+    """Each saved span adapts to the request sent, minus exactly what its instrumentation drops."""
+    check(spec, load_fixture(spec))
+
+
+@pytest.mark.parametrize("scenario", ["weather", "dials", "mixed"])
+def test_saved_captures_come_from_one_wire_request(scenario: str) -> None:
+    """Every instrumentation saw the same request body on the wire, so differences are theirs."""
+    bodies = [load_fixture(_spec(source, scenario))["request_sent"] for source in SOURCES]
+    assert all(body == bodies[0] for body in bodies)
+
+
+def test_weather_mints_one_receipt_whichever_instrumentation_recorded_it() -> None:
+    """The weather call mints the same system hash, message chain, tool hashes and digest from all
+    four instrumentations' spans."""
+    receipts = []
+    for source in SOURCES:
+        adapted = _llm_span(load_fixture(_spec(source, "weather")))
+        assert adapted.request is not None
+        receipts.append(mint_receipt(adapted.request, run_id="run-1", epoch=1))
+    assert all(receipt.minted for receipt in receipts)
+    fingerprints = {
+        (r.system_hash, r.messages_chain, r.tools_hashes, r.params, r.digest) for r in receipts
+    }
+    assert len(fingerprints) == 1
+
+
+def test_dials_differ_between_instrumentations_only_in_params() -> None:
+    """With every dial set, the receipts agree on system, messages and tools and differ in params."""
+    receipts = {}
+    for source in SOURCES:
+        adapted = _llm_span(load_fixture(_spec(source, "dials")))
+        assert adapted.request is not None
+        receipts[source] = mint_receipt(adapted.request, run_id="run-1", epoch=1)
+    assert len({(r.system_hash, r.messages_chain, r.tools_hashes) for r in receipts.values()}) == 1
+    assert receipts["openllmetry-new"].params == receipts["openllmetry-old"].params
+    assert len({r.params for r in receipts.values()}) == 3
+    assert receipts["openinference"].tools_forced == "get_weather"
+    assert receipts["genai"].tools_forced is None
+
+
+@pytest.mark.instrumentation
+@pytest.mark.parametrize("spec", CAPTURES, ids=lambda spec: spec.id)
+def test_live_capture_adapts_as_its_instrumentation_records_it(spec: Capture, tmp_path: Path) -> None:
+    """The real instrumentation, driving the real openai client now, gives the same result."""
+    record = capture(spec, tmp_path)
+    check(spec, record)
+    if spec.variant == "upload":
+        # The refs point at files holding the content: put back in place of the refs, it
+        # adapts to the request sent (what a reader with access to that storage could do).
+        attributes = dict(_llm_call(record)["attributes"])
+        for key in ("gen_ai.input.messages", "gen_ai.tool.definitions"):
+            ref = str(attributes.pop(key + "_ref"))
+            attributes[key] = Path(urlparse(ref).path).read_text(encoding="utf-8")
+        restored = adapt(attributes)
+        assert restored.request is not None
+        assert _normalized(dict(restored.request)) == _normalized(expected.weather())
