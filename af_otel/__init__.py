@@ -3,10 +3,30 @@
 The public surface is what ``__all__`` lists (CONTRACT §8); everything else is internal.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from af_otel.canonical import canonical_json, receipt_hash
 from af_otel.errors import AfOtelError, CanonicalJSONError
 from af_otel.model import Request
 from af_otel.receipts import Receipt, ReceiptDigests, ReceiptRejected, mint_receipt
+
+if TYPE_CHECKING:
+    from af_otel.processor import (
+        ReceiptSpanExporter,
+        ReceiptSpanProcessor,
+        completion_hook,
+        llm_call,
+        run,
+    )
+
+# The emit side imports the OpenTelemetry SDK; it loads on first use so that the pure core
+# (canonical, model, receipts) imports without OpenTelemetry installed.
+_EMIT = frozenset(
+    {"ReceiptSpanExporter", "ReceiptSpanProcessor", "completion_hook", "llm_call", "run"}
+)
 
 __all__ = [
     "AfOtelError",
@@ -14,8 +34,19 @@ __all__ = [
     "Receipt",
     "ReceiptDigests",
     "ReceiptRejected",
+    "ReceiptSpanExporter",
+    "ReceiptSpanProcessor",
     "Request",
     "canonical_json",
+    "completion_hook",
+    "llm_call",
     "mint_receipt",
     "receipt_hash",
+    "run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EMIT:
+        return getattr(import_module("af_otel.processor"), name)
+    raise AttributeError(f"module 'af_otel' has no attribute {name!r}")

@@ -27,7 +27,7 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import Request
 from af_otel.processor import commits, gaps, metrics
-from af_otel.processor.context import current_run
+from af_otel.processor.context import current_run, declared_base
 from af_otel.processor.guard import report
 from af_otel.processor.runs import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
@@ -93,9 +93,13 @@ def trace_run_id(trace_id: int) -> str:
 class Engine:
     """Run table plus settings; thread-safe. One per processor or exporter (and one default)."""
 
-    def __init__(self, settings: Settings, runs: RunTable | None = None) -> None:
+    def __init__(
+        self, settings: Settings, runs: RunTable | None = None, *, deferred: bool = False
+    ) -> None:
         global _serial
         self.settings = settings
+        # An exporter's engine sees calls after their `af_otel.run` block exited.
+        self.deferred = deferred
         self.runs = runs if runs is not None else RunTable()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = threading.Lock()
@@ -252,10 +256,17 @@ class Engine:
         return Enrichment(attributes, tuple(events), content_keys, receipt.state)
 
     def _decide_base(self, run: RunState, request: Request) -> None:
-        """The first call of a run decides its base: a call that already carries earlier turns
-        stores that state once instead of inlining it; otherwise the run starts empty."""
+        """The first call of a run decides its base: the one its `af_otel.run` block declared, else
+        the call's own state when it already carries earlier turns (stored once instead of
+        inlined); otherwise the run starts empty."""
         store = self.settings.store
-        if self.settings.content == "none" or store is None or not carries_history(request):
+        declared = declared_base(run.run_id)
+        if self.settings.content == "none" or store is None:
+            run.started_empty = True
+            return
+        if declared is not None:
+            request = declared
+        elif not carries_history(request):
             run.started_empty = True
             return
         try:
@@ -280,7 +291,9 @@ class Engine:
         self.runs.release(trace_run_id(trace_id))
 
     def release_run(self, run_id: str) -> None:
-        self.runs.release(run_id)
+        """An `af_otel.run` block exited; an exporter's engine keeps the run until it expires."""
+        if not self.deferred:
+            self.runs.release(run_id)
 
 
 def carries_history(request: Request) -> bool:

@@ -1,0 +1,194 @@
+"""The explicit API, for code that calls a model without an instrumentation (or wants its own run).
+
+``with af_otel.run("order-42", base=state):`` makes every LLM call inside part of run
+``order-42`` (the salt of its receipts), whichever thread or asyncio task it runs on, as long as
+the context is carried there (contextvars). ``base`` is the state the run starts from (a dict
+with request keys: ``system``, ``messages``, ``tools``, ``params``, ``model``, ``provider``); it is
+stored once and named on every call span as ``af.run.base``.
+
+``with af_otel.llm_call(model=..., provider=..., messages=...) as call:`` opens a GenAI-convention
+span (``chat {model}``, kind CLIENT) through the global tracer provider and hands the request to
+af_otel directly, so no content attribute is written unless ``capture_content=True``. The
+receipt is minted on the span when the block exits, before the span ends: it needs no processor,
+and a processor or exporter passes it through. ``call.set_response(...)`` records the answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Final
+
+import orjson
+from opentelemetry import trace
+
+from af_otel import names
+from af_otel.model import Request
+from af_otel.processor.context import current_run, declare_base
+from af_otel.processor.engine import CallFacts, Supplied, engine_for, live_engines
+from af_otel.processor.guard import guard, report, strict
+from af_otel.processor.hook import write_on_span
+from af_otel.processor.settings import sdk_disabled
+
+_PARAMS: Final = {
+    "temperature": "gen_ai.request.temperature",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "top_p": "gen_ai.request.top_p",
+    "top_k": "gen_ai.request.top_k",
+    "stop_sequences": "gen_ai.request.stop_sequences",
+    "seed": "gen_ai.request.seed",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+    "choice_count": "gen_ai.request.choice.count",
+}
+
+
+@contextmanager
+def run(run_id: str, *, base: Mapping[str, Any] | None = None) -> Iterator[str]:
+    """Make every LLM call inside part of run ``run_id``; ``base`` is the state it starts from.
+
+    A base that is not a GenAI-shaped request raises `RequestShapeError` here, in the caller's
+    code, where the mistake can be fixed (it is not telemetry failing)."""
+    request = Request.from_dict(base) if base is not None else None
+    if request is not None:
+        declare_base(run_id, request)
+    token = current_run.set(run_id)
+    try:
+        yield run_id
+    finally:
+        current_run.reset(token)
+        if request is not None:
+            declare_base(run_id, None)
+        with guard("run.exit"):
+            for engine in live_engines():
+                engine.release_run(run_id)
+
+
+class LLMCall:
+    """The open call of an `llm_call` block: record the response on it."""
+
+    def __init__(self, span: trace.Span, capture_content: bool) -> None:
+        self.span = span
+        self._capture = capture_content
+
+    def set_response(
+        self,
+        content: str | None = None,
+        *,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        finish_reason: str | None = None,
+        response_model: str | None = None,
+        response_id: str | None = None,
+    ) -> None:
+        """Record the model's answer: usage and finish reason always, the text only when the
+        call captures content."""
+        attributes: dict[str, Any] = {}
+        if input_tokens is not None:
+            attributes["gen_ai.usage.input_tokens"] = input_tokens
+        if output_tokens is not None:
+            attributes["gen_ai.usage.output_tokens"] = output_tokens
+        if finish_reason is not None:
+            attributes["gen_ai.response.finish_reasons"] = [finish_reason]
+        if response_model is not None:
+            attributes["gen_ai.response.model"] = response_model
+        if response_id is not None:
+            attributes["gen_ai.response.id"] = response_id
+        if self._capture and content is not None:
+            message = {"role": "assistant", "parts": [{"type": "text", "content": content}]}
+            if finish_reason is not None:
+                message["finish_reason"] = finish_reason
+            attributes["gen_ai.output.messages"] = _json([message])
+        self.span.set_attributes(attributes)
+
+
+@contextmanager
+def llm_call(
+    *,
+    model: str,
+    provider: str,
+    system: str | Sequence[Any] | None = None,
+    messages: Sequence[Any] = (),
+    tools: Sequence[Any] | None = None,
+    params: Mapping[str, Any] | None = None,
+    capture_content: bool = False,
+) -> Iterator[LLMCall]:
+    """Open one LLM call's span; its receipt is minted when the block exits."""
+    request: dict[str, Any] = {
+        "system": system,
+        "messages": list(messages),
+        "tools": list(tools) if tools is not None else None,
+        "params": dict(params) if params is not None else None,
+        "model": model,
+        "provider": provider,
+    }
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider,
+        "gen_ai.request.model": model,
+    }
+    explicit = current_run.get()
+    if explicit is not None:
+        # On the span too, so that the exporter form (which sees no context) finds the run.
+        attributes[names.RUN_ID] = explicit
+    for key, attribute in _PARAMS.items():
+        value = (params or {}).get(key)
+        if isinstance(value, bool | int | float | str) or (
+            isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+        ):
+            attributes[attribute] = list(value) if isinstance(value, tuple) else value
+    if capture_content:
+        with guard("llm_call.content"):
+            attributes.update(_content(request))
+    tracer = trace.get_tracer("af_otel")
+    with tracer.start_as_current_span(
+        f"chat {model}", kind=trace.SpanKind.CLIENT, attributes=attributes
+    ) as span:
+        try:
+            yield LLMCall(span, capture_content)
+        finally:
+            if not sdk_disabled():
+                _mint(span, request)
+
+
+def _mint(span: trace.Span, request: Mapping[str, Any]) -> None:
+    failure: Exception | None = None
+    try:
+        if not span.is_recording():
+            return
+        context = span.get_span_context()
+        key = (context.trace_id, context.span_id)
+        engine = engine_for(key)
+        attributes = dict(getattr(span, "attributes", None) or {})
+        facts = CallFacts(
+            key=key,
+            name=str(getattr(span, "name", "")),
+            start_time=int(getattr(span, "start_time", None) or 0),
+            end_time=time.time_ns(),
+            attributes=attributes,
+            scope="af_otel",
+        )
+        # af_otel sees what the caller says it sends, not the wire: cache-transform stays raised.
+        write_on_span(span, engine.enrich(facts, Supplied(request, direct=False)))
+    except Exception as exc:
+        failure = exc
+    if failure is not None:
+        if strict():
+            raise failure
+        report("llm_call", failure)
+
+
+def _content(request: Mapping[str, Any]) -> dict[str, str]:
+    """The GenAI content attributes of the call, written only when asked."""
+    normalized = Request.from_dict(request).to_dict()
+    out = {"gen_ai.input.messages": _json(normalized["messages"])}
+    if "system" in normalized:
+        out["gen_ai.system_instructions"] = _json(normalized["system"])
+    if "tools" in normalized:
+        out["gen_ai.tool.definitions"] = _json(normalized["tools"])
+    return out
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode("utf-8")

@@ -1,0 +1,216 @@
+"""The util-genai completion hook: receipts on OTel genai-* spans with content capture off.
+
+util-genai calls a `CompletionHook` just before ``span.end()`` with the structured request (even
+when no content goes on the span) while the span is still writable. The hook serializes that
+request exactly as util-genai would write it on the span with content capture on, reads it through
+the same adapter the processor uses (so both paths mint the same receipt for the same request), and
+writes the evidence onto the live span. A processor or exporter that sees ``af.receipt.state``
+already present passes the span through; the engine the hook uses is the one that numbered the
+span at its start, so both agree on epochs and the commit sequence.
+
+util-genai has one hook slot. To keep its ``upload`` hook as well, set ``AF_OTEL_CHAIN_HOOK=upload``
+(any name of the ``opentelemetry_genai_completion_hook`` entry-point group): af_otel mints first,
+then calls that hook with the same arguments.
+
+Setup without code: ``OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK=af_otel``; or in code,
+``OpenAIInstrumentor().instrument(completion_hook=af_otel.completion_hook)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from importlib.metadata import entry_points
+from typing import Any, Final
+
+from af_otel import names
+from af_otel.processor import gaps
+from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for
+from af_otel.processor.guard import guard
+from af_otel.processor.settings import sdk_disabled
+from af_otel.semconv import adapt
+
+ENV_CHAIN: Final = "AF_OTEL_CHAIN_HOOK"  # entry-point name of a hook to call after af_otel's
+GROUP: Final = "opentelemetry_genai_completion_hook"
+ENTRY_POINT: Final = "af_otel"
+_INPUT: Final = "gen_ai.input.messages"
+_SYSTEM: Final = "gen_ai.system_instructions"
+_TOOLS: Final = "gen_ai.tool.definitions"
+
+_logger = logging.getLogger("af_otel")
+
+
+class ReceiptCompletionHook:
+    """A util-genai ``CompletionHook`` that mints the call's receipt on its live span."""
+
+    def __init__(self, chain: Any | None = None, *, chain_from_env: bool = True) -> None:
+        self._chain = chain
+        self._chain_from_env = chain_from_env and chain is None
+        self._chain_lock = threading.Lock()
+
+    def on_completion(
+        self,
+        *,
+        inputs: Sequence[Any],
+        outputs: Sequence[Any],
+        system_instruction: Sequence[Any],
+        tool_definitions: Sequence[Any] | None = None,
+        span: Any | None = None,
+        log_record: Any | None = None,
+    ) -> None:
+        if span is not None and not sdk_disabled():
+            with guard("completion_hook"):
+                mint_on_span(span, inputs, system_instruction, tool_definitions)
+        chain = self._chained()
+        if chain is not None:
+            with guard("completion_hook.chain"):
+                chain.on_completion(
+                    inputs=inputs,
+                    outputs=outputs,
+                    system_instruction=system_instruction,
+                    tool_definitions=tool_definitions,
+                    span=span,
+                    log_record=log_record,
+                )
+
+    def _chained(self) -> Any | None:
+        if self._chain_from_env:
+            with self._chain_lock:
+                if self._chain_from_env:
+                    self._chain = _load_chain(os.environ.get(ENV_CHAIN, ""))
+                    self._chain_from_env = False
+        return self._chain
+
+
+def load_completion_hook() -> ReceiptCompletionHook:
+    """The entry point util-genai's loader calls (``OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK=af_otel``)."""
+    return ReceiptCompletionHook()
+
+
+completion_hook: Final = ReceiptCompletionHook()
+"""The hook to pass as ``instrument(completion_hook=af_otel.completion_hook)``."""
+
+
+def _load_chain(name: str) -> Any | None:
+    name = name.strip()
+    if not name or name == ENTRY_POINT:
+        return None
+    for entry in entry_points(group=GROUP):
+        if entry.name == name:
+            try:
+                return entry.load()()
+            except Exception as exc:
+                _logger.warning(
+                    "af_otel: %s=%s failed to load (%s); not chained", ENV_CHAIN, name, exc
+                )
+                return None
+    _logger.warning("af_otel: %s=%s names no completion hook; not chained", ENV_CHAIN, name)
+    return None
+
+
+def mint_on_span(
+    span: Any,
+    inputs: Sequence[Any],
+    system_instruction: Sequence[Any],
+    tool_definitions: Sequence[Any] | None,
+) -> None:
+    """Mint the receipt of the call util-genai is completing and write it onto its live span."""
+    if not span.is_recording():
+        return
+    attributes: Mapping[str, Any] = dict(getattr(span, "attributes", None) or {})
+    if names.RECEIPT_STATE in attributes:
+        return
+    context = span.get_span_context()
+    key = (context.trace_id, context.span_id)
+    name = str(getattr(span, "name", ""))
+    engine = engine_for(key)
+    if not engine.is_llm_call(name, attributes):
+        return
+    content = content_attributes(inputs, system_instruction, tool_definitions)
+    adapted = adapt({**attributes, **content}, name)
+    scope = getattr(span, "instrumentation_scope", None)
+    provider = adapted.request.get("provider") if adapted.request else None
+    supplied = Supplied(
+        adapted.request,
+        adapted.absent_reason,
+        direct=gaps.captured_at_sdk(
+            getattr(scope, "name", None),
+            attributes,
+            provider if isinstance(provider, str) else None,
+        ),
+        content_keys=(),
+    )
+    facts = CallFacts(
+        key=key,
+        name=name,
+        start_time=int(getattr(span, "start_time", None) or 0),
+        end_time=time.time_ns(),
+        attributes=attributes,
+        scope=getattr(scope, "name", None),
+        dropped=_dropped(span) > 0,
+    )
+    write_on_span(span, engine.enrich(facts, supplied))
+
+
+def content_attributes(
+    inputs: Sequence[Any],
+    system_instruction: Sequence[Any],
+    tool_definitions: Sequence[Any] | None,
+) -> dict[str, str]:
+    """The content attributes util-genai writes with capture on: compact JSON of the dataclasses."""
+    out: dict[str, str] = {}
+    for key, items in ((_INPUT, inputs), (_SYSTEM, system_instruction), (_TOOLS, tool_definitions)):
+        if items:
+            out[key] = _dumps([_plain(item) for item in items])
+    return out
+
+
+def _plain(item: Any) -> Any:
+    if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        return dataclasses.asdict(item)
+    return item
+
+
+def _dumps(value: Any) -> str:
+    # util-genai is optional (the `genai` extra) and is what calls this hook: import it only here.
+    try:
+        from opentelemetry.util.genai.utils import gen_ai_json_dumps  # noqa: PLC0415
+    except ImportError:
+        return json.dumps(value, separators=(",", ":"), default=str)
+    return str(gen_ai_json_dumps(value))
+
+
+def _dropped(span: Any) -> int:
+    return int(getattr(span, "dropped_attributes", 0) or 0) + int(
+        getattr(span, "dropped_events", 0) or 0
+    )
+
+
+def write_on_span(span: Any, enrichment: Enrichment) -> None:
+    """Write an enrichment onto a live span.
+
+    The gap attributes go first so that, on a span at its attribute limit, the SDK evicts the
+    instrumentation's oldest keys rather than af_otel's; if writing evicted anything, ``af.gaps``
+    is rewritten with ``span-limits`` (rewriting a key evicts nothing)."""
+    before = _dropped(span)
+    attributes = enrichment.attributes
+    found = list(attributes.get(names.GAPS, ()))
+    span.set_attribute(names.GAPS, found)
+    span.set_attribute(names.GAP_NO_RECEIPT_ON_CHART, attributes[names.GAP_NO_RECEIPT_ON_CHART])
+    span.set_attributes(
+        {
+            key: value
+            for key, value in attributes.items()
+            if key not in (names.GAPS, names.GAP_NO_RECEIPT_ON_CHART)
+        }
+    )
+    for event_name, event_attributes in enrichment.events:
+        span.add_event(event_name, event_attributes)
+    if _dropped(span) > before and names.GAP_SPAN_LIMITS not in found:
+        found = [kind for kind in gaps.ORDER if kind in {*found, names.GAP_SPAN_LIMITS}]
+        span.set_attribute(names.GAPS, found)
