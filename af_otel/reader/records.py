@@ -52,11 +52,16 @@ class StatusCode(IntEnum):
     ERROR = 2
 
 
-def freeze_attributes(values: Mapping[str, AttrValue]) -> Mapping[str, AttrValue]:
-    """Return a read-only view over a private copy of ``values`` (an existing view is reused)."""
+def freeze_attributes(
+    values: Mapping[str, AttrValue], *, owned: bool = False
+) -> Mapping[str, AttrValue]:
+    """A read-only view of ``values``: over a private copy, or over ``values`` itself when the
+    caller hands over a dict nobody else holds (``owned``); an existing view is reused."""
     if isinstance(values, MappingProxyType):
         return values
-    return MappingProxyType(dict(values)) if values else _EMPTY
+    if not values:
+        return _EMPTY
+    return MappingProxyType(values if owned and type(values) is dict else dict(values))
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 OTLP JSON writes hex ids, integer enums and int64 as strings; Tempo's jsonpb writes base64 ids and
 enum names; protobuf-to-JSON and hand-written files mix both. Each decoder here accepts every form
 and raises ``Problem`` (never a bare KeyError/TypeError) so sources can name the span that failed.
+Parsed JSON is walked as the dicts and lists every JSON parser produces.
 """
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ __all__ = [
 ]
 
 _HEX: Final = {16: re.compile(r"[0-9a-fA-F]{16}"), 32: re.compile(r"[0-9a-fA-F]{32}")}
-_INT: Final = re.compile(r"[+-]?[0-9]+")
+# int64 and uint64 (the fixed64 times) both fit in 20 digits; a longer string is not an OTLP int.
+_INT: Final = re.compile(r"[+-]?[0-9]{1,20}")
+_INT_MIN: Final = -(2**63)
+_INT_MAX: Final = 2**64 - 1
+# Nested arrays and maps deeper than this are refused: no exporter writes them, and a cyclic or
+# hostile document must not exhaust the stack.
+MAX_DEPTH: Final = 32
 # proto3 JSON spells the non-finite doubles as strings.
 _NON_FINITE: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -76,15 +83,25 @@ def int_value(value: object, what: str, default: int | None = None) -> int:
     """An integer written as a JSON number or as a decimal string (OTLP JSON's int64 form)."""
     if value is None and default is not None:
         return default
+    number: int | None = None
     if isinstance(value, bool):
         raise Problem(f"{what} must be an integer, got a bool")
     if isinstance(value, int):
-        return value
-    if isinstance(value, str) and _INT.fullmatch(value):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise Problem(f"{what} must be an integer, got {value!r}")
+        number = value
+    elif (isinstance(value, str) and _INT.fullmatch(value)) or (
+        isinstance(value, float) and value.is_integer()
+    ):
+        number = int(value)
+    if number is None:
+        raise Problem(f"{what} must be an integer, got {_excerpt(value)}")
+    if not _INT_MIN <= number <= _INT_MAX:
+        raise Problem(f"{what} is out of the 64-bit range")
+    return number
+
+
+def _excerpt(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def enum_value(value: object, enum: type[SpanKind] | type[StatusCode], what: str) -> Any:
@@ -135,9 +152,11 @@ def _double(value: object, what: str) -> float:
     raise Problem(f"{what} must be a number, got {value!r}")
 
 
-def _plain(value: object, what: str) -> object:
+def _plain(value: object, what: str, depth: int = 0) -> object:
     """An AnyValue as a plain JSON value, for arrays and maps nested inside a value."""
-    if not isinstance(value, Mapping):
+    if depth > MAX_DEPTH:
+        raise Problem(f"{what} is nested deeper than {MAX_DEPTH} levels")
+    if not isinstance(value, dict):
         raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
     if "stringValue" in value:
         return _string(value["stringValue"], what)
@@ -152,14 +171,12 @@ def _plain(value: object, what: str) -> object:
         return base64_text(value["bytesValue"], what)
     if "arrayValue" in value:
         return [
-            _plain(item, f"{what}[{i}]")
+            _plain(item, f"{what}[{i}]", depth + 1)
             for i, item in enumerate(_values(value["arrayValue"], what))
         ]
     if "kvlistValue" in value:
         return {
-            _string(kv.get("key"), f"{what} key"): _plain(
-                kv.get("value", {}), f"{what}.{kv.get('key')}"
-            )
+            _string(kv.get("key"), f"{what} key"): _plain(kv.get("value", {}), what, depth + 1)
             for kv in _key_values(_values(value["kvlistValue"], what), what)
         }
     return None
@@ -178,7 +195,7 @@ def _nested_json(value: object) -> str:
 
 def _element(value: object, what: str) -> AttrScalar | None:
     """One element of an array attribute: a scalar, None for an empty value, JSON for a container."""
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
     if "arrayValue" in value or "kvlistValue" in value:
         return _nested_json(_plain(value, what))
@@ -193,7 +210,7 @@ def any_value(value: object, what: str) -> AttrValue | None:
     Arrays of scalars become tuples; an array or map nested in an array, and a map itself, become a
     JSON string (the attribute model has no nested values); bytes become base64 text.
     """
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
     if "stringValue" in value:
         return _string(value["stringValue"], what)
@@ -230,7 +247,7 @@ def _bool(value: object, what: str) -> bool:
 def _values(container: object, what: str) -> Sequence[object]:
     if container is None:
         return ()
-    if not isinstance(container, Mapping):
+    if not isinstance(container, dict):
         raise Problem(f"{what} must be an object with 'values'")
     values = container.get("values")
     if values is None:
@@ -242,7 +259,7 @@ def _values(container: object, what: str) -> Sequence[object]:
 
 def _key_values(items: Sequence[object], what: str) -> Sequence[Mapping[str, object]]:
     for item in items:
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             raise Problem(
                 f"{what} holds a {type(item).__name__} where a {{key, value}} object belongs"
             )
@@ -289,7 +306,9 @@ def _python_element(item: object) -> AttrScalar | None:
     return _nested_json(_python_plain(item))
 
 
-def _python_plain(value: object) -> object:
+def _python_plain(value: object, depth: int = 0) -> object:
+    if depth > MAX_DEPTH:
+        raise Problem(f"a value is nested deeper than {MAX_DEPTH} levels")
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
@@ -297,7 +316,7 @@ def _python_plain(value: object) -> object:
     if isinstance(value, bytes | bytearray):
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, Mapping):
-        return {str(k): _python_plain(v) for k, v in value.items()}
+        return {str(k): _python_plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, Sequence):
-        return [_python_plain(item) for item in value]
+        return [_python_plain(item, depth + 1) for item in value]
     return str(value)

@@ -1,7 +1,7 @@
 """Span files: tell JSON lines, one JSON document and length-prefixed protobuf apart by content.
 
 The extension is not trusted (``.json`` files hold JSON lines as often as documents): the first
-non-space byte says JSON or binary, and for JSON whether the first line parses on its own says
+non-space byte says JSON or binary, and for JSON whether the first lines parse on their own says
 lines or one pretty document. JSON lines and protobuf records are read one at a time; only a
 single document is parsed whole, as it must be.
 """
@@ -16,13 +16,14 @@ import orjson
 
 from af_otel.errors import SourceError, UnknownFormatError
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.sources.documents import document_records, open_document
+from af_otel.reader.sources.documents import document_format, document_records, open_document
 from af_otel.reader.sources.protobuf import looks_length_prefixed, proto_records
 from af_otel.reader.sources.stream import SourceFormat, SpanStream, expected_formats
 
 __all__ = ["read_file"]
 
 _HEAD: Final = 4096
+_LOOKAHEAD: Final = 8
 _SPACE: Final = b" \t\r\n"
 _BOM: Final = b"\xef\xbb\xbf"
 _COMPRESSED: Final = {
@@ -49,8 +50,12 @@ def _open(path: str) -> tuple[bytes, int]:
     try:
         with open(path, "rb") as file:
             return file.read(_HEAD), os.fstat(file.fileno()).st_size
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or lone surrogate in the path
+        raise SourceError(f"{path}: cannot read ({_reason(exc)})") from None
+
+
+def _reason(exc: OSError | ValueError) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
 
 
 def _layout(path: str) -> _Layout:
@@ -75,32 +80,38 @@ def _layout(path: str) -> _Layout:
 
 
 def _first_lines_parse(path: str) -> bool:
-    """JSON lines when the first non-blank line is a whole object, or (a torn first line) the second.
+    """Tell JSON lines from one pretty document by the first few lines.
 
-    A pretty document's first lines (``{``, ``"resourceSpans": [``) never parse alone.
+    Lines when one of the first ``_LOOKAHEAD`` non-blank lines is a whole document of a known
+    shape (a torn first line does not hide the rest). Otherwise a document only when the first
+    line opens one the way pretty-printers do (``{`` alone, or ending in ``{`` or ``[``): a run
+    of torn lines is still JSON lines, to be skipped one by one.
     """
+    first: bytes | None = None
     seen = 0
     with open(path, "rb") as file:
         for raw in file:
-            if not raw.strip(_SPACE):
+            line = raw.strip(_SPACE).removeprefix(_BOM)
+            if not line:
                 continue
+            first = line if first is None else first
             try:
-                if isinstance(orjson.loads(raw.removeprefix(_BOM)), dict):
+                if document_format(orjson.loads(line)) is not None:
                     return True
             except orjson.JSONDecodeError:
                 pass
             seen += 1
-            if seen == 2:
-                return False
-    return False
+            if seen == _LOOKAHEAD:
+                break
+    return first is None or not (first == b"{" or first.endswith((b"{", b"[")))
 
 
 def _load_document(path: str) -> object:
     try:
         with open(path, "rb") as file:
             data = file.read()
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or lone surrogate in the path
+        raise SourceError(f"{path}: cannot read ({_reason(exc)})") from None
     try:
         return orjson.loads(data.removeprefix(_BOM))
     except orjson.JSONDecodeError as exc:
@@ -110,8 +121,8 @@ def _load_document(path: str) -> object:
 def _lines(path: str, stream: SpanStream) -> Iterator[SpanRecord]:
     try:
         file = open(path, "rb")  # noqa: SIM115  # held open across yields, closed below
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or lone surrogate in the path
+        raise SourceError(f"{path}: cannot read ({_reason(exc)})") from None
     with file:
         for number, raw in enumerate(file, start=1):
             if not raw.strip(_SPACE):
@@ -129,7 +140,7 @@ def _lines(path: str, stream: SpanStream) -> Iterator[SpanRecord]:
 def _proto(path: str, stream: SpanStream) -> Iterator[SpanRecord]:
     try:
         file = open(path, "rb")  # noqa: SIM115  # held open across yields, closed below
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or lone surrogate in the path
+        raise SourceError(f"{path}: cannot read ({_reason(exc)})") from None
     with file:
         yield from proto_records(file, path, os.fstat(file.fileno()).st_size, stream)

@@ -75,7 +75,7 @@ def jaeger_v3_records(
     result = doc.get("result")
     if result is None:
         return iter(())
-    if not isinstance(result, Mapping):
+    if not isinstance(result, dict):
         stream.problem(f"{origin}: result must be an object", unit="line")
         return iter(())
     return resource_spans_records(
@@ -97,7 +97,7 @@ def jaeger_v1_records(
         return
     index = 0
     for t, trace in enumerate(data):
-        if not isinstance(trace, Mapping):
+        if not isinstance(trace, dict):
             stream.problem(f"{origin}: data[{t}] must be an object", unit="span")
             continue
         for warning in _list(trace.get("warnings")):
@@ -124,19 +124,19 @@ class _Processes:
     __slots__ = ("_decoded", "_raw")
 
     def __init__(self, raw: object) -> None:
-        self._raw = raw if isinstance(raw, Mapping) else {}
+        self._raw = raw if isinstance(raw, dict) else {}
         self._decoded: dict[str, Mapping[str, AttrValue]] = {}
 
     def resource(self, span: Mapping[str, Any]) -> Mapping[str, AttrValue]:
         inline = span.get("process")  # the embedded-process variant (Jaeger's uiconv, anonymizer)
-        if isinstance(inline, Mapping):
+        if isinstance(inline, dict):
             return _resource(inline)
         pid = span.get("processID")
         if not isinstance(pid, str) or pid not in self._raw:
             raise Problem(f"processID {pid!r} is not in the trace's processes")
         if pid not in self._decoded:
             process = self._raw[pid]
-            if not isinstance(process, Mapping):
+            if not isinstance(process, dict):
                 raise Problem(f"process {pid!r} must be an object")
             self._decoded[pid] = _resource(process)
         return self._decoded[pid]
@@ -147,7 +147,7 @@ def _resource(process: Mapping[str, Any]) -> Mapping[str, AttrValue]:
     service = process.get("serviceName")
     if isinstance(service, str) and service and service != _NO_SERVICE:
         resource["service.name"] = service
-    return freeze_attributes(resource)
+    return freeze_attributes(resource, owned=True)
 
 
 def _jaeger_id(value: object, digits: int, what: str) -> str:
@@ -166,7 +166,7 @@ def _parent(span: Mapping[str, Any], trace_id: str) -> str | None:
     # follow as FOLLOWS_FROM. The embedded-process variant may carry parentSpanID instead.
     for ref in _list(span.get("references")):
         if (
-            isinstance(ref, Mapping)
+            isinstance(ref, dict)
             and ref.get("refType") == "CHILD_OF"
             and _jaeger_id(ref.get("traceID"), 32, "references.traceID") == trace_id
         ):
@@ -178,7 +178,7 @@ def _parent(span: Mapping[str, Any], trace_id: str) -> str | None:
 
 
 def _span(span: object, processes: _Processes, origin: str) -> SpanRecord:
-    if not isinstance(span, Mapping):
+    if not isinstance(span, dict):
         raise Problem(f"a span must be an object, got {type(span).__name__}")
     trace_id = _jaeger_id(span.get("traceID"), 32, "traceID")
     name = span.get("operationName", "")
@@ -214,7 +214,7 @@ def _span(span: object, processes: _Processes, origin: str) -> SpanRecord:
         kind=kind,
         start_ns=start_us * 1000,
         end_ns=(start_us + duration_us) * 1000,
-        attributes=freeze_attributes(attributes),
+        attributes=freeze_attributes(attributes, owned=True),
         events=tuple(_event(log, f"logs[{i}]") for i, log in enumerate(_list(span.get("logs")))),
         resource=processes.resource(span),
         scope=scope,
@@ -224,7 +224,7 @@ def _span(span: object, processes: _Processes, origin: str) -> SpanRecord:
 
 
 def _event(log: object, what: str) -> EventRecord:
-    if not isinstance(log, Mapping):
+    if not isinstance(log, dict):
         raise Problem(f"{what} must be an object")
     name = ""
     attributes: dict[str, AttrValue] = {}
@@ -236,7 +236,7 @@ def _event(log: object, what: str) -> EventRecord:
     return EventRecord(
         name=name,
         time_ns=int_value(log.get("timestamp"), f"{what}.timestamp", 0) * 1000,
-        attributes=freeze_attributes(attributes),
+        attributes=freeze_attributes(attributes, owned=True),
     )
 
 
@@ -247,7 +247,7 @@ def _tags(tags: object, what: str) -> list[tuple[str, AttrValue]]:
         raise Problem(f"{what} must be a list")
     out: list[tuple[str, AttrValue]] = []
     for tag in tags:
-        if not isinstance(tag, Mapping) or not isinstance(tag.get("key"), str):
+        if not isinstance(tag, dict) or not isinstance(tag.get("key"), str):
             raise Problem(f"{what} holds an entry without a string key")
         key: str = tag["key"]
         out.append((key, _tag_value(key, tag.get("type", "string"), tag.get("value"), what)))

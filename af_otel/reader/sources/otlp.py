@@ -47,18 +47,15 @@ def resource_spans_records(
     index = 0
     for r, batch in enumerate(batches):
         where = f"{path}[{r}]"
-        if not isinstance(batch, Mapping):
+        if not isinstance(batch, dict):
             stream.problem(f"{origin}: {where} must be an object", unit="span")
             continue
         blocks, blocks_key = _scope_blocks(batch)
         try:
-            resource = freeze_attributes(
-                attributes(
-                    _mapping(batch.get("resource"), "resource").get("attributes"), "resource"
-                )
-            )
+            resource_attributes = _mapping(batch.get("resource"), "resource").get("attributes")
+            resource = freeze_attributes(attributes(resource_attributes, "resource"), owned=True)
         except Problem as exc:
-            count = sum(len(_spans(b)) for b in blocks if isinstance(b, Mapping))
+            count = sum(len(_spans(b)) for b in blocks if isinstance(b, dict))
             stream.problem(f"{origin}: {where}: {exc}", unit="span", count=max(count, 1))
             index += count
             continue
@@ -81,7 +78,7 @@ def resource_spans_records(
 def _mapping(value: object, what: str) -> Mapping[str, Any]:
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         raise Problem(f"{what} must be an object")
     return value
 
@@ -95,20 +92,20 @@ def _scope_blocks(batch: Mapping[str, Any]) -> tuple[list[Any], str]:
 
 
 def _spans(block: object) -> list[Any]:
-    spans = block.get("spans") if isinstance(block, Mapping) else None
+    spans = block.get("spans") if isinstance(block, dict) else None
     return spans if isinstance(spans, list) else []
 
 
 def _scope_name(block: object) -> str:
-    if not isinstance(block, Mapping):
+    if not isinstance(block, dict):
         return ""
     scope = block.get("scope") or block.get("instrumentationLibrary")
-    name = scope.get("name") if isinstance(scope, Mapping) else None
+    name = scope.get("name") if isinstance(scope, dict) else None
     return name if isinstance(name, str) else ""
 
 
 def _span(span: object, resource: Mapping[str, AttrValue], scope: str, origin: str) -> SpanRecord:
-    if not isinstance(span, Mapping):
+    if not isinstance(span, dict):
         raise Problem(f"a span must be an object, got {type(span).__name__}")
     name = span.get("name", "")
     if not isinstance(name, str):
@@ -125,7 +122,7 @@ def _span(span: object, resource: Mapping[str, AttrValue], scope: str, origin: s
         kind=enum_value(span.get("kind"), SpanKind, "kind"),
         start_ns=int_value(span.get("startTimeUnixNano"), "startTimeUnixNano", 0),
         end_ns=int_value(span.get("endTimeUnixNano"), "endTimeUnixNano", 0),
-        attributes=freeze_attributes(attributes(span.get("attributes"), "attributes")),
+        attributes=freeze_attributes(attributes(span.get("attributes"), "attributes"), owned=True),
         events=tuple(_event(e, f"events[{k}]") for k, e in enumerate(events or ())),
         resource=resource,
         scope=scope,
@@ -139,7 +136,7 @@ def _span(span: object, resource: Mapping[str, AttrValue], scope: str, origin: s
 
 
 def _event(event: object, what: str) -> EventRecord:
-    if not isinstance(event, Mapping):
+    if not isinstance(event, dict):
         raise Problem(f"{what} must be an object")
     name = event.get("name", "")
     if not isinstance(name, str):
@@ -147,7 +144,9 @@ def _event(event: object, what: str) -> EventRecord:
     return EventRecord(
         name=name,
         time_ns=int_value(event.get("timeUnixNano"), f"{what}.timeUnixNano", 0),
-        attributes=freeze_attributes(attributes(event.get("attributes"), f"{what}.attributes")),
+        attributes=freeze_attributes(
+            attributes(event.get("attributes"), f"{what}.attributes"), owned=True
+        ),
         dropped_attributes_count=int_value(
             event.get("droppedAttributesCount"), f"{what}.droppedAttributesCount", 0
         ),

@@ -57,7 +57,7 @@ def _attributes(values: Mapping[str, object] | None) -> Mapping[str, AttrValue]:
         decoded = python_value(value)
         if decoded is not None:
             out[key] = decoded
-    return freeze_attributes(out)
+    return freeze_attributes(out, owned=True)
 
 
 def _record(span: Any, resource: Mapping[str, AttrValue], origin: str) -> SpanRecord:

@@ -1,0 +1,101 @@
+"""Shared pieces of the source tests: the committed fixtures, their spans, and a local HTTP server."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import sys
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+
+from af_otel.reader.records import SpanRecord
+from af_otel.reader.sources import ARRAY_KEYS, read_spans
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _load_shapes() -> ModuleType:
+    # Loaded by path: the fixtures folder is data plus its generator, not a package.
+    spec = importlib.util.spec_from_file_location(
+        "af_reader_fixture_shapes", FIXTURES / "shapes.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+shapes = _load_shapes()
+
+
+@cache
+def sdk_records() -> tuple[SpanRecord, ...]:
+    """The fixture spans, read straight from the SDK's ReadableSpan objects."""
+    return tuple(read_spans(shapes.build_spans()))
+
+
+def by_id(records: Iterable[SpanRecord]) -> dict[tuple[str, str], SpanRecord]:
+    """Records keyed by (trace id, span id); a duplicate id fails the test."""
+    out: dict[tuple[str, str], SpanRecord] = {}
+    for record in records:
+        key = (record.trace_id, record.span_id)
+        assert key not in out, f"span {key} read twice"
+        out[key] = record
+    return out
+
+
+def as_jaeger_v1_sees_it(record: SpanRecord) -> SpanRecord:
+    """The record with the losses the Jaeger UI JSON is documented to have."""
+    attributes = {
+        key: _json_text(value) if isinstance(value, tuple) and key not in ARRAY_KEYS else value
+        for key, value in record.attributes.items()
+    }
+    return dataclasses.replace(
+        record,
+        attributes=attributes,
+        dropped_attributes_count=0,
+        dropped_events_count=0,
+        events=tuple(dataclasses.replace(e, dropped_attributes_count=0) for e in record.events),
+    )
+
+
+def _json_text(value: tuple[object, ...]) -> str:
+    return json.dumps(list(value), separators=(",", ":"), ensure_ascii=False)
+
+
+@contextmanager
+def serve(routes: Mapping[str, tuple[int, bytes]]) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 answering GET paths from ``routes``; yields its base URL.
+
+    Unknown paths get a 404 with a JSON error body, like Tempo and Jaeger.
+    """
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, body = routes.get(self.path, (404, b'{"error": "trace not found"}'))
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
