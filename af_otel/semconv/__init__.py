@@ -63,7 +63,9 @@ class _Reader:
 _READERS: Final = (
     _Reader("openinference", openinference.claims, openinference.adapt),
     _Reader(
-        "openllmetry-legacy", lambda attrs, _: openllmetry.is_legacy(attrs), openllmetry.adapt_legacy
+        "openllmetry-legacy",
+        lambda attrs, _: openllmetry.is_legacy(attrs),
+        openllmetry.adapt_legacy,
     ),
     _Reader("openllmetry", openllmetry.claims, openllmetry.adapt),
     _Reader("genai", lambda attrs, _: True, genai.adapt),
@@ -73,7 +75,8 @@ _READERS: Final = (
 def _snapshot(attributes: Mapping[str, object]) -> dict[str, object]:
     """One pass over the caller's mapping into a plain dict with exact ``str`` keys."""
     out: dict[str, object] = {}
-    for key, value in attributes.items():
+    pairs = dict.items(attributes) if isinstance(attributes, dict) else attributes.items()
+    for key, value in pairs:
         name = text(key)
         if name is not None:
             out[name] = value

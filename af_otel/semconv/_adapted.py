@@ -78,9 +78,7 @@ _CONTENT_PREFIXES: Final = (
 
 def content_keys(keys: Iterable[str]) -> tuple[str, ...]:
     """The content-bearing keys among ``keys``, in their order."""
-    return tuple(
-        key for key in keys if key in _CONTENT_EXACT or key.startswith(_CONTENT_PREFIXES)
-    )
+    return tuple(key for key in keys if key in _CONTENT_EXACT or key.startswith(_CONTENT_PREFIXES))
 
 
 def conclude(

@@ -80,7 +80,7 @@ def string_list(value: object) -> list[str] | None:
     if not isinstance(value, list | tuple):
         return None
     out: list[str] = []
-    for item in value:
+    for item in list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value):
         entry = text(item)
         if entry is None:
             return None
@@ -145,7 +145,8 @@ def plain(value: object, depth: int = 0) -> JsonValue | Bad:
         return BAD
     if isinstance(value, list | tuple):
         items: list[JsonValue] = []
-        for item in value:
+        # The base class's iterator, so a subclass's overrides never run.
+        for item in list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value):
             copied = plain(item, depth + 1)
             if isinstance(copied, Bad):
                 return BAD
@@ -153,7 +154,8 @@ def plain(value: object, depth: int = 0) -> JsonValue | Bad:
         return items
     if isinstance(value, Mapping):
         fields: dict[str, JsonValue] = {}
-        for key, item in value.items():
+        pairs = dict.items(value) if isinstance(value, dict) else value.items()
+        for key, item in pairs:
             name = text(key)
             copied = plain(item, depth + 1)
             if name is None or isinstance(copied, Bad):

@@ -19,7 +19,7 @@ Part = dict[str, JsonValue]
 _CONTENT_FIELDS: Final = ("content", "arguments", "response", "result")
 
 
-class Absent(Exception):  # noqa: N818 - a verdict carried out of nested builders, not a failure
+class Absent(Exception):
     """No request can be minted; ``reason`` is one of the ``names.REASON_*`` values."""
 
     def __init__(self, reason: str) -> None:
@@ -109,7 +109,7 @@ def tool_definition(value: JsonValue) -> dict[str, JsonValue]:
     if "parameters" not in body and "input_schema" in body:
         body = {**body, "parameters": body["input_schema"]}
         del body["input_schema"]
-    tool = {key: item for key, item in body.items() if item is not None}
+    tool: dict[str, JsonValue] = {key: item for key, item in body.items() if item is not None}
     tool.setdefault("type", "function")
     if not isinstance(tool.get("name"), str) or not isinstance(tool["type"], str):
         raise unreadable()
@@ -126,8 +126,11 @@ def media_part(url: str, modality: str = "image") -> Part:
     """A media reference as OpenAI sends it: a ``data:`` URL is an inline blob, else a ``uri``."""
     if url.startswith("data:"):
         header, _, payload = url[len("data:") :].partition(",")
-        mime_type = header.split(";", 1)[0] or None
-        return {"type": "blob", "modality": modality, "mime_type": mime_type, "content": payload}
+        blob: Part = {"type": "blob", "modality": modality, "content": payload}
+        mime_type = header.split(";", 1)[0]
+        if mime_type:
+            blob["mime_type"] = mime_type
+        return blob
     return {"type": "uri", "modality": modality, "uri": url}
 
 
@@ -168,7 +171,10 @@ def flat_message(
             response = content[0].get("content")
         elif content:
             response = list(content)
-        parts = [checked_part({"type": "tool_call_response", "id": tool_call_id, "response": response})]
+        result: Part = {"type": "tool_call_response", "response": response}
+        if tool_call_id is not None:
+            result["id"] = tool_call_id
+        parts = [checked_part(result)]
     else:
         parts = [*content, *tool_calls]
     message: dict[str, JsonValue] = {"role": role, "parts": parts}
@@ -182,7 +188,9 @@ def tool_call(call_id: object, name: object, arguments: object) -> Part:
     function = text(name)
     if function is None:
         raise unreadable()
-    part: Part = {"type": "tool_call", "id": text(call_id), "name": function}
+    part: Part = {"type": "tool_call", "name": function}
+    if text(call_id) is not None:
+        part["id"] = text(call_id)
     args = text(arguments)
     if arguments is not None and args is None:
         raise unreadable()

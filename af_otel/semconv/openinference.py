@@ -52,6 +52,12 @@ CONTENTS: Final = "message.contents."
 TOOL_CALLS: Final = "message.tool_calls."
 CONTENT_PREFIX: Final = "message_content."
 
+
+def _json_or_none(value: object) -> JsonValue:
+    copied = plain(value)
+    return None if isinstance(copied, Bad) else copied
+
+
 # Rows over the decoded `llm.invocation_parameters` object: the caller's own argument names,
 # which differ by provider SDK.
 PARAMS: Final = (
@@ -68,7 +74,7 @@ PARAMS: Final = (
     Row("frequency_penalty", ("frequency_penalty",), number),
     Row("presence_penalty", ("presence_penalty",), number),
     Row("choice_count", ("n", "candidate_count"), choice_count),
-    Row("tool_choice", ("tool_choice",), lambda value: _json_or_none(value)),
+    Row("tool_choice", ("tool_choice",), _json_or_none),
 )
 # `llm.model_name` is what openinference-instrumentation-openai copies from the *response*; the
 # request model is in the invocation parameters (or `llm.request.model_name` in newer releases).
@@ -76,11 +82,6 @@ MODEL: Final = (Row("model", ("llm.request.model_name",), text),)
 INVOKED_MODEL: Final = (Row("model", ("model", "model_name", "model_id"), text),)
 RESPONSE_MODEL: Final = (Row("model", ("llm.response.model_name", "llm.model_name"), text),)
 PROVIDER: Final = (Row("provider", ("llm.provider", "llm.system"), provider),)
-
-
-def _json_or_none(value: object) -> JsonValue:
-    copied = plain(value)
-    return None if isinstance(copied, Bad) else copied
 
 
 def claims(attributes: Mapping[str, object], span_name: str) -> bool:
@@ -228,4 +229,3 @@ def _tool(fields: dict[str, object]) -> dict[str, JsonValue]:
     if fields.get("tool.parameters") is not None:
         flat["parameters"] = content_value(fields["tool.parameters"])
     return tool_definition(flat)
-

@@ -120,7 +120,9 @@ def adapt(attributes: Mapping[str, object]) -> Adapted:
 
 def adapt_legacy(attributes: Mapping[str, object]) -> Adapted:
     """Adapt an OpenLLMetry <=0.54 span; ``gen_ai.completion.*`` (the output) is not read."""
-    return conclude("openllmetry-legacy", attributes, lambda: _build_legacy(attributes), LEGACY_NOTES)
+    return conclude(
+        "openllmetry-legacy", attributes, lambda: _build_legacy(attributes), LEGACY_NOTES
+    )
 
 
 def _build_legacy(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:

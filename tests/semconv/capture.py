@@ -21,8 +21,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 INSTRUMENTORS = {
-    "genai": ("opentelemetry.instrumentation.genai.openai", "opentelemetry-instrumentation-genai-openai"),
-    "openinference": ("openinference.instrumentation.openai", "openinference-instrumentation-openai"),
+    "genai": (
+        "opentelemetry.instrumentation.genai.openai",
+        "opentelemetry-instrumentation-genai-openai",
+    ),
+    "openinference": (
+        "openinference.instrumentation.openai",
+        "openinference-instrumentation-openai",
+    ),
     "openllmetry": ("opentelemetry.instrumentation.openai", "opentelemetry-instrumentation-openai"),
 }
 

@@ -82,7 +82,9 @@ def ensure(env: Env) -> Path:
 def _run(command: list[str]) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        raise RuntimeError(
+            f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-4000:]}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +145,9 @@ CAPTURES: Final = (
 def capture(spec: Capture, tmp: Path) -> dict[str, Any]:
     """Run the capture script for ``spec`` in its env; return its JSON (spans and versions)."""
     python = ensure(spec.env)
-    env = {key: value for key, value in os.environ.items() if not key.startswith(_STEERING_PREFIXES)}
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith(_STEERING_PREFIXES)
+    }
     env.update({key: value.format(tmp=tmp.as_uri()) for key, value in spec.env_vars.items()})
     env["OTEL_TRACES_EXPORTER"] = "none"
     env["OTEL_METRICS_EXPORTER"] = "none"

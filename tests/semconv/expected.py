@@ -80,7 +80,10 @@ def mixed(*, tool_call_first: bool, user_name: bool) -> dict[str, Any]:
         "messages": [
             WEATHER_MESSAGES[0],
             user,
-            {"role": "assistant", "parts": [TOOL_CALL, said] if tool_call_first else [said, TOOL_CALL]},
+            {
+                "role": "assistant",
+                "parts": [TOOL_CALL, said] if tool_call_first else [said, TOOL_CALL],
+            },
             WEATHER_MESSAGES[3],
         ],
         "tools": [WEATHER_TOOL],

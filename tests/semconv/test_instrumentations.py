@@ -98,7 +98,8 @@ def check(spec: Capture, record: dict[str, Any]) -> Adapted:
     assert adapted.request is not None
     assert adapted.notes == NOTES[spec.source]
     assert "gen_ai.output.messages" in adapted.content_keys or any(
-        key.startswith(("gen_ai.completion.", "llm.output_messages.")) for key in adapted.content_keys
+        key.startswith(("gen_ai.completion.", "llm.output_messages."))
+        for key in adapted.content_keys
     )
     got = _normalized(dict(adapted.request))
     if spec.scenario == "weather":
@@ -164,7 +165,9 @@ def test_dials_differ_between_instrumentations_only_in_params() -> None:
 
 @pytest.mark.instrumentation
 @pytest.mark.parametrize("spec", CAPTURES, ids=lambda spec: spec.id)
-def test_live_capture_adapts_as_its_instrumentation_records_it(spec: Capture, tmp_path: Path) -> None:
+def test_live_capture_adapts_as_its_instrumentation_records_it(
+    spec: Capture, tmp_path: Path
+) -> None:
     """The real instrumentation, driving the real openai client now, gives the same result."""
     record = capture(spec, tmp_path)
     check(spec, record)

@@ -1,0 +1,201 @@
+"""The OpenInference adapter: flattened messages, contents, tool calls, tools and dials."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from af_otel import names
+from af_otel.semconv import (
+    NOTE_MODEL_FROM_RESPONSE,
+    NOTE_PARAMS_UNREADABLE,
+    NOTE_TOOLS_NOT_CAPTURED,
+    adapt,
+)
+
+M = "llm.input_messages"
+
+
+def span(**extra: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "openinference.span.kind": "LLM",
+        "llm.provider": "azure",
+        "llm.system": "openai",
+        "llm.model_name": "gpt-4o-2024-08-06",
+        "llm.invocation_parameters": json.dumps({"model": "gpt-4o", "temperature": 0.3}),
+        f"{M}.0.message.role": "user",
+        f"{M}.0.message.content": "hi",
+    }
+    attrs.update(extra)
+    return {key: value for key, value in attrs.items() if value is not None}
+
+
+def test_contents_become_parts_and_data_urls_become_blobs() -> None:
+    """`message.contents.M.message_content.*` rebuild text, image URI and inline image parts."""
+    adapted = adapt(
+        span(
+            **{
+                f"{M}.0.message.content": None,
+                f"{M}.0.message.name": "alice",
+                f"{M}.0.message.contents.0.message_content.type": "text",
+                f"{M}.0.message.contents.0.message_content.text": "look",
+                f"{M}.0.message.contents.1.message_content.type": "image",
+                f"{M}.0.message.contents.1.message_content.image.image.url": "https://x/y.png",
+                f"{M}.0.message.contents.2.message_content.type": "image",
+                f"{M}.0.message.contents.2.message_content.image.image.url": "data:image/jpeg;base64,/9j/",
+            }
+        )
+    )
+    assert adapted.request is not None
+    assert adapted.request["messages"] == [
+        {
+            "role": "user",
+            "name": "alice",
+            "parts": [
+                {"type": "text", "content": "look"},
+                {"type": "uri", "modality": "image", "uri": "https://x/y.png"},
+                {"type": "blob", "modality": "image", "mime_type": "image/jpeg", "content": "/9j/"},
+            ],
+        }
+    ]
+
+
+def test_tool_calls_results_and_legacy_function_calls() -> None:
+    """Assistant text precedes its tool calls; a tool message is one tool_call_response."""
+    adapted = adapt(
+        span(
+            **{
+                f"{M}.1.message.role": "assistant",
+                f"{M}.1.message.content": "checking",
+                f"{M}.1.message.tool_calls.0.tool_call.id": "c0",
+                f"{M}.1.message.tool_calls.0.tool_call.function.name": "f",
+                f"{M}.1.message.tool_calls.0.tool_call.function.arguments": "",
+                f"{M}.2.message.role": "tool",
+                f"{M}.2.message.tool_call_id": "c0",
+                f"{M}.2.message.content": "done",
+                f"{M}.3.message.role": "assistant",
+                f"{M}.3.message.function_call_name": "g",
+                f"{M}.3.message.function_call_arguments_json": "{}",
+            }
+        )
+    )
+    assert adapted.request is not None
+    assert adapted.request["messages"][1:] == [  # type: ignore[index]
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "text", "content": "checking"},
+                {"type": "tool_call", "id": "c0", "name": "f"},
+            ],
+        },
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c0", "response": "done"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "name": "g", "arguments": "{}"}]},
+    ]
+
+
+def test_tools_from_json_schema_or_flat_fields_and_anthropic_input_schema() -> None:
+    """Tools come from OpenAI's nested object, Anthropic's `input_schema`, or flat tool fields."""
+    adapted = adapt(
+        span(
+            **{
+                "llm.tools.0.tool.json_schema": json.dumps(
+                    {
+                        "type": "function",
+                        "function": {"name": "a", "parameters": {"type": "object"}},
+                    }
+                ),
+                "llm.tools.1.tool.json_schema": json.dumps(
+                    {"name": "b", "description": "B", "input_schema": {"type": "object"}}
+                ),
+                "llm.tools.2.tool.name": "c",
+                "llm.tools.2.tool.parameters": '{"type":"object"}',
+            }
+        )
+    )
+    assert adapted.request is not None
+    assert adapted.request["tools"] == [
+        {"type": "function", "name": "a", "parameters": {"type": "object"}},
+        {"type": "function", "name": "b", "description": "B", "parameters": {"type": "object"}},
+        {"type": "function", "name": "c", "parameters": {"type": "object"}},
+    ]
+    assert NOTE_TOOLS_NOT_CAPTURED not in adapted.notes
+
+
+def test_dials_and_model_come_from_the_invocation_parameters() -> None:
+    """The caller's argument names map to GenAI dials; the model is the requested one."""
+    params = {
+        "model": "gpt-4o",
+        "max_completion_tokens": 100,
+        "stop": "END",
+        "n": 1,
+        "tool_choice": "required",
+        "logprobs": True,
+    }
+    adapted = adapt(span(**{"llm.invocation_parameters": json.dumps(params)}))
+    assert adapted.request is not None
+    assert adapted.request["params"] == {
+        "max_tokens": 100,
+        "stop_sequences": ["END"],
+        "tool_choice": "required",
+    }
+    assert (adapted.request["model"], adapted.request["provider"]) == ("gpt-4o", "azure.ai.openai")
+    assert NOTE_TOOLS_NOT_CAPTURED in adapted.notes
+
+
+def test_model_falls_back_to_llm_model_name_with_a_note() -> None:
+    """Without invocation parameters, `llm.model_name` (a response model here) is used, noted."""
+    adapted = adapt(span(**{"llm.invocation_parameters": None}))
+    assert adapted.request is not None
+    assert adapted.request["model"] == "gpt-4o-2024-08-06"
+    assert NOTE_MODEL_FROM_RESPONSE in adapted.notes
+    newer = adapt(span(**{"llm.request.model_name": "gpt-4o-mini"}))
+    assert newer.request is not None
+    assert newer.request["model"] == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize("value", ["__REDACTED__", "{bad", "[1]", 7])
+def test_unreadable_dials_leave_params_empty_with_a_note(value: object) -> None:
+    """Dials that cannot be read are not guessed: params are empty and the note says why."""
+    adapted = adapt(span(**{"llm.invocation_parameters": value}))
+    assert adapted.request is not None
+    assert adapted.request["params"] == {}
+    assert NOTE_PARAMS_UNREADABLE in adapted.notes
+
+
+def test_completion_prompts_are_user_messages() -> None:
+    """`llm.prompts.N.prompt.text` (completions API) are user turns when no messages exist."""
+    adapted = adapt(
+        span(**{f"{M}.0.message.role": None, f"{M}.0.message.content": None,
+                "llm.prompts.0.prompt.text": "Once upon"})
+    )  # fmt: skip
+    assert adapted.request is not None
+    assert adapted.request["messages"] == [
+        {"role": "user", "parts": [{"type": "text", "content": "Once upon"}]}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        ({f"{M}.0.message.role": None, f"{M}.0.message.content": None}, names.REASON_NOT_CAPTURED),
+        ({f"{M}.0.message.content": "__REDACTED__"}, names.REASON_REDACTED),
+        ({f"{M}.2.message.role": "user"}, names.REASON_UNREADABLE),
+        ({f"{M}.0.message.role": 3}, names.REASON_UNREADABLE),
+        ({f"{M}.0.message.name": ["x"]}, names.REASON_UNREADABLE),
+        ({f"{M}.0.message.tool_calls.0.tool_call.id": "c"}, names.REASON_UNREADABLE),
+        ({f"{M}.0.message.contents.1.message_content.type": "text"}, names.REASON_UNREADABLE),
+        ({f"{M}.0.message.contents.0.message_content.text": "x"}, names.REASON_UNREADABLE),
+        ({f"{M}.0.message.contents.0.message_content.type": "image",
+          f"{M}.0.message.contents.0.message_content.image.image.url": "__REDACTED__"},
+         names.REASON_REDACTED),
+        ({"llm.tools.0.tool.json_schema": "__REDACTED__"}, names.REASON_REDACTED),
+        ({"llm.tools.0.tool.json_schema": '{"type":"function"}'}, names.REASON_UNREADABLE),
+        ({"llm.tools.1.tool.json_schema": '{"name":"f"}'}, names.REASON_UNREADABLE),
+    ],
+)  # fmt: skip
+def test_spans_without_a_whole_request_give_a_reason(extra: dict[str, Any], reason: str) -> None:
+    """Hidden, placeholder, holed or mistyped content never yields a request."""
+    adapted = adapt(span(**extra))
+    assert (adapted.request, adapted.absent_reason) == (None, reason)
