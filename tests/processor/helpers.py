@@ -80,7 +80,9 @@ def llm_spans(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
     return [s for s in spans if names.RECEIPT_STATE in (s.attributes or {})]
 
 
-def fold(state: Mapping[str, Any], events: Sequence[Mapping[str, Any]], store: Any = None) -> dict[str, Any]:
+def fold(
+    state: Mapping[str, Any], events: Sequence[Mapping[str, Any]], store: Any = None
+) -> dict[str, Any]:
     """Apply commit events to a state, as a reader would (the test's own oracle)."""
     out = dict(state)
     for event in events:
@@ -99,7 +101,9 @@ def fold(state: Mapping[str, Any], events: Sequence[Mapping[str, Any]], store: A
     return out
 
 
-def states(spans: Sequence[ReadableSpan], store: Any = None, base: Mapping[str, Any] | None = None) -> dict[int, dict[str, Any]]:
+def states(
+    spans: Sequence[ReadableSpan], store: Any = None, base: Mapping[str, Any] | None = None
+) -> dict[int, dict[str, Any]]:
     """Each epoch's folded state, following af.epoch.parent (epoch 0 is the base)."""
     by_epoch = {int(s.attributes[names.EPOCH]): s for s in llm_spans(spans)}  # type: ignore[index]
     out: dict[int, dict[str, Any]] = {0: dict(base) if base is not None else {"messages": []}}
