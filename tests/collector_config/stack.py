@@ -53,7 +53,8 @@ def prometheus_name(otel_name: str) -> str:
 
 
 # Metric names as each source exposes them to Prometheus.
-COLLECTOR_CALLS = "traces_span_metrics_calls_total"  # span_metrics connector, namespace traces.span.metrics
+# span_metrics connector (default namespace traces.span.metrics) through the prometheus exporter
+COLLECTOR_CALLS = "traces_span_metrics_calls_total"
 TEMPO_CALLS = "traces_spanmetrics_calls_total"  # Tempo metrics-generator, fixed name
 RECEIPTS = prometheus_name(names.METRIC_RECEIPTS) + "_total"  # counter -> _total suffix
 # The reader's verdict counter has no constant in af_otel.names yet (docs/alerting.md).
@@ -101,8 +102,12 @@ class Selector:
 
 # A metric reference is an identifier followed by `{` or `[`; functions are followed by `(`,
 # grouping labels by `,` or `)`.
-_REF = re.compile(r"(?P<metric>[A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(?P<matchers>[^}]*)\})?\s*(?=[\[{)]|$)")
-_MATCHER = re.compile(r'\s*(?P<label>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op>=~|!~|!=|=)\s*"(?P<value>[^"]*)"\s*,?')
+_REF = re.compile(
+    r"(?P<metric>[A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(?P<matchers>[^}]*)\})?\s*(?=[\[{)]|$)"
+)
+_MATCHER = re.compile(
+    r'\s*(?P<label>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op>=~|!~|!=|=)\s*"(?P<value>[^"]*)"\s*,?'
+)
 _BY = re.compile(r"\b(?:by|without)\s*\((?P<labels>[^)]*)\)")
 _KEYWORDS = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right", "offset"})
 

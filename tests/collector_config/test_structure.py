@@ -62,7 +62,11 @@ class TestCollector:
             assert set(pipeline["receivers"]) <= defined["receivers"] | defined["connectors"]
             assert set(pipeline.get("processors", [])) <= defined["processors"]
             assert set(pipeline["exporters"]) <= defined["exporters"] | defined["connectors"]
-            used |= {*pipeline["receivers"], *pipeline.get("processors", []), *pipeline["exporters"]}
+            used |= {
+                *pipeline["receivers"],
+                *pipeline.get("processors", []),
+                *pipeline["exporters"],
+            }
         assert set().union(*defined.values()) == used
 
     def test_connector_bridges_traces_to_metrics(self, otelcol: dict[str, Any]) -> None:
@@ -132,7 +136,8 @@ class TestCollector:
         exporter = otelcol["exporters"]["file/af"]
         assert exporter["append"] is True
         assert exporter.get("format", "json") == "json"
-        assert "rotation" not in exporter and "compression" not in exporter
+        assert "rotation" not in exporter
+        assert "compression" not in exporter
         path = Path(exporter["path"])
         assert path.name == "traces.jsonl"
         assert stack.compose_mounts("collector")[str(path.parent)] == "./collector-out"
@@ -175,7 +180,8 @@ class TestRedactVariant:
         assert STRIP in redact["processors"]
         del redact["processors"][STRIP]
         traces = redact["service"]["pipelines"]["traces"]["processors"]
-        assert traces.index(STRIP) == len(traces) - 2  # just before batch: nothing exports before it
+        # Just before batch, so nothing reaches an exporter before it.
+        assert traces.index(STRIP) == len(traces) - 2
         traces.remove(STRIP)
         assert redact == main
 
@@ -198,7 +204,8 @@ def _strip_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]
         r'where IsMatch\(spanevent\.name, "(.+)"\)',
         event_statement,
     )
-    assert span and event
+    assert span
+    assert event
     return (
         re.compile(stack.ottl_string(span[1])),
         re.compile(stack.ottl_string(event[1])),
@@ -248,7 +255,9 @@ class TestStripPatterns:
         assert SPAN_PATTERN.fullmatch(key)
 
     @settings(max_examples=150)
-    @given(st.one_of(st.sampled_from(_af_names()), st.from_regex(r"af\.[a-z_.]{1,30}", fullmatch=True)))
+    @given(
+        st.one_of(st.sampled_from(_af_names()), st.from_regex(r"af\.[a-z_.]{1,30}", fullmatch=True))
+    )
     def test_af_keys_are_kept(self, key: str) -> None:
         """No af.* attribute, and no af.* event or its attributes, is touched."""
         assert not SPAN_PATTERN.search(key)
@@ -376,7 +385,8 @@ class TestAlertRules:
         for group, rule in stack.alert_rules():
             assert rule["labels"]["severity"] in {"warning", "critical"}
             assert rule["labels"]["source"] in {"af_otel", "collector", "tempo", "reader"}, group
-            assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+            assert rule["annotations"]["summary"]
+            assert rule["annotations"]["description"]
 
 
 def test_receipts_counter_is_exposed_under_the_name_the_rules_use() -> None:
@@ -518,7 +528,9 @@ class TestCompose:
     def test_collector_runs_a_mounted_variant(self) -> None:
         """The collector's --config names a mounted file, otelcol.yaml unless OTELCOL_CONFIG says otherwise."""
         (argument,) = stack.compose_services()["collector"]["command"]
-        match = re.fullmatch(r"--config=(/etc/otelcol)/\$\{OTELCOL_CONFIG:-(otelcol\.yaml)\}", argument)
+        match = re.fullmatch(
+            r"--config=(/etc/otelcol)/\$\{OTELCOL_CONFIG:-(otelcol\.yaml)\}", argument
+        )
         assert match
         mounts = stack.compose_mounts("collector")
         for variant in COLLECTOR_FILES:
@@ -536,13 +548,16 @@ class TestDocs:
         for alert in stack.alert_names():
             assert alert in text
         for metric, label in stack.GROUPS.values():
-            assert metric in text and label in text
+            assert metric in text
+            assert label in text
 
     def test_viewing_doc_gives_the_queries_by_af_names(self) -> None:
         """docs/viewing.md shows the Jaeger tag, the TraceQL queries and the reader command."""
         text = (stack.ROOT / "docs/viewing.md").read_text(encoding="utf-8")
         assert f'{{ span.{names.GAPS} = "{names.GAP_NO_RECEIPT}" }}' in text
-        assert f'{{ span.{stack.DIMENSIONS[3]} = "chat" && span.{names.RECEIPT_STATE} = nil }}' in text
+        assert (
+            f'{{ span.{stack.DIMENSIONS[3]} = "chat" && span.{names.RECEIPT_STATE} = nil }}' in text
+        )
         assert f"{names.GAP_NO_RECEIPT_ON_CHART}=true" in text
         assert "af-otel verify collector-out/traces.jsonl --store" in text
 
