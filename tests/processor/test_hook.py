@@ -1,0 +1,121 @@
+"""The util-genai completion hook: loaded by util-genai's own loader, minting on the live span with
+content capture off, coordinated with the processor, chaining to the upload hook."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.util.genai.completion_hook import load_completion_hook
+
+from af_otel import names
+from af_otel.processor import ReceiptCompletionHook, completion_hook, run
+from af_otel.processor import engine as engine_module
+from af_otel.store import LocalStore
+from tests.processor.conftest import Pipeline
+from tests.processor.fakes import instrumented_openai, weather_agent
+from tests.processor.helpers import af, commits, llm_spans, states
+
+
+@pytest.fixture(autouse=True)
+def _content_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+
+
+def test_util_genai_loader_finds_the_af_otel_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK=af_otel loads af_otel's hook."""
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK", "af_otel")
+    loaded = load_completion_hook()
+    assert isinstance(getattr(loaded, "_wrapped", None), ReceiptCompletionHook)
+
+
+def test_hook_mints_with_content_capture_off(pipeline: Pipeline) -> None:
+    """With content capture off the span carries receipts and commits but no prompt attributes."""
+    with instrumented_openai(pipeline.provider, completion_hook=completion_hook) as client:
+        with run("hooked"):
+            weather_agent(client, turns=2)
+    calls = llm_spans(pipeline.spans())
+    assert [af(s)[names.EPOCH] for s in calls] == [1, 2, 3, 4]
+    assert [af(s)[names.EPOCH_PARENT] for s in calls] == [0, 1, 2, 3]
+    for span in calls:
+        attrs = span.attributes or {}
+        assert af(span)[names.RECEIPT_STATE] == names.STATE_MINTED
+        assert "gen_ai.input.messages" not in attrs
+        assert "gen_ai.tool.definitions" not in attrs
+        assert af(span)[names.RECEIPT_TOOLS_NAMES] == ("get_weather",)
+        # The genai-openai span names api.openai.com and nothing stood between: no cache-transform.
+        assert list(af(span)[names.GAPS]) == [names.GAP_PROVIDER_DEFAULTS]
+    seqs = [c[names.COMMIT_SEQ] for s in calls for c in commits(s)]
+    assert seqs == list(range(1, len(seqs) + 1))
+    folded = states(pipeline.spans(), pipeline.store)
+    assert len(folded[4]["messages"]) == 8
+
+
+def test_hook_without_processor_writes_onto_the_live_span(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hook-only setups (no af_otel processor) still get receipts on the exported span."""
+    monkeypatch.setenv("AF_OTEL_STORE", str(tmp_path / "hook-store"))
+    monkeypatch.setattr(engine_module, "_live", weakref.WeakSet())
+    monkeypatch.setattr(engine_module, "_default", None)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with instrumented_openai(provider, completion_hook=completion_hook) as client:
+        with provider.get_tracer("agent").start_as_current_span("agent"):
+            weather_agent(client, turns=1)
+    calls = llm_spans(exporter.get_finished_spans())
+    assert [af(s)[names.EPOCH] for s in calls] == [1, 2]
+    assert all(af(s)[names.RECEIPT_STATE] == names.STATE_MINTED for s in calls)
+    folded = states(exporter.get_finished_spans(), LocalStore(tmp_path / "hook-store"))
+    assert len(folded[2]["messages"]) == 4
+
+
+@pytest.fixture
+def upload_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    target = tmp_path / "uploads"
+    target.mkdir()
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH", target.as_uri())
+    monkeypatch.setenv("AF_OTEL_CHAIN_HOOK", "upload")
+    yield target
+
+
+def test_chains_to_the_upload_hook(pipeline: Pipeline, upload_dir: Path) -> None:
+    """AF_OTEL_CHAIN_HOOK=upload: af_otel mints, then util-genai's upload hook still uploads."""
+    hook = ReceiptCompletionHook()
+    try:
+        with instrumented_openai(pipeline.provider, completion_hook=hook) as client:
+            weather_agent(client, turns=1)
+    finally:
+        chained = hook._chained()
+        assert chained is not None
+        chained.shutdown()
+    calls = llm_spans(pipeline.spans())
+    assert calls
+    for span in calls:
+        attrs = span.attributes or {}
+        assert af(span)[names.RECEIPT_STATE] == names.STATE_MINTED
+        assert str(attrs["gen_ai.input.messages_ref"]).startswith("file://")
+    assert any(upload_dir.iterdir())
+
+
+def test_hook_failure_never_reaches_the_application(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside strict mode a failing mint leaves the call, and the span, intact."""
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("af_otel.processor.hook.mint_on_span", broken)
+    with instrumented_openai(pipeline.provider, completion_hook=completion_hook) as client:
+        weather_agent(client, turns=1)
+    calls = llm_spans(pipeline.spans())
+    # The processor minted instead (absent: no content captured, no hook record).
+    assert all(af(s)[names.RECEIPT_STATE] == names.STATE_ABSENT for s in calls)
