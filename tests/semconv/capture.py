@@ -1,9 +1,10 @@
-"""Drive the real openai client through one instrumentation and print the ended spans as JSON.
+"""Drive the real openai (or anthropic) client through one instrumentation and print the ended spans as JSON.
 
 Runs as a subprocess, in the project's venv or in a pinned side venv (see envs.py), so it imports
 nothing from af_otel or the tests. The OpenAI API is an httpx MockTransport: no network.
 
     python capture.py {genai|openinference|openllmetry} {weather|dials|mixed}
+    python capture.py genai-anthropic weather
 
 Content capture is set by the caller through the environment, as a user would set it.
 """
@@ -20,18 +21,33 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+# instrumentation -> (module, its distribution, instrumentor class, the client it wraps)
 INSTRUMENTORS = {
     "genai": (
         "opentelemetry.instrumentation.genai.openai",
         "opentelemetry-instrumentation-genai-openai",
+        "OpenAIInstrumentor",
+        "openai",
+    ),
+    "genai-anthropic": (
+        "opentelemetry.instrumentation.genai.anthropic",
+        "opentelemetry-instrumentation-genai-anthropic",
+        "AnthropicInstrumentor",
+        "anthropic",
     ),
     "openinference": (
         "openinference.instrumentation.openai",
         "openinference-instrumentation-openai",
+        "OpenAIInstrumentor",
+        "openai",
     ),
-    "openllmetry": ("opentelemetry.instrumentation.openai", "opentelemetry-instrumentation-openai"),
+    "openllmetry": (
+        "opentelemetry.instrumentation.openai",
+        "opentelemetry-instrumentation-openai",
+        "OpenAIInstrumentor",
+        "openai",
+    ),
 }
-
 WEATHER_TOOL = {
     "type": "function",
     "function": {
@@ -100,6 +116,52 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "max_tokens": 256,
     },
 }
+# The weather conversation as the Anthropic Messages API takes it: the system prompt is a field of
+# its own, tool calls are `tool_use` blocks and results are `tool_result` blocks in a user turn.
+ANTHROPIC_SCENARIOS: dict[str, dict[str, Any]] = {
+    "weather": {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 256,
+        "system": "You are a helpful assistant.",
+        "tools": [
+            {
+                "name": "get_weather",
+                "description": "Get the current weather for a city.",
+                "input_schema": WEATHER_TOOL["function"]["parameters"],  # type: ignore[index]
+            }
+        ],
+        "messages": [
+            {"role": "user", "content": "What is the weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "call_1",
+                        "name": "get_weather",
+                        "input": {"city": "Paris"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "call_1", "content": "18C and sunny"}
+                ],
+            },
+        ],
+    }
+}
+ANTHROPIC_RESPONSE = {
+    "id": "msg_af1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5-20250929",
+    "content": [{"type": "text", "text": "It is 18C and sunny in Paris."}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 84, "output_tokens": 9},
+}
 RESPONSE = {
     "id": "chatcmpl-af1",
     "object": "chat.completion",
@@ -122,12 +184,12 @@ RESPONSE = {
 }
 
 
-def _http_module() -> Any:
-    # openai >= 3 talks through httpx2 (a fork with the same API); older releases through httpx.
-    import openai
-
-    major = int(openai.__version__.split(".", 1)[0])
-    return importlib.import_module("httpx2" if major >= 3 else "httpx")
+def _http_module(client_module: Any) -> Any:
+    # openai >= 3 and anthropic >= 2 talk through httpx2 (a fork with httpx's API); older
+    # releases through httpx.
+    base_client = importlib.import_module(client_module.__name__ + "._base_client")
+    uses_httpx2 = "httpx2" in vars(base_client)
+    return importlib.import_module("httpx2" if uses_httpx2 else "httpx")
 
 
 def _version(distribution: str) -> str | None:
@@ -142,28 +204,31 @@ def _plain(value: Any) -> Any:
 
 
 def main(instrumentation: str, scenario: str) -> None:
-    module_name, distribution = INSTRUMENTORS[instrumentation]
+    module_name, distribution, class_name, client_name = INSTRUMENTORS[instrumentation]
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = importlib.import_module(module_name).OpenAIInstrumentor()
+    instrumentor = getattr(importlib.import_module(module_name), class_name)()
     instrumentor.instrument(tracer_provider=provider)
 
-    import openai
-
-    http = _http_module()
+    client_module = importlib.import_module(client_name)
+    http = _http_module(client_module)
     requests: list[dict[str, Any]] = []
+    anthropic = client_name == "anthropic"
 
     def answer(request: Any) -> Any:
         requests.append(json.loads(request.content))
-        return http.Response(200, json=RESPONSE)
+        return http.Response(200, json=ANTHROPIC_RESPONSE if anthropic else RESPONSE)
 
-    client = openai.OpenAI(
-        api_key="sk-test",
-        base_url="http://127.0.0.1:9/v1",
-        http_client=http.Client(transport=http.MockTransport(answer)),
-    )
-    client.chat.completions.create(**SCENARIOS[scenario])
+    http_client = http.Client(transport=http.MockTransport(answer))
+    if anthropic:
+        client_module.Anthropic(
+            api_key="sk-test", base_url="http://127.0.0.1:9", http_client=http_client
+        ).messages.create(**ANTHROPIC_SCENARIOS[scenario])
+    else:
+        client_module.OpenAI(
+            api_key="sk-test", base_url="http://127.0.0.1:9/v1", http_client=http_client
+        ).chat.completions.create(**SCENARIOS[scenario])
     instrumentor.uninstrument()
     provider.shutdown()
 
@@ -178,7 +243,7 @@ def main(instrumentation: str, scenario: str) -> None:
     ]
     versions = {
         name: _version(name)
-        for name in (distribution, "openai", "opentelemetry-sdk", "opentelemetry-util-genai")
+        for name in (distribution, client_name, "opentelemetry-sdk", "opentelemetry-util-genai")
     }
     json.dump(
         {

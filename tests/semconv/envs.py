@@ -91,7 +91,7 @@ def _run(command: list[str]) -> None:
 class Capture:
     """One instrumentation, one scenario, one content setting."""
 
-    source: str  # genai | openinference | openllmetry-new | openllmetry-old
+    source: str  # genai | genai-anthropic | openinference | openllmetry-new | openllmetry-old
     scenario: str
     variant: str
     env_vars: Mapping[str, str] = field(default_factory=dict)
@@ -123,6 +123,8 @@ CAPTURES: Final = (
         for source in SOURCES
         for scenario in ("weather", "dials", "mixed")
     ),
+    # Anthropic's Messages API through util-genai: the system prompt has a slot of its own.
+    Capture("genai-anthropic", "weather", "content", _GENAI_CONTENT),
     # Each instrumentation with content capture off, as its own documentation says to turn it off.
     Capture("genai", "weather", "no-content"),
     Capture("openinference", "weather", "hide-input-messages", {"OPENINFERENCE_HIDE_INPUT_MESSAGES": "true"}),

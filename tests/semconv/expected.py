@@ -90,3 +90,20 @@ def mixed(*, tool_call_first: bool, user_name: bool) -> dict[str, Any]:
         "params": {"temperature": 0.2, "max_tokens": 256},
         **BASIS,
     }
+
+
+def anthropic_weather() -> dict[str, Any]:
+    """The weather call through Anthropic's API: the system prompt is the request's `system`, and
+    the tool result travels in a user turn."""
+    return {
+        "system": [{"type": "text", "content": SYSTEM_PROMPT}],
+        "messages": [
+            {"role": "user", "parts": [QUESTION]},
+            {"role": "assistant", "parts": [TOOL_CALL]},
+            {"role": "user", "parts": [TOOL_RESULT]},
+        ],
+        "tools": [WEATHER_TOOL],
+        "params": {"max_tokens": 256},
+        "model": "claude-sonnet-4-5",
+        "provider": "anthropic",
+    }

@@ -27,12 +27,14 @@ from .envs import CAPTURES, SOURCES, Capture, capture, load_fixture
 
 CONVENTION = {
     "genai": "genai",
+    "genai-anthropic": "genai",
     "openinference": "openinference",
     "openllmetry-new": "openllmetry",
     "openllmetry-old": "openllmetry-legacy",
 }
 NOTES = {
     "genai": (NOTE_TOOL_CHOICE_NOT_CAPTURED,),
+    "genai-anthropic": (NOTE_TOOL_CHOICE_NOT_CAPTURED,),
     "openinference": (NOTE_SYSTEM_IN_MESSAGES,),
     "openllmetry-new": (
         NOTE_TOOL_CHOICE_NOT_CAPTURED,
@@ -102,7 +104,9 @@ def check(spec: Capture, record: dict[str, Any]) -> Adapted:
         for key in adapted.content_keys
     )
     got = _normalized(dict(adapted.request))
-    if spec.scenario == "weather":
+    if spec.source == "genai-anthropic":
+        assert got == _normalized(expected.anthropic_weather())
+    elif spec.scenario == "weather":
         assert got == _normalized(expected.weather())
     elif spec.scenario == "dials":
         missing = expected.DIALS_NOT_RECORDED[spec.source]
@@ -161,6 +165,22 @@ def test_dials_differ_between_instrumentations_only_in_params() -> None:
     assert len({r.params for r in receipts.values()}) == 3
     assert receipts["openinference"].tools_forced == "get_weather"
     assert receipts["genai"].tools_forced is None
+
+
+def test_system_slot_follows_the_api_not_the_instrumentation() -> None:
+    """Anthropic's separate system prompt lands in `system`; OpenAI's system message stays a
+    message. The tool schema is the same either way, so its hash is too."""
+    openai_call = _llm_span(load_fixture(_spec("genai", "weather")))
+    anthropic_call = _llm_span(load_fixture(_spec("genai-anthropic", "weather")))
+    assert openai_call.request is not None
+    assert anthropic_call.request is not None
+    assert openai_call.request["system"] == []
+    assert anthropic_call.request["system"] == [{"type": "text", "content": expected.SYSTEM_PROMPT}]
+    a = mint_receipt(openai_call.request, run_id="run-1", epoch=1)
+    b = mint_receipt(anthropic_call.request, run_id="run-1", epoch=1)
+    assert a.tools_hashes == b.tools_hashes
+    assert a.system_hash != b.system_hash
+    assert a.messages_chain != b.messages_chain
 
 
 @pytest.mark.instrumentation
