@@ -162,9 +162,10 @@ CHAIN_SEED = "af.messages.v1"
 
 def make_piece(hasher: _Hasher, value: Any, keep_limit: int) -> Piece:
     data = hasher.canonical(value)
-    return Piece(
-        value, len(data), hasher.hash_bytes(data), data if len(data) <= keep_limit else None
-    )
+    # A copy: orjson hands back bytes holding its whole write buffer (4 KiB even for a short
+    # message), and the memo keeps these for the life of the run.
+    body = bytes(memoryview(data)) if len(data) <= keep_limit else None
+    return Piece(value, len(data), hasher.hash_bytes(data), body)
 
 
 def chain_links(
