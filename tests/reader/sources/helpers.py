@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 
-from af_otel.reader.records import SpanRecord
+from af_otel.reader.records import AttrValue, SpanRecord
 from af_otel.reader.sources import ARRAY_KEYS, read_spans
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -54,17 +54,25 @@ def by_id(records: Iterable[SpanRecord]) -> dict[tuple[str, str], SpanRecord]:
 
 def as_jaeger_v1_sees_it(record: SpanRecord) -> SpanRecord:
     """The record with the losses the Jaeger UI JSON is documented to have."""
-    attributes = {
-        key: _json_text(value) if isinstance(value, tuple) and key not in ARRAY_KEYS else value
-        for key, value in record.attributes.items()
-    }
     return dataclasses.replace(
         record,
-        attributes=attributes,
+        attributes=_arrays_as_text(record.attributes),
         dropped_attributes_count=0,
         dropped_events_count=0,
-        events=tuple(dataclasses.replace(e, dropped_attributes_count=0) for e in record.events),
+        events=tuple(
+            dataclasses.replace(
+                e, attributes=_arrays_as_text(e.attributes), dropped_attributes_count=0
+            )
+            for e in record.events
+        ),
     )
+
+
+def _arrays_as_text(attributes: Mapping[str, AttrValue]) -> dict[str, AttrValue]:
+    return {
+        key: _json_text(value) if isinstance(value, tuple) and key not in ARRAY_KEYS else value
+        for key, value in attributes.items()
+    }
 
 
 def _json_text(value: tuple[object, ...]) -> str:
@@ -72,14 +80,19 @@ def _json_text(value: tuple[object, ...]) -> str:
 
 
 @contextmanager
-def serve(routes: Mapping[str, tuple[int, bytes]]) -> Iterator[str]:
+def serve(
+    routes: Mapping[str, tuple[int, bytes]], seen: list[dict[str, str]] | None = None
+) -> Iterator[str]:
     """An HTTP server on 127.0.0.1 answering GET paths from ``routes``; yields its base URL.
 
-    Unknown paths get a 404 with a JSON error body, like Tempo and Jaeger.
+    Unknown paths get a 404 with a JSON error body, like Tempo and Jaeger. Each request's
+    headers (and its path, as ``:path``) are appended to ``seen`` when given.
     """
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if seen is not None:
+                seen.append({":path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
             status, body = routes.get(self.path, (404, b'{"error": "trace not found"}'))
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -91,7 +104,7 @@ def serve(routes: Mapping[str, tuple[int, bytes]]) -> Iterator[str]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
