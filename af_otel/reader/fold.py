@@ -1,0 +1,271 @@
+"""The keyed fold: a run's state at any epoch, from its base and the commits along the epoch's path.
+
+A run's log is a tree (parallel calls share a parent), so epoch k's state is the base with the
+commits of every epoch on the path base -> ... -> parent(k) -> k applied in order. Folding that
+whole path again for every epoch costs the square of the run's length; `KeyedFold` instead indexes
+the writes per key and answers ``value_at(key, k)`` from the nearest epoch on k's path that wrote
+the key, replaying only from the nearest whole-value write (``set`` or ``delete``) or memoized
+answer above it. `full_fold` is the plain definition the keyed fold is held equal to.
+
+Answers are shared between epochs (epoch k's messages tuple is its parent's plus the new ones) and
+memoized, so they are immutable all the way down: payloads are frozen on the way in (`freeze`),
+and every verb builds a new value instead of changing the one before it.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final
+
+from af_otel.model import FrozenDict
+
+__all__ = [
+    "ABSENT",
+    "UNKNOWN",
+    "Commit",
+    "KeyedFold",
+    "Marker",
+    "Verb",
+    "apply_verb",
+    "freeze",
+    "full_fold",
+]
+
+
+class Verb(enum.StrEnum):
+    """The four ways a commit changes one key (CONTRACT §5, ``af.commit.verb``)."""
+
+    SET = "set"
+    APPEND = "append"
+    MERGE = "merge"
+    DELETE = "delete"
+
+
+class Marker(enum.Enum):
+    """Values the fold can hold that are not JSON: a key not in the state, or one whose value
+    is not on record (a payload withheld or lost), which later appends and merges cannot repair."""
+
+    ABSENT = "absent"
+    UNKNOWN = "unknown"
+
+    def __repr__(self) -> str:
+        return self.value.upper()
+
+
+ABSENT: Final = Marker.ABSENT
+UNKNOWN: Final = Marker.UNKNOWN
+
+
+def freeze(value: Any) -> Any:
+    """A deep immutable copy of a JSON value: objects become `FrozenDict`, arrays tuples.
+
+    Canonical JSON and ``==`` see the same value, so hashes taken over the frozen form are the
+    hashes of the JSON it came from."""
+    if isinstance(value, dict | FrozenDict | MappingProxyType):
+        return FrozenDict({str(k): freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(item) for item in value)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One change of one key, its payload already decoded and frozen.
+
+    ``value`` is a tuple for ``append``, a `FrozenDict` for ``merge``, anything for ``set`` and
+    `ABSENT` for ``delete``; `UNKNOWN` for a payload that is not on record."""
+
+    seq: int
+    key: str
+    verb: Verb
+    value: Any = ABSENT
+
+    def __post_init__(self) -> None:
+        value = self.value
+        if self.verb is Verb.DELETE:
+            if value is not ABSENT:
+                raise ValueError(f"commit {self.seq}: delete carries no value")
+        elif value is ABSENT:
+            raise ValueError(f"commit {self.seq}: {self.verb} needs a value")
+        elif self.verb is Verb.APPEND and not (value is UNKNOWN or isinstance(value, tuple)):
+            raise ValueError(f"commit {self.seq}: append needs a list, got {type(value).__name__}")
+        elif self.verb is Verb.MERGE and not (value is UNKNOWN or isinstance(value, FrozenDict)):
+            raise ValueError(
+                f"commit {self.seq}: merge needs an object, got {type(value).__name__}"
+            )
+
+    @property
+    def anchors(self) -> bool:
+        """A whole-value write: nothing written to the key before it matters after it."""
+        return self.verb in (Verb.SET, Verb.DELETE)
+
+
+def apply_verb(verb: Verb, before: Any, payload: Any) -> Any:
+    """The key's value after one commit. Total: every verb has an answer for every ``before``.
+
+    ``append`` onto a value that is not a list (or is absent) starts the list with the payload;
+    ``merge`` onto a non-object replaces it; either onto `UNKNOWN` stays `UNKNOWN` (part of the
+    value is not on record, so no part of it is claimed)."""
+    if verb is Verb.SET:
+        return payload
+    if verb is Verb.DELETE:
+        return ABSENT
+    if payload is UNKNOWN or before is UNKNOWN:
+        return UNKNOWN
+    if verb is Verb.APPEND:
+        return before + payload if isinstance(before, tuple) else payload
+    # merge: shallow, the payload's keys win
+    if isinstance(before, FrozenDict):
+        return FrozenDict({**before, **payload})
+    return payload
+
+
+def _path(parents: Mapping[int, int], epoch: int) -> list[int]:
+    path: list[int] = []
+    while epoch != 0:
+        path.append(epoch)
+        epoch = parents[epoch]
+    path.reverse()
+    return path
+
+
+def full_fold(
+    base: Mapping[str, Any],
+    parents: Mapping[int, int],
+    commits: Mapping[int, Sequence[Commit]],
+    epoch: int,
+) -> Mapping[str, Any]:
+    """The state at ``epoch`` by definition: the base, then every commit on the path, in order.
+
+    The reference the keyed fold is tested against, and the naive reader the benchmark measures;
+    it costs the whole path on every call."""
+    state = dict(base)
+    for step in _path(parents, epoch):
+        for commit in commits.get(step, ()):
+            value = apply_verb(commit.verb, state.get(commit.key, ABSENT), commit.value)
+            if value is ABSENT:
+                state.pop(commit.key, None)
+            else:
+                state[commit.key] = value
+    return MappingProxyType(state)
+
+
+class KeyedFold:
+    """Per-key index of a run's writes; ``value_at(key, epoch)`` replays from the nearest anchor.
+
+    ``parents`` maps every epoch to its parent (0 is the base); each parent must be 0 or a smaller
+    epoch that is also a key, which makes the log a tree. ``commits`` holds each epoch's own
+    commits in ``seq`` order. Answers are memoized per (key, writing epoch), so reading every key
+    at every epoch costs each commit once. The memo is safe to share between threads: two threads
+    computing the same answer produce equal values and either may be kept.
+    """
+
+    def __init__(
+        self,
+        base: Mapping[str, Any],
+        parents: Mapping[int, int],
+        commits: Mapping[int, Sequence[Commit]],
+    ) -> None:
+        for epoch, parent in parents.items():
+            if not (parent == 0 or (parent in parents and parent < epoch)):
+                raise ValueError(f"epoch {epoch}: parent {parent} is not 0 or an earlier epoch")
+        self._base = MappingProxyType({k: freeze(v) for k, v in base.items()})
+        self._parents = dict(parents)
+        # key -> epoch -> that epoch's commits on the key, and where its last anchor is (-1: none)
+        self._touches: dict[str, dict[int, tuple[tuple[Commit, ...], int]]] = {}
+        for epoch, own in commits.items():
+            if epoch not in self._parents:
+                raise ValueError(f"commits for epoch {epoch}, which has no parent")
+            by_key: dict[str, list[Commit]] = {}
+            for commit in own:
+                by_key.setdefault(commit.key, []).append(commit)
+            for key, writes in by_key.items():
+                anchor = max((i for i, c in enumerate(writes) if c.anchors), default=-1)
+                self._touches.setdefault(key, {})[epoch] = (tuple(writes), anchor)
+        self._nearest: dict[str, dict[int, int]] = {}
+        self._values: dict[tuple[str, int], Any] = {}
+        self._lock = threading.Lock()
+        self.replayed = 0  # commits applied so far: what the tests count to prove the keyed cost
+
+    @property
+    def base(self) -> Mapping[str, Any]:
+        return self._base
+
+    @property
+    def epochs(self) -> Iterable[int]:
+        return self._parents.keys()
+
+    def keys(self) -> frozenset[str]:
+        """Every key the base holds or any commit writes."""
+        return frozenset(self._base) | frozenset(self._touches)
+
+    def writer(self, key: str, epoch: int) -> int:
+        """The nearest epoch on ``epoch``'s path (itself included) that wrote ``key``; 0 if none."""
+        touched = self._touches.get(key)
+        if not touched:
+            return 0
+        memo = self._nearest.setdefault(key, {})
+        walked: list[int] = []
+        at = epoch
+        while at != 0 and at not in touched:
+            found = memo.get(at)
+            if found is not None:
+                at = found
+                break
+            walked.append(at)
+            at = self._parents[at]
+        for step in walked:
+            memo[step] = at
+        return at
+
+    def value_at(self, key: str, epoch: int) -> Any:
+        """``key``'s value in the state after ``epoch`` (0: the base); `ABSENT` if not there."""
+        if epoch != 0 and epoch not in self._parents:
+            raise KeyError(f"no epoch {epoch} in this run")
+        at = self.writer(key, epoch)
+        if at == 0:
+            return self._base.get(key, ABSENT)
+        found = self._values.get((key, at), _MISSING)
+        if found is not _MISSING:
+            return found
+        touched = self._touches[key]
+        # Walk up the writers of this key to a memoized answer, an anchor, or the base.
+        chain: list[int] = []
+        value: Any = ABSENT
+        while True:
+            chain.append(at)
+            if touched[at][1] >= 0:
+                break
+            above = self.writer(key, self._parents[at])
+            if above == 0:
+                value = self._base.get(key, ABSENT)
+                break
+            found = self._values.get((key, above), _MISSING)
+            if found is not _MISSING:
+                value = found
+                break
+            at = above
+        for step in reversed(chain):
+            writes, anchor = touched[step]
+            for commit in writes[max(anchor, 0) :]:
+                value = apply_verb(commit.verb, value, commit.value)
+            with self._lock:
+                self.replayed += len(writes) - max(anchor, 0)
+                self._values[(key, step)] = value
+        return value
+
+    def state_at(self, epoch: int) -> Mapping[str, Any]:
+        """The whole state after ``epoch``, read-only; keys whose value is `ABSENT` are left out."""
+        out = {}
+        for key in sorted(self.keys()):
+            value = self.value_at(key, epoch)
+            if value is not ABSENT:
+                out[key] = value
+        return MappingProxyType(out)
+
+
+_MISSING: Final = object()

@@ -1,0 +1,238 @@
+"""The reader's gap catalogue (CONTRACT §7): every way a served view can fall short of evidence.
+
+Each kind names the receipt fields and view fields it covers and says, in one or two sentences a
+reader of a report can act on, what may and may not be concluded. Two relations live here: an
+*excuse* means the rebuild cannot be trusted to produce the covered fields, so a mismatch there is
+explained rather than damage; a *caveat* means the rebuild and the receipt may well agree and still
+not show what the model got. `verify` lets excuses, and only excuses, explain mismatches.
+
+Every field of `Receipt` and of `ServedView` is either covered by some kind or listed in
+`UNGAPPED_FIELDS` with the reason it needs none; a test walks both shapes to keep it so.
+Field names: receipt fields are spelled as their ``af.receipt.*`` suffix (``messages.chain``), view
+fields as the view's attribute; a name covers itself and every dotted name below it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final, Literal
+
+from af_otel import names
+
+__all__ = [
+    "CAUSE_NOT_COMMITTED",
+    "CAUSE_SHAPE_REJECTED",
+    "SERVED_GAPS",
+    "UNGAPPED_FIELDS",
+    "Gap",
+    "GapKind",
+    "covers",
+    "gap",
+    "order_gaps",
+]
+
+Relation = Literal["excuse", "caveat"]
+GapCause = Literal["no-receipt-committed", "receipt-shape-rejected"]
+CAUSE_NOT_COMMITTED: Final[GapCause] = "no-receipt-committed"
+CAUSE_SHAPE_REJECTED: Final[GapCause] = "receipt-shape-rejected"
+
+# Receipt fields that depend on the request's content (everything the rebuild recomputes).
+_CONTENT: Final = ("system", "messages", "tools", "params", "model", "provider", "bytes", "digest")
+_VIEW_CONTENT: Final = ("system", "messages", "tools", "params", "model", "provider")
+
+
+@dataclass(frozen=True, slots=True)
+class GapKind:
+    """One entry of the catalogue."""
+
+    kind: str
+    fields: tuple[str, ...]  # receipt fields covered
+    view_fields: tuple[str, ...]  # view fields covered
+    relation: Relation
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """One gap on one view: its kind, the catalogue's account of it, and what was found."""
+
+    kind: str
+    cause: GapCause | None = None
+    detail: str = ""  # what the reader found on this view (a seq number, a store error, ...)
+
+    @property
+    def spec(self) -> GapKind:
+        return SERVED_GAPS[self.kind]
+
+    @property
+    def why(self) -> str:
+        return SERVED_GAPS[self.kind].why
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return SERVED_GAPS[self.kind].fields
+
+    @property
+    def view_fields(self) -> tuple[str, ...]:
+        return SERVED_GAPS[self.kind].view_fields
+
+    @property
+    def excuses(self) -> bool:
+        return SERVED_GAPS[self.kind].relation == "excuse"
+
+
+# Declaration order IS the view's order: most suspicious first. What makes the whole request
+# unknown or partial comes before what leaves one field unprovable, and that before caveats about
+# what lay beyond the record, so a renderer that shows only the first gap shows the one that matters.
+_CATALOGUE: Final = (
+    GapKind(
+        names.GAP_NO_FOLD_BASE,
+        _CONTENT,
+        (*_VIEW_CONTENT, "base"),
+        "excuse",
+        "The state this run started from could not be loaded, or its stored bytes do not match "
+        "their address, so anything only that starting state held is missing here: "
+        "instructions, earlier turns and tools may all read short. Do not take the request "
+        "shown as complete; restore the store and read again.",
+    ),
+    GapKind(
+        names.GAP_NO_RUN_LOG,
+        _CONTENT,
+        _VIEW_CONTENT,
+        "excuse",
+        "Part of the record of changes leading to this call is missing: a span of the run was "
+        "not found, a change is absent from the numbered sequence, or one cannot be read. The "
+        "request shown may lack content or hold stale content; look for the missing spans in "
+        "the trace backend and its sampling settings.",
+    ),
+    GapKind(
+        names.GAP_NO_CONVERSATION,
+        _CONTENT,
+        _VIEW_CONTENT,
+        "excuse",
+        "The content of this request is not on record: what shows as unknown was never "
+        "captured, or was withheld on purpose. Unknown is not empty; nothing here says what the "
+        "model read in those parts. Turn content capture on to keep it.",
+    ),
+    GapKind(
+        names.GAP_SPAN_LIMITS,
+        _CONTENT,
+        (*_VIEW_CONTENT, "receipt", "base"),
+        "excuse",
+        "The span itself reports that attributes or events were dropped before export, or a "
+        "value stops exactly at a backend's size limit, so part of this call's record was cut. "
+        "Treat every value here as possibly partial, and raise the limits that cut it.",
+    ),
+    GapKind(
+        names.GAP_NO_RECEIPT,
+        (
+            "scheme",
+            "digest",
+            "model",
+            "provider",
+            "system",
+            "messages",
+            "tools",
+            "params",
+            "bytes",
+        ),
+        ("receipt",),
+        "excuse",
+        "This call carries no usable fingerprint of its request: none was made, or what arrived "
+        "is malformed or cut. Nothing shown can be checked against what was sent; the request "
+        "is the best rebuild available, not evidence.",
+    ),
+    GapKind(
+        names.GAP_CACHE_TRANSFORM,
+        ("system", "messages", "tools", "bytes"),
+        ("system", "messages", "tools"),
+        "caveat",
+        "Something between the recording and the provider may have changed the request, such "
+        "as a caching layer, a proxy or the provider's own client library, and the record does "
+        "not say that nothing did. A match proves what was recorded, not the bytes the provider "
+        "received.",
+    ),
+    GapKind(
+        names.GAP_THINKING_REPLAY,
+        ("messages", "bytes"),
+        ("messages",),
+        "caveat",
+        "Reasoning in this request was withheld or travelled sealed, so the record holds a "
+        "placeholder where the model read its earlier reasoning. A match says the placeholder "
+        "is intact, not what the reasoning said.",
+    ),
+    GapKind(
+        names.GAP_FORCED_TOOL_SCHEMA,
+        ("tools.hashes", "tools.forced"),
+        ("tools",),
+        "caveat",
+        "The request forces the model to use a tool whose definition is not on record, so the "
+        "schema the model was held to can be neither shown nor checked.",
+    ),
+    GapKind(
+        names.GAP_PROVIDER_DEFAULTS,
+        ("params",),
+        ("params",),
+        "caveat",
+        "Only the sampling settings the caller set are on record. A setting that does not "
+        "appear was not recorded, which is not proof the model ran without one: the provider "
+        "may have applied its own default.",
+    ),
+)
+
+SERVED_GAPS: Final[Mapping[str, GapKind]] = MappingProxyType({g.kind: g for g in _CATALOGUE})
+_RANK: Final = {kind: rank for rank, kind in enumerate(SERVED_GAPS)}
+
+UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        # receipt fields
+        "receipt.state": "says whether fingerprints were made at all; when they were not, the "
+        "no-receipt gap is raised from it.",
+        "receipt.absent_reason": "explains a missing receipt; it is carried into that gap's detail.",
+        "receipt.run_id": "read from the same span attribute as the view's run id; it salts every "
+        "hash, so a wrong one shows as a mismatch on every fingerprint.",
+        "receipt.epoch": "read from the same span attribute as the view's epoch; it enters the "
+        "digest, so a receipt moved to another call fails there.",
+        "receipt.parent": "read from the same span attribute as the view's parent; it enters the "
+        "digest like the epoch.",
+        "receipt.entries": "held in memory by the writer only and never exported; the chain, "
+        "kept and added fields stand for it on the record.",
+        # view fields
+        "view.run_id": "read straight off the span; the salt every recomputed hash uses.",
+        "view.epoch": "read straight off the span; it enters the digest.",
+        "view.parent": "read straight off the span; it enters the digest.",
+        "view.span_id": "the span's own identity, as exported.",
+        "view.trace_id": "the span's own identity, as exported.",
+        "view.service": "the resource that exported the span; it says where to look, not what "
+        "was sent.",
+        "view.name": "the span's name, for finding the call; not part of the request.",
+        "view.origin": "where this reader found the span (file and line, URL); not a recorded fact.",
+        "view.gaps": "the account itself, not a fact about the request.",
+        "view.context": "the reader's working memory for the run (other epochs' views, "
+        "recomputed digests); holds no fact of its own.",
+    }
+)
+
+
+def covers(names_: Iterable[str], field: str) -> bool:
+    """Whether any of ``names_`` names ``field`` (itself or a dotted parent of it)."""
+    return any(field == n or field.startswith(n + ".") for n in names_)
+
+
+def gap(kind: str, detail: str = "", cause: GapCause | None = None) -> Gap:
+    """A gap of a catalogued kind; an unknown kind raises (gaps are a closed set)."""
+    if kind not in SERVED_GAPS:
+        raise ValueError(f"unknown gap kind {kind!r}")
+    if (cause is not None) != (kind == names.GAP_NO_RECEIPT):
+        raise ValueError("only no-receipt-on-chart carries a cause, and it always does")
+    return Gap(kind, cause, detail)
+
+
+def order_gaps(found: Iterable[Gap]) -> tuple[Gap, ...]:
+    """One gap per kind, most suspicious first (the first found of a kind keeps its detail)."""
+    by_kind: dict[str, Gap] = {}
+    for item in found:
+        by_kind.setdefault(item.kind, item)
+    return tuple(sorted(by_kind.values(), key=lambda g: _RANK[g.kind]))

@@ -1,0 +1,463 @@
+"""`verify`: recompute every receipt field from a served view and compare it with the span's receipt.
+
+The fingerprints are recomputed from the rebuilt request by the formulas of CONTRACT §4 (the same
+canonical JSON, salted hash and digest preimage the writer uses, imported from `canonical` and
+`receipts`); nothing the view shows is taken from the receipt it is checked against. The work is
+incremental along the run: an epoch's message entries, chain links and sizes extend its parent's
+(a C-speed prefix test finds what is shared), so verifying every epoch of a run costs about what
+changed, not the square of the conversation. Tests hold the result equal to `mint_receipt`.
+
+One field is a claim rather than a value: ``messages.kept`` says that the first ``kept`` entries are
+the parent's. The writer counts them only while it still holds the parent's receipt and writes 0
+otherwise, so the reader checks the claim (the rebuilt entries and the rebuilt parent's agree that
+far) and splits ``added`` where the claim says, instead of requiring its own maximal count.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final, Literal
+
+from af_otel import names
+from af_otel.canonical import canonical_json, receipt_hash
+from af_otel.errors import ReaderError
+from af_otel.model import Request
+from af_otel.reader._prefix import common_prefix
+from af_otel.reader.gaps import Gap, covers
+from af_otel.reader.view import RunContext, ServedView
+from af_otel.receipts import Receipt, digest_preimage
+
+__all__ = ["Mismatch", "Verdict", "VerdictStatus", "recompute", "verify"]
+
+CHAIN_SEED: Final = "af.messages.v1"
+# Recomputed epochs kept per run and key: enough for a reader walking forward (each epoch needs
+# its parent) or fanning out, while a 1,000-epoch run does not hold every epoch's entries at once.
+STATES_KEPT: Final = 64
+Looks = Literal["cut", "altered"]
+
+
+class VerdictStatus(enum.StrEnum):
+    """The three verdicts of CONTRACT §7."""
+
+    VERIFIED = "verified"
+    RECONSTRUCTED = "reconstructed"
+    DAMAGED = "damaged"
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """One receipt field whose recomputed value differs from the recorded one.
+
+    ``index`` is the first message (system part, tool) that differs, when the field has one;
+    ``looks`` is ``cut`` when the rebuild is shorter than the record and agrees as far as it goes,
+    ``altered`` otherwise; ``excused_by`` the gap that explains it, if any."""
+
+    field: str
+    recorded: Any
+    rebuilt: Any
+    index: int | None = None
+    looks: Looks = "altered"
+    excused_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The verdict on one view: ``damaged`` names the first unexcused field (and index)."""
+
+    status: VerdictStatus
+    run_id: str | None
+    epoch: int
+    span_id: str
+    reason: str
+    field: str | None = None
+    index: int | None = None
+    looks: Looks | None = None
+    mismatches: tuple[Mismatch, ...] = ()
+
+    @property
+    def message_index(self) -> int | None:
+        """The first differing message, when the first differing field is about messages."""
+        return self.index if self.field and self.field.startswith("messages") else None
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    """What one epoch's recomputation leaves for its children to extend."""
+
+    messages: tuple[Any, ...]
+    entries: tuple[str, ...]
+    links: tuple[str, ...]  # c_0 .. c_n
+    sizes: tuple[int, ...]  # running canonical size of the first i messages, i = 0..n
+    system: tuple[Any, ...] | None
+    system_sums: tuple[tuple[str, ...], str, int]  # pieces, hash, list size
+    tools: tuple[Any, ...] | None
+    tool_sums: tuple[tuple[str, ...], int]  # hashes, list size
+
+
+class _Recomputer:
+    """Recomputed states of one run under one key, bounded (`STATES_KEPT`)."""
+
+    def __init__(self, context: RunContext, key: bytes | None) -> None:
+        self.context = context
+        self.salt = context.run_id or ""
+        self.key = key
+        self.states: OrderedDict[int, _State] = OrderedDict()
+        self.recorded: OrderedDict[int, tuple[str | None, ...] | None] = OrderedDict()
+        self.base: _State | None = None
+
+    def hash(self, data: bytes | str) -> str:
+        return receipt_hash(self.salt, data, key=self.key)
+
+    def _remember(self, cache: OrderedDict[int, Any], epoch: int, value: Any) -> None:
+        cache[epoch] = value
+        cache.move_to_end(epoch)
+        while len(cache) > STATES_KEPT:
+            cache.popitem(last=False)
+
+    def _own(self, view: ServedView) -> bool:
+        return self.context.views.get(view.epoch) is view
+
+    def state(self, view: ServedView) -> _State:
+        chain: list[ServedView] = []
+        at: ServedView | None = view
+        previous: _State | None = None
+        while at is not None:
+            found = self.states.get(at.epoch) if self._own(at) else None
+            if found is not None:
+                previous = found
+                break
+            chain.append(at)
+            at = at.parent_view
+        for step in reversed(chain):
+            previous = self._step(step.messages or (), step.system, step.tools, previous)
+            if self._own(step):
+                self._remember(self.states, step.epoch, previous)
+        assert previous is not None
+        return previous
+
+    def base_state(self, messages: tuple[Any, ...]) -> _State:
+        if self.base is None:
+            self.base = self._step(messages, None, None, None)
+        return self.base
+
+    def _step(
+        self,
+        messages: tuple[Any, ...],
+        system: tuple[Any, ...] | None,
+        tools: tuple[Any, ...] | None,
+        before: _State | None,
+    ) -> _State:
+        if before is not None:
+            shared = common_prefix(messages, before.messages)
+            entries = list(before.entries[:shared])
+            links = list(before.links[: shared + 1])
+            sizes = list(before.sizes[: shared + 1])
+        else:
+            shared, entries, links, sizes = 0, [], [self.hash(CHAIN_SEED)], [0]
+        for message in messages[shared:]:
+            data = canonical_json(message)
+            entry = self.hash(data)
+            entries.append(entry)
+            links.append(self.hash(links[-1] + "\x1f" + entry))
+            sizes.append(sizes[-1] + len(data))
+        if before is not None and system is before.system:
+            system_sums = before.system_sums
+        else:
+            parts = [canonical_json(part) for part in system or ()]
+            whole = b"[" + b",".join(parts) + b"]"
+            system_sums = (tuple(self.hash(p) for p in parts), self.hash(whole), len(whole))
+        if before is not None and tools is before.tools:
+            tool_sums = before.tool_sums
+        else:
+            bodies = [canonical_json(tool) for tool in tools or ()]
+            size = 2 + sum(len(b) for b in bodies) + max(0, len(bodies) - 1)
+            tool_sums = (tuple(self.hash(b) for b in bodies), size)
+        return _State(
+            messages,
+            tuple(entries),
+            tuple(links),
+            tuple(sizes),
+            system,
+            system_sums,
+            tools,
+            tool_sums,
+        )
+
+    def recorded_entries(self, view: ServedView) -> tuple[str | None, ...] | None:
+        """The full entry list the record states, from the receipts along the path: each receipt
+        gives its ``added`` entries and says its first ``kept`` are its parent's. Positions no
+        receipt on record covers are None; None overall when the view has no usable receipt."""
+        chain: list[ServedView] = []
+        at: ServedView | None = view
+        known: tuple[str | None, ...] | None = None
+        while at is not None:
+            if at.epoch in self.recorded and self._own(at):
+                known = self.recorded[at.epoch]
+                break
+            chain.append(at)
+            receipt = at.receipt
+            if not (isinstance(receipt, Receipt) and receipt.minted) or receipt.messages_kept == 0:
+                at = None
+                break
+            at = at.parent_view
+        for step in reversed(chain):
+            receipt = step.receipt
+            if not (isinstance(receipt, Receipt) and receipt.minted):
+                known = None
+            else:
+                kept = receipt.messages_kept
+                head = (known or ())[:kept]
+                head = head + (None,) * (kept - len(head))
+                known = head + receipt.messages_added
+            if self._own(step):
+                self._remember(self.recorded, step.epoch, known)
+        return known
+
+
+def _recomputer(view: ServedView, key: bytes | None) -> _Recomputer:
+    context = view.context
+    with context.lock:
+        found = context.memo.get(("verify", key))
+        if not isinstance(found, _Recomputer):
+            found = _Recomputer(context, key)
+            context.memo[("verify", key)] = found
+        return found
+
+
+def _basis(view: ServedView, worker: _Recomputer) -> tuple[str, ...] | None:
+    """The entries the writer compared this epoch's with to count ``kept``: the parent's (or the
+    base's, at epoch 0's children); () when the writer held none; None when not on record."""
+    if view.parent == 0:
+        context = view.context
+        if view.base is None:
+            return ()
+        if context.base_messages is None:
+            return None
+        return worker.base_state(context.base_messages).entries
+    parent = view.parent_view
+    if parent is None:
+        return None
+    receipt = parent.receipt
+    if isinstance(receipt, Receipt) and not receipt.minted:
+        return ()
+    if receipt is None:
+        return ()
+    return worker.state(parent).entries
+
+
+def recompute(
+    view: ServedView, *, key: bytes | str | None = None, kept: int | None = None
+) -> Receipt:
+    """The receipt the view's request gets, recomputed from the view alone.
+
+    ``kept`` is the claim to split ``messages.added`` at (checked by `verify`); without it the
+    maximal count against the parent's rebuilt entries is used, as the writer computes it."""
+    secret = key.encode("utf-8") if isinstance(key, str) else key
+    if not view.run_id:
+        raise ReaderError(f"span {view.span_id} names no run: there is no salt to recompute with")
+    worker = _recomputer(view, secret)
+    with view.context.lock:
+        state = worker.state(view)
+        basis = _basis(view, worker)
+    return _receipt(view, state, basis, kept, secret, worker)
+
+
+def _receipt(
+    view: ServedView,
+    state: _State,
+    basis: tuple[str, ...] | None,
+    kept: int | None,
+    secret: bytes | None,
+    worker: _Recomputer,
+) -> Receipt:
+    request: Request = view.request
+    entries = state.entries
+    most = common_prefix(entries, basis) if basis else 0
+    split = most if kept is None else min(kept, len(entries))
+    params = canonical_json(request.params)
+    sizes: list[tuple[str, int]] = [("messages", 2 + state.sizes[-1] + max(0, len(entries) - 1))]
+    if request.model is not None:
+        sizes.append(("model", len(canonical_json(request.model))))
+    if request.params:
+        sizes.append(("params", len(params)))
+    if request.provider is not None:
+        sizes.append(("provider", len(canonical_json(request.provider))))
+    if request.system:
+        sizes.append(("system", state.system_sums[2]))
+    if request.tools:
+        sizes.append(("tools", state.tool_sums[1]))
+    size = 2 + sum(len(k) + 3 + s for k, s in sizes) + len(sizes) - 1
+    receipt = Receipt(
+        state="minted",
+        run_id=view.run_id or "",
+        epoch=view.epoch,
+        parent=view.parent,
+        scheme=names.SCHEME_HMAC if secret is not None else names.SCHEME_PLAIN,
+        model=request.model,
+        provider=request.provider,
+        system_hash=state.system_sums[1],
+        system_pieces=state.system_sums[0],
+        messages_count=len(entries),
+        messages_chain=state.links[-1],
+        messages_kept=split,
+        messages_added=entries[split:],
+        tools_names=request.tool_names,
+        tools_hashes=state.tool_sums[0],
+        tools_forced=request.forced_tool(),
+        params=params.decode("utf-8"),
+        bytes=size,
+        entries=entries,
+    )
+    return replace(receipt, digest=worker.hash(digest_preimage(receipt)))
+
+
+def _key_for(view: ServedView, receipt: Receipt, key: bytes | str | None) -> bytes | None:
+    if receipt.scheme != names.SCHEME_HMAC:
+        return None
+    if key is None:
+        raise ReaderError(
+            f"epoch {view.epoch} of run {view.run_id} ({view.origin or view.span_id}) has a keyed "
+            f"receipt ({names.SCHEME_HMAC}); pass its key (or set {names.ENV_KEY} / "
+            f"{names.ENV_KEY_FILE})"
+        )
+    return key.encode("utf-8") if isinstance(key, str) else key
+
+
+def _first_difference(
+    rebuilt: Sequence[Any], recorded: Sequence[Any | None]
+) -> tuple[int | None, Looks]:
+    for index, (new, old) in enumerate(zip(rebuilt, recorded, strict=False)):
+        if old is not None and new != old:
+            return index, "altered"
+    if len(rebuilt) < len(recorded):
+        return len(rebuilt), "cut"
+    if len(rebuilt) > len(recorded):
+        return len(recorded), "altered"
+    return None, "altered"
+
+
+def _looks(rebuilt: Any, recorded: Any) -> tuple[int | None, Looks]:
+    if isinstance(rebuilt, tuple) and isinstance(recorded, tuple):
+        return _first_difference(rebuilt, recorded)
+    if rebuilt is None and recorded is not None:
+        return None, "cut"
+    if isinstance(rebuilt, str) and isinstance(recorded, str):
+        return None, "cut" if len(rebuilt) < len(recorded) else "altered"
+    if isinstance(rebuilt, int) and isinstance(recorded, int):
+        return None, "cut" if rebuilt < recorded else "altered"
+    return None, "altered"
+
+
+# The order fields are reported in: the request's own order, the list before its summary hash
+# (a list names the item that differs), and the digest over everything last.
+_FIELDS: Final = (
+    ("system.pieces", "system_pieces"),
+    ("system.hash", "system_hash"),
+    ("messages.count", "messages_count"),
+    ("messages.kept", "messages_kept"),
+    ("messages.added", "messages_added"),
+    ("messages.chain", "messages_chain"),
+    ("tools.names", "tools_names"),
+    ("tools.hashes", "tools_hashes"),
+    ("tools.forced", "tools_forced"),
+    ("params", "params"),
+    ("model", "model"),
+    ("provider", "provider"),
+    ("bytes", "bytes"),
+    ("digest", "digest"),
+)
+
+
+def _excuse(gaps: Sequence[Gap], field: str) -> str | None:
+    return next((g.kind for g in gaps if g.excuses and covers(g.fields, field)), None)
+
+
+def verify(view: ServedView, *, key: bytes | str | None = None) -> Verdict:
+    """Recompute every receipt field from ``view`` and compare: `verified`, `reconstructed` (no
+    usable receipt, or each mismatch excused by a gap) or `damaged` (the first unexcused field,
+    with the message index and whether the rebuild looks cut or altered).
+
+    ``key`` is the HMAC secret for keyed (``af-1-hmac``) receipts; a keyed receipt without it
+    raises `ReaderError`, as does a view of a span that names no run."""
+    receipt = view.receipt
+    run_id, epoch, span_id = view.run_id, view.epoch, view.span_id
+    if not (isinstance(receipt, Receipt) and receipt.minted):
+        no_receipt = view.gap(names.GAP_NO_RECEIPT)
+        why = no_receipt.detail if no_receipt is not None else "no receipt"
+        return Verdict(
+            VerdictStatus.RECONSTRUCTED, run_id, epoch, span_id, f"nothing to check against: {why}"
+        )
+    if not run_id:
+        return Verdict(
+            VerdictStatus.RECONSTRUCTED,
+            run_id,
+            epoch,
+            span_id,
+            "the span names no run, so there is no salt to recompute its receipt with",
+        )
+    secret = _key_for(view, receipt, key)
+    worker = _recomputer(view, secret)
+    with view.context.lock:
+        state = worker.state(view)
+        basis = _basis(view, worker)
+    mismatches: list[Mismatch] = []
+    claim = receipt.messages_kept
+    if basis is None:
+        if claim:  # the claim is about a parent that is not on record: it cannot be checked
+            mismatches.append(Mismatch("messages.kept", claim, None, 0))
+    else:
+        most = common_prefix(state.entries, basis) if basis else 0
+        if claim > most:
+            mismatches.append(Mismatch("messages.kept", claim, most, most))
+            claim = most
+    kept_judged = bool(mismatches)
+    rebuilt = _receipt(view, state, basis, claim, secret, worker)
+    recorded_entries: tuple[str | None, ...] | None = None
+    for name, attr in _FIELDS:
+        old, new = getattr(receipt, attr), getattr(rebuilt, attr)
+        if old == new or (name == "messages.kept" and kept_judged):
+            continue
+        if name.startswith("messages"):
+            if recorded_entries is None:
+                with view.context.lock:
+                    recorded_entries = worker.recorded_entries(view) or ()
+            index, looks = _first_difference(state.entries, recorded_entries)
+        else:
+            index, looks = _looks(new, old)
+        mismatches.append(Mismatch(name, old, new, index, looks))
+    order = [name for name, _ in _FIELDS]
+    mismatches.sort(key=lambda m: order.index(m.field))
+    judged = tuple(replace(m, excused_by=_excuse(view.gaps, m.field)) for m in mismatches)
+    if not judged:
+        return Verdict(
+            VerdictStatus.VERIFIED, run_id, epoch, span_id, "every receipt field recomputes"
+        )
+    first = next((m for m in judged if m.excused_by is None), None)
+    if first is None:
+        kinds = sorted({m.excused_by for m in judged if m.excused_by})
+        return Verdict(
+            VerdictStatus.RECONSTRUCTED,
+            run_id,
+            epoch,
+            span_id,
+            f"{len(judged)} field(s) differ, each explained by {', '.join(kinds)}",
+            mismatches=judged,
+        )
+    where = ""
+    if first.index is not None:
+        what = "message" if first.field.startswith("messages") else "item"
+        where = f" at {what} {first.index}"
+    return Verdict(
+        VerdictStatus.DAMAGED,
+        run_id,
+        epoch,
+        span_id,
+        f"{first.field} differs{where} and no gap explains it; the rebuild looks {first.looks}",
+        field=first.field,
+        index=first.index,
+        looks=first.looks,
+        mismatches=judged,
+    )

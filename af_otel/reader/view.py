@@ -1,0 +1,378 @@
+"""Served views: for each LLM call, the request as the reader rebuilt it, with the gaps it has.
+
+A view is rebuilt from the record of changes and the run's base only; the receipt on the span is
+carried alongside, untouched, for `verify` to check the rebuild against. The receipt's own fields
+decide no value of the view (a rebuild that copied its answer sheet would prove nothing): only
+whether one exists, and what the writer's recorded gap kinds add as caveats.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from af_otel import names
+from af_otel.model import FrozenDict, Request
+from af_otel.model.request import PARAM_KEYS, REQUEST_KEYS, forced_tool, normalize_params
+from af_otel.reader._prefix import common_prefix
+from af_otel.reader.fold import ABSENT, UNKNOWN, apply_verb, freeze
+from af_otel.reader.gaps import (
+    CAUSE_NOT_COMMITTED,
+    CAUSE_SHAPE_REJECTED,
+    Gap,
+    gap,
+    order_gaps,
+)
+from af_otel.reader.records import SpanRecord
+from af_otel.reader.runs import EpochRecord, Run, group_runs
+from af_otel.receipts import Receipt, ReceiptRejected
+from af_otel.store import Store, open_store
+
+__all__ = ["RunContext", "ServedView", "served_views"]
+
+_DIALS: Final = tuple(key for key in PARAM_KEYS if key != "tool_choice")
+# Reasoning the model reads back but the record cannot show: parts without content, sealed
+# (signed or encrypted) parts and redacted-thinking parts. The same rule as the writer's.
+_REASONING_TYPES: Final = frozenset({"reasoning", "thinking"})
+_REDACTED_TYPES: Final = frozenset({"redacted_thinking", "redacted_reasoning"})
+_SEALED_KEYS: Final = ("signature", "encrypted_content", "encrypted", "redacted")
+# Gap kinds the writer records that the reader adds to its own findings. Kinds the reader finds
+# itself from the record (base, missing spans, receipts, limits) are decided here and only here;
+# the writer's word is taken for what the reader cannot see: what stood between it and the wire,
+# and a call it could not place in start order.
+_TAKEN_FROM_WRITER: Final = frozenset(
+    {
+        names.GAP_NO_RUN_LOG,
+        names.GAP_CACHE_TRANSFORM,
+        names.GAP_THINKING_REPLAY,
+        names.GAP_FORCED_TOOL_SCHEMA,
+        names.GAP_PROVIDER_DEFAULTS,
+        names.GAP_SPAN_LIMITS,
+    }
+)
+
+
+class RunContext:
+    """The reader's working memory for one run, shared by the run's views.
+
+    It links each view to the views of its run (so `verify` can reach the parent's entries) and
+    holds what `verify` recomputes, bounded there. It states no fact of its own."""
+
+    __slots__ = ("base_messages", "lock", "memo", "run_id", "views")
+
+    def __init__(self, run_id: str | None, base_messages: tuple[Any, ...] | None) -> None:
+        self.run_id = run_id
+        self.base_messages = base_messages  # the base's messages when the run has a loaded base
+        self.views: dict[int, ServedView] = {}
+        self.memo: dict[object, Any] = {}
+        self.lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"RunContext({self.run_id!r}, {len(self.views)} views)"
+
+
+@dataclass(frozen=True, slots=True)
+class ServedView:
+    """One LLM call's request as rebuilt, with its receipt and gaps. Immutable throughout.
+
+    ``system``, ``messages``, ``tools`` and ``params`` are None when not on record (a gap says
+    why), never an empty stand-in; ``model``/``provider`` are None when unset or not on record.
+    """
+
+    run_id: str | None
+    epoch: int
+    parent: int
+    span_id: str
+    trace_id: str
+    service: str | None
+    name: str
+    origin: str
+    base: str | None
+    system: tuple[FrozenDict, ...] | None
+    messages: tuple[FrozenDict, ...] | None
+    tools: tuple[FrozenDict, ...] | None
+    params: FrozenDict | None
+    model: str | None
+    provider: str | None
+    receipt: Receipt | ReceiptRejected | None
+    gaps: tuple[Gap, ...]
+    context: RunContext = field(compare=False, repr=False)
+
+    @property
+    def request(self) -> Request:
+        """The rebuilt request (parts not on record read as empty: check ``gaps`` first)."""
+        return Request(
+            self.system or (),
+            self.messages or (),
+            self.tools or (),
+            self.params if self.params is not None else FrozenDict(),
+            self.model,
+            self.provider,
+        )
+
+    @property
+    def gap_kinds(self) -> tuple[str, ...]:
+        return tuple(g.kind for g in self.gaps)
+
+    def gap(self, kind: str) -> Gap | None:
+        """This view's gap of ``kind``, if it has one."""
+        return next((g for g in self.gaps if g.kind == kind), None)
+
+    @property
+    def parent_view(self) -> ServedView | None:
+        """The view of the epoch this one's changes apply to; None at the base or if missing."""
+        return self.context.views.get(self.parent) if self.parent else None
+
+    @property
+    def minted(self) -> bool:
+        """Whether the span carries a usable receipt to check this view against."""
+        return isinstance(self.receipt, Receipt) and self.receipt.minted
+
+
+def served_views(
+    spans: Iterable[SpanRecord],
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+) -> tuple[ServedView, ...]:
+    """Rebuild what every LLM call among ``spans`` was served: one frozen view per call.
+
+    Views come run by run (runs in order of their first call), epoch by epoch; calls that name no
+    run come last. ``store`` is a `Store` or its URL; without one, ``$AF_OTEL_STORE``, else
+    ``./.af_otel/store``. Data problems become gaps on the views; nothing here raises for them.
+    """
+    opened = store if store is not None and not isinstance(store, str | os.PathLike) else None
+    if opened is None:
+        opened = open_store(store)  # type: ignore[arg-type]
+    runs, loose = group_runs(spans, opened)
+    out: list[ServedView] = []
+    for run in runs:
+        out.extend(_run_views(run))
+    for span in loose:
+        out.append(_loose_view(span))
+    return tuple(out)
+
+
+def _params(value: Any, memo: dict[int, tuple[Any, FrozenDict]]) -> FrozenDict | None:
+    if value is UNKNOWN:
+        return None
+    if value is ABSENT:
+        return FrozenDict()
+    found = memo.get(id(value))
+    if found is not None and found[0] is value:
+        return found[1]
+    normalized = freeze(normalize_params(value))
+    memo[id(value)] = (value, normalized)
+    return normalized  # type: ignore[no-any-return]
+
+
+def _items(value: Any) -> tuple[FrozenDict, ...] | None:
+    if value is UNKNOWN:
+        return None
+    if value is ABSENT:
+        return ()
+    return value  # type: ignore[no-any-return]
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _sealed(message: Mapping[str, Any]) -> bool:
+    for part in message.get("parts", ()):
+        kind = part.get("type")
+        if kind in _REDACTED_TYPES:
+            return True
+        if kind in _REASONING_TYPES and (
+            not part.get("content") or any(key in part for key in _SEALED_KEYS)
+        ):
+            return True
+    return False
+
+
+def _recorded_gaps(span: SpanRecord) -> tuple[frozenset[str], bool]:
+    value = span.attributes.get(names.GAPS)
+    if isinstance(value, tuple):
+        return frozenset(v for v in value if isinstance(v, str)), True
+    if isinstance(value, str):  # a backend that flattened the array to one string
+        return frozenset({value}), True
+    return frozenset(), False
+
+
+def _receipt_gap(receipt: Receipt | ReceiptRejected | None) -> Gap | None:
+    if receipt is None:
+        return gap(names.GAP_NO_RECEIPT, "the span carries no receipt", CAUSE_NOT_COMMITTED)
+    if isinstance(receipt, ReceiptRejected):
+        return gap(names.GAP_NO_RECEIPT, receipt.reason, CAUSE_SHAPE_REJECTED)
+    if not receipt.minted:
+        why = receipt.absent_reason or "no reason given"
+        return gap(names.GAP_NO_RECEIPT, f"receipt {receipt.state}: {why}", CAUSE_NOT_COMMITTED)
+    return None
+
+
+def _common_gaps(
+    span: SpanRecord,
+    receipt: Receipt | ReceiptRejected | None,
+    values: Mapping[str, Any],
+    params: FrozenDict | None,
+    tools: tuple[FrozenDict, ...] | None,
+    sealed: bool,
+) -> list[Gap]:
+    found: list[Gap] = []
+    recorded, has_recorded = _recorded_gaps(span)
+    minted = isinstance(receipt, Receipt) and receipt.minted
+    missing = [k for k in REQUEST_KEYS if values.get(k) is UNKNOWN]
+    if missing:
+        found.append(gap(names.GAP_NO_CONVERSATION, "not on record: " + ", ".join(missing)))
+    no_receipt = _receipt_gap(receipt)
+    if no_receipt is not None:
+        found.append(no_receipt)
+    if not minted or not has_recorded or names.GAP_CACHE_TRANSFORM in recorded:
+        found.append(gap(names.GAP_CACHE_TRANSFORM))
+    if sealed:
+        found.append(gap(names.GAP_THINKING_REPLAY, "reasoning withheld or sealed"))
+    choice = forced_tool(params.get("tool_choice")) if params is not None else None
+    named = {t.get("name") for t in tools} if tools is not None else set()
+    if choice is not None and choice != "required" and tools is not None and choice not in named:
+        found.append(gap(names.GAP_FORCED_TOOL_SCHEMA, f"tool {choice!r} is forced"))
+    if minted and (params is None or any(d not in params for d in _DIALS)):
+        unset = [d for d in _DIALS if params is None or d not in params]
+        found.append(gap(names.GAP_PROVIDER_DEFAULTS, "not recorded: " + ", ".join(unset)))
+    for kind in sorted(recorded & _TAKEN_FROM_WRITER):
+        found.append(gap(kind, "recorded by the writer"))
+    return found
+
+
+def _run_views(run: Run) -> list[ServedView]:
+    fold = run.fold
+    base_messages: tuple[Any, ...] | None = None
+    if run.base_address is not None and run.base_problem is None:
+        loaded = fold.value_at("messages", 0)
+        base_messages = loaded if isinstance(loaded, tuple) else ()
+    context = RunContext(run.run_id, base_messages)
+    params_memo: dict[int, tuple[Any, FrozenDict]] = {}
+    # Per epoch: its messages and the positions of sealed reasoning in them, found by scanning
+    # only what the epoch added to its parent's list.
+    scans: dict[int, tuple[tuple[Any, ...], tuple[int, ...]]] = {}
+    views: list[ServedView] = []
+
+    def values_of(
+        record: EpochRecord, own_fold: bool, receipt: Receipt | ReceiptRejected | None
+    ) -> dict[str, Any]:
+        if own_fold:
+            values = {key: fold.value_at(key, record.epoch) for key in REQUEST_KEYS}
+        else:
+            # A second span claiming an epoch number: its commits on the claimed parent's state.
+            known = record.parent == 0 or (
+                record.parent in run.epochs and record.parent < record.epoch
+            )
+            at = record.parent if known else 0
+            values = {key: fold.value_at(key, at) for key in REQUEST_KEYS}
+            for commit in record.commits:
+                if commit.key in values:
+                    values[commit.key] = apply_verb(commit.verb, values[commit.key], commit.value)
+        usable = isinstance(receipt, ReceiptRejected) or (
+            isinstance(receipt, Receipt) and receipt.minted
+        )
+        if not record.commits and not usable:
+            # No receipt and no changes: the writer had no request for this call, so the
+            # parent's state says nothing about it.
+            values = dict.fromkeys(REQUEST_KEYS, UNKNOWN)
+        return values
+
+    def scan(epoch: int, parent: int, messages: tuple[Any, ...] | None) -> bool:
+        if messages is None:
+            return False
+        before = scans.get(parent) if parent else None
+        shared = common_prefix(messages, before[0]) if before else 0
+        kept = tuple(i for i in before[1] if i < shared) if before else ()
+        added = tuple(i for i in range(shared, len(messages)) if _sealed(messages[i]))
+        scans[epoch] = (messages, kept + added)
+        return bool(kept or added)
+
+    claimants = [(run.epochs[e], True) for e in sorted(run.epochs)]
+    claimants += [(record, False) for record in run.others]
+    for record, own in claimants:
+        span = record.span
+        receipt = Receipt.from_attributes(span.attributes)
+        values = values_of(record, own, receipt)
+        messages = _items(values["messages"])
+        tools = _items(values["tools"])
+        params = _params(values["params"], params_memo)
+        if own:
+            sealed = scan(record.epoch, run.fold_parents.get(record.epoch, 0), messages)
+        else:
+            sealed = messages is not None and any(_sealed(m) for m in messages)
+        found: list[Gap] = []
+        if run.base_problem is not None:
+            found.append(gap(names.GAP_NO_FOLD_BASE, run.base_problem))
+        if not own:
+            found.append(
+                gap(names.GAP_NO_RUN_LOG, f"another span also claims epoch {record.epoch}")
+            )
+        elif record.epoch in run.broken:
+            found.append(gap(names.GAP_NO_RUN_LOG, run.broken[record.epoch]))
+        if record.cut:
+            found.append(gap(names.GAP_SPAN_LIMITS, "; ".join(record.cut)))
+        found += _common_gaps(span, receipt, values, params, tools, sealed)
+        view = ServedView(
+            run_id=run.run_id,
+            epoch=record.epoch,
+            parent=record.parent,
+            span_id=span.span_id,
+            trace_id=span.trace_id,
+            service=span.service_name,
+            name=span.name,
+            origin=span.origin,
+            base=run.base_address,
+            system=_items(values["system"]),
+            messages=messages,
+            tools=tools,
+            params=params,
+            model=_text(values["model"]),
+            provider=_text(values["provider"]),
+            receipt=receipt,
+            gaps=order_gaps(found),
+            context=context,
+        )
+        if own:
+            context.views[record.epoch] = view
+        views.append(view)
+    return views
+
+
+def _loose_view(span: SpanRecord) -> ServedView:
+    """An LLM-call span that names no run or no epoch: nothing of its request is on record."""
+    receipt = Receipt.from_attributes(span.attributes)
+    values = dict.fromkeys(REQUEST_KEYS, UNKNOWN)
+    found = [gap(names.GAP_NO_RUN_LOG, "the span names no run or no epoch")]
+    cut = []
+    if span.dropped_attributes_count or span.dropped_events_count:
+        cut.append("the span reports dropped attributes or events")
+        found.append(gap(names.GAP_SPAN_LIMITS, cut[0]))
+    found += _common_gaps(span, receipt, values, None, None, sealed=False)
+    run_id = span.attributes.get(names.RUN_ID)
+    epoch = span.attributes.get(names.EPOCH)
+    parent = span.attributes.get(names.EPOCH_PARENT)
+    return ServedView(
+        run_id=run_id if isinstance(run_id, str) and run_id else None,
+        epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0,
+        parent=parent if isinstance(parent, int) and not isinstance(parent, bool) else 0,
+        span_id=span.span_id,
+        trace_id=span.trace_id,
+        service=span.service_name,
+        name=span.name,
+        origin=span.origin,
+        base=None,
+        system=None,
+        messages=None,
+        tools=None,
+        params=None,
+        model=None,
+        provider=None,
+        receipt=receipt,
+        gaps=order_gaps(found),
+        context=RunContext(None, None),
+    )
