@@ -55,8 +55,8 @@ class RunState:
     digests: ReceiptDigests = field(default_factory=ReceiptDigests)
     last_epoch: int = 0
     last_seq: int = 0
-    # span key -> (epoch, start_time) for calls numbered but not finished yet
-    open_calls: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    # span key -> (epoch, numbered out of start order) for calls numbered but not finished yet
+    open_calls: dict[tuple[int, int], tuple[int, bool]] = field(default_factory=dict)
     latest_start: int = 0  # the greatest start time among numbered calls
     # finished calls sorted by end time; only the last STATE_DEPTH keep their request
     finished: list[Finished] = field(default_factory=list)
@@ -70,11 +70,11 @@ class RunState:
         that started earlier than one already numbered is numbered after it)."""
         found = self.open_calls.get(key)
         if found is not None:
-            return found[0], False
+            return found
         self.last_epoch += 1
         out_of_order = start_time < self.latest_start
         self.latest_start = max(self.latest_start, start_time)
-        self.open_calls[key] = (self.last_epoch, start_time)
+        self.open_calls[key] = (self.last_epoch, out_of_order)
         return self.last_epoch, out_of_order
 
     def parent_of(self, start_time: int) -> Finished | None:

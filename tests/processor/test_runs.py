@@ -58,4 +58,4 @@ def test_out_of_order_numbering_is_reported() -> None:
     run = RunTable().get("r")
     assert run.number((1, 1), 100) == (1, False)
     assert run.number((1, 2), 50) == (2, True)
-    assert run.number((1, 1), 100) == (1, False)
+    assert run.number((1, 2), 50) == (2, True)
