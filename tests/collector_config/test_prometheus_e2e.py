@@ -1,6 +1,7 @@
 """A real Prometheus scrapes a traced program's af_otel.receipts and evaluates alerts.yaml.
 
-The program (receipts_program.py) makes LLM-call spans and serves its counter through
+The program (receipts_program.py) makes LLM-call spans through the real
+af_otel.ReceiptSpanProcessor and serves the counter it keeps through
 opentelemetry-exporter-prometheus. The test starts Prometheus on a free 127.0.0.1 port with
 its own data directory, a 1 s scrape and evaluation interval, and alerts.yaml with every
 `for:` rewritten to 0s (the only change: the expressions are the shipped ones). LLM calls
@@ -56,18 +57,6 @@ def _stop(process: subprocess.Popen[str]) -> None:
         process.stdout.close()
 
 
-def _wait_for(what: str, probe: Callable[[], Any], timeout_s: float) -> Any:
-    """The first truthy result of probe(), polled until timeout_s; the test fails after that."""
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(POLL_S)
-    pytest.fail(f"gave up after {timeout_s:.0f}s waiting for {what}; last answer: {last!r}")
-
-
 def fast_rules(directory: Path) -> Path:
     """alerts.yaml with every `for:` set to 0s, so an alert fires on its first true evaluation."""
     rules = stack.load_yaml(stack.ALERTS)
@@ -112,7 +101,10 @@ def _start_program(directory: Path, mode: str) -> tuple[subprocess.Popen[str], i
     log_path = directory / "program.log"
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(
-            [sys.executable, str(PROGRAM), mode], stdout=subprocess.PIPE, stderr=log, text=True
+            [sys.executable, str(PROGRAM), mode, "--store", str(directory / "store")],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
         )
     assert process.stdout is not None
     line = process.stdout.readline()  # the program prints its port before anything else
@@ -153,27 +145,52 @@ def _start_prometheus(
     return process, Prometheus(f"http://127.0.0.1:{port}")
 
 
+@dataclass(frozen=True, slots=True)
+class Scraped:
+    """The traced program and the Prometheus scraping it."""
+
+    prometheus: Prometheus
+    program: subprocess.Popen[str]
+    program_log: Path
+
+    def wait_for(self, what: str, probe: Callable[[], Any], timeout_s: float) -> Any:
+        """The first truthy probe(), polled up to timeout_s; fails early if the program exits."""
+        deadline = time.monotonic() + timeout_s
+        last: Any = None
+        while time.monotonic() < deadline:
+            if self.program.poll() is not None:
+                log = self.program_log.read_text(encoding="utf-8")
+                pytest.fail(f"the traced program exited while waiting for {what}:\n{log}")
+            last = probe()
+            if last:
+                return last
+            time.sleep(POLL_S)
+        pytest.fail(f"gave up after {timeout_s:.0f}s waiting for {what}; last answer: {last!r}")
+
+
 @pytest.fixture
-def scraped(tmp_path: Path) -> Iterator[Callable[[str], Prometheus]]:
+def scraped(tmp_path: Path) -> Iterator[Callable[[str], Scraped]]:
     """Start the program in a mode and a Prometheus scraping it; stop both afterwards."""
     processes: list[subprocess.Popen[str]] = []
 
-    def start(mode: str) -> Prometheus:
+    def start(mode: str) -> Scraped:
         program, port = _start_program(tmp_path, mode)
         processes.append(program)
         server, prometheus = _start_prometheus(tmp_path, port)
         processes.append(server)
-        _wait_for("Prometheus to be ready", prometheus.ready, START_TIMEOUT_S)
-        return prometheus
+        run = Scraped(prometheus, program, tmp_path / "program.log")
+        run.wait_for("Prometheus to be ready", prometheus.ready, START_TIMEOUT_S)
+        return run
 
     yield start
     for process in reversed(processes):
         _stop(process)
 
 
-def test_llm_calls_without_receipt_fire_the_alert(scraped: Callable[[str], Prometheus]) -> None:
+def test_llm_calls_without_receipt_fire_the_alert(scraped: Callable[[str], Scraped]) -> None:
     """Calls whose content was not captured fire AfOtelLLMCallsWithoutReceipt for the program's job."""
-    prometheus = scraped("without-receipt")
+    run = scraped("without-receipt")
+    prometheus = run.prometheus
 
     def firing() -> list[dict[str, Any]]:
         return [
@@ -182,7 +199,7 @@ def test_llm_calls_without_receipt_fire_the_alert(scraped: Callable[[str], Prome
             if alert["labels"]["alertname"] == ALERT and alert["state"] == "firing"
         ]
 
-    (alert,) = _wait_for(f"{ALERT} to fire", firing, ALERT_TIMEOUT_S)
+    (alert,) = run.wait_for(f"{ALERT} to fire", firing, ALERT_TIMEOUT_S)
     assert alert["labels"]["job"] == JOB
     assert alert["labels"][names.METRIC_ATTR_REASON] == names.REASON_NOT_CAPTURED
     assert alert["labels"]["source"] == "af_otel"
@@ -195,12 +212,13 @@ def test_llm_calls_without_receipt_fire_the_alert(scraped: Callable[[str], Prome
 
 
 def test_calls_that_all_have_a_receipt_leave_every_alert_quiet(
-    scraped: Callable[[str], Prometheus],
+    scraped: Callable[[str], Scraped],
 ) -> None:
     """Once minted receipts visibly increase and the rules have run on them, no alert is pending or firing."""
-    prometheus = scraped("with-receipt")
+    run = scraped("with-receipt")
+    prometheus = run.prometheus
     minted = f'increase({stack.RECEIPTS}{{state="{names.STATE_MINTED}"}}[1m]) > 0'
-    _wait_for("minted receipts to increase", lambda: prometheus.query(minted), ALERT_TIMEOUT_S)
+    run.wait_for("minted receipts to increase", lambda: prometheus.query(minted), ALERT_TIMEOUT_S)
     evaluations: set[str] = set()
 
     def evaluated_twice_since() -> bool:
@@ -210,7 +228,8 @@ def test_calls_that_all_have_a_receipt_leave_every_alert_quiet(
         evaluations.add(group["lastEvaluation"])
         return len(evaluations) >= 3  # the evaluation in progress, then two that saw the data
 
-    _wait_for("the rules to run on the increase", evaluated_twice_since, ALERT_TIMEOUT_S)
+    run.wait_for("the rules to run on the increase", evaluated_twice_since, ALERT_TIMEOUT_S)
     assert prometheus.query(minted), "minted receipts stopped increasing"
     assert prometheus.query(f'{stack.RECEIPTS}{{state!="{names.STATE_MINTED}"}}') == []
     assert prometheus.alerts() == []
+    assert run.program.poll() is None, "the traced program stopped"

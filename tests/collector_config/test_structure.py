@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opentelemetry import metrics
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
 from af_otel import names
+from af_otel.processor import metrics as receipt_metrics
 
 from . import stack
 
@@ -389,27 +391,34 @@ class TestAlertRules:
             assert rule["annotations"]["description"]
 
 
-def test_receipts_counter_is_exposed_under_the_name_the_rules_use() -> None:
-    """The real Prometheus exporter turns af_otel.receipts into af_otel_receipts_total{state,reason}."""
+def test_receipts_counter_is_exposed_under_the_name_the_rules_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """af_otel's own counting, through the real Prometheus exporter, gives af_otel_receipts_total{state,reason}."""
     registry = CollectorRegistry()
-    reader = PrometheusMetricReader(registry=registry)
-    provider = MeterProvider(metric_readers=[reader])
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    monkeypatch.setattr(metrics, "get_meter_provider", lambda: provider)
+    monkeypatch.setattr(receipt_metrics, "_counter", None)
     try:
-        counter = provider.get_meter("af_otel").create_counter(names.METRIC_RECEIPTS)
-        counter.add(
-            1,
-            {
-                names.METRIC_ATTR_STATE: names.STATE_ABSENT,
-                names.METRIC_ATTR_REASON: names.REASON_NOT_CAPTURED,
-            },
-        )
+        receipt_metrics.count_receipt(names.STATE_ABSENT, names.REASON_NOT_CAPTURED)
+        receipt_metrics.count_receipt(names.STATE_MINTED, None)
         exposition = generate_latest(registry).decode()
     finally:
         provider.shutdown()
     assert f"# TYPE {stack.RECEIPTS} counter" in exposition
-    (sample,) = [line for line in exposition.splitlines() if line.startswith(stack.RECEIPTS + "{")]
-    assert f'{names.METRIC_ATTR_STATE}="{names.STATE_ABSENT}"' in sample
-    assert f'{names.METRIC_ATTR_REASON}="{names.REASON_NOT_CAPTURED}"' in sample
+    samples = [line for line in exposition.splitlines() if line.startswith(stack.RECEIPTS + "{")]
+    by_state = {
+        _label(line, names.METRIC_ATTR_STATE): _label(line, names.METRIC_ATTR_REASON)
+        for line in samples
+    }
+    assert set(by_state) == {names.STATE_ABSENT, names.STATE_MINTED}
+    assert by_state[names.STATE_ABSENT] == names.REASON_NOT_CAPTURED
+
+
+def _label(sample: str, label: str) -> str:
+    match = re.search(rf'[{{,]{label}="([^"]*)"', sample)
+    assert match, (label, sample)
+    return match[1]
 
 
 # --- Grafana ------------------------------------------------------------------------------
