@@ -1,7 +1,7 @@
 """Span records: one OTel-free value per exported span, whatever format or backend it was read from.
 
-Every source (OTLP files, Tempo, Jaeger, the SDK's in-memory spans) normalizes to these values so that
-the fold and the verifier never see an export format. Nothing here imports OpenTelemetry.
+Every source (OTLP files, Tempo, Jaeger, the SDK's in-memory spans) normalizes to these values so
+that the fold and the verifier never see an export format. Nothing here imports OpenTelemetry.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ __all__ = [
 ]
 
 AttrScalar: TypeAlias = str | bool | int | float
-# Arrays keep OTel's rule that a null inside an array is preserved as-is (common/README "Attribute"),
-# so an element may be None; a whole attribute is never None (an empty value is simply absent).
+# Arrays keep OTel's rule that a null inside an array is preserved as-is (spec common/README), so
+# an element may be None; a whole attribute is never None (an empty value is simply absent).
 AttrValue: TypeAlias = AttrScalar | tuple[AttrScalar | None, ...]
 
 _EMPTY: Mapping[str, AttrValue] = MappingProxyType({})
@@ -34,7 +34,7 @@ _SPAN_ID = re.compile(r"[0-9a-f]{16}")
 
 
 class SpanKind(IntEnum):
-    """OTLP ``Span.SpanKind`` numbering (note: not the OTel Python API's, which has no UNSPECIFIED)."""
+    """OTLP ``Span.SpanKind`` numbering (not the OTel Python API's, which has no UNSPECIFIED)."""
 
     UNSPECIFIED = 0
     INTERNAL = 1
@@ -85,9 +85,9 @@ class EventRecord:
 class SpanRecord:
     """One finished span as exported: ids in lowercase hex, times in Unix nanoseconds.
 
-        ``origin`` says where the span was read (``trace.jsonl:17``, a URL, ``ReadableSpan[3]``) so that
-        every later message can point back at it. Equality ignores ``origin``: the same span read from a
-    file and from Tempo is the same record.
+    ``origin`` says where the span was read (``trace.jsonl:17``, a URL, ``ReadableSpan[3]``) so
+    that every later message can point back at it. Equality and hashing ignore ``origin``: the
+    same span read from a file and from Tempo is the same record.
     """
 
     trace_id: str
@@ -113,7 +113,8 @@ class SpanRecord:
             raise ValueError(f"span_id must be 16 lowercase hex digits, got {self.span_id!r}")
         if self.parent_span_id is not None and not _SPAN_ID.fullmatch(self.parent_span_id):
             raise ValueError(
-                f"parent_span_id must be 16 lowercase hex digits or None, got {self.parent_span_id!r}"
+                "parent_span_id must be 16 lowercase hex digits or None, "
+                f"got {self.parent_span_id!r}"
             )
         object.__setattr__(self, "kind", SpanKind(self.kind))
         object.__setattr__(self, "status_code", StatusCode(self.status_code))

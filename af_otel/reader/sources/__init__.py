@@ -36,9 +36,9 @@ def read_spans(
 ) -> SpanStream:
     """Read span records lazily from a path, a parsed JSON document, or SDK ``ReadableSpan``s.
 
-    A path may hold OTLP JSON lines (Collector file exporter, opentelemetry-exporter-otlp-json-file),
-    one JSON document (OTLP, Tempo ``/api/traces`` or ``/api/v2/traces``, Jaeger ``/api/v3/traces``
-    or ``/api/traces``) or the Collector's length-prefixed protobuf; the content decides, not the
+    A path may hold OTLP JSON lines (the Collector file exporter, otlp-json-file exporter),
+    one JSON document (OTLP; Tempo ``/api/traces``, ``/api/v2/traces``; Jaeger ``/api/v3/traces``,
+    ``/api/traces``) or the Collector's length-prefixed protobuf; the content decides, not the
     extension. An ``InMemorySpanExporter`` (or anything with ``get_finished_spans()``) is read too.
 
     Strict by default: the first bad line, record or span raises ``SourceError`` naming it (file

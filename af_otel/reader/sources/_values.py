@@ -105,7 +105,7 @@ def _excerpt(value: object) -> str:
 
 
 def enum_value(value: object, enum: type[SpanKind] | type[StatusCode], what: str) -> Any:
-    """An OTLP enum from its number, its name (``SPAN_KIND_CLIENT``) or its short name (``CLIENT``)."""
+    """An OTLP enum from its number, its name (``SPAN_KIND_CLIENT``) or short name (``CLIENT``)."""
     if value is None:
         return enum(0)
     try:
@@ -194,7 +194,7 @@ def _nested_json(value: object) -> str:
 
 
 def _element(value: object, what: str) -> AttrScalar | None:
-    """One element of an array attribute: a scalar, None for an empty value, JSON for a container."""
+    """An array attribute's element: a scalar, None for an empty value, JSON for a container."""
     if not isinstance(value, dict):
         raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
     if "arrayValue" in value or "kvlistValue" in value:
@@ -267,7 +267,7 @@ def _key_values(items: Sequence[object], what: str) -> Sequence[Mapping[str, obj
 
 
 def attributes(items: object, what: str) -> dict[str, AttrValue]:
-    """A list of OTLP ``{key, value}`` pairs as a dict; empty values are left out, a repeated key keeps the last."""
+    """OTLP ``{key, value}`` pairs as a dict; empty values are left out, the last repeat wins."""
     if items is None:
         return {}
     if not isinstance(items, list):

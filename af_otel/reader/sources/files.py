@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Final, Literal
+from typing import BinaryIO, Final, Literal
 
 import orjson
 
@@ -46,20 +46,17 @@ def read_file(path: str, *, lenient: bool) -> SpanStream:
     return stream.feed(_lines(path, stream))
 
 
-def _open(path: str) -> tuple[bytes, int]:
+def _open(path: str) -> BinaryIO:
     try:
-        with open(path, "rb") as file:
-            return file.read(_HEAD), os.fstat(file.fileno()).st_size
+        return open(path, "rb")  # callers close it: with-blocks, generators
     except (OSError, ValueError) as exc:  # ValueError: a NUL or lone surrogate in the path
-        raise SourceError(f"{path}: cannot read ({_reason(exc)})") from None
-
-
-def _reason(exc: OSError | ValueError) -> str:
-    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+        reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+        raise SourceError(f"{path}: cannot read ({reason})") from None
 
 
 def _layout(path: str) -> _Layout:
-    head, size = _open(path)
+    with _open(path) as file:
+        head, size = file.read(_HEAD), os.fstat(file.fileno()).st_size
     text = head.removeprefix(_BOM).lstrip(_SPACE)
     if not text:
         return "lines"  # an empty file is an export that has not written yet: zero spans
@@ -89,7 +86,7 @@ def _first_lines_parse(path: str) -> bool:
     """
     first: bytes | None = None
     seen = 0
-    with open(path, "rb") as file:
+    with _open(path) as file:
         for raw in file:
             line = raw.strip(_SPACE).removeprefix(_BOM)
             if not line:
@@ -107,11 +104,8 @@ def _first_lines_parse(path: str) -> bool:
 
 
 def _load_document(path: str) -> object:
-    try:
-        with open(path, "rb") as file:
-            data = file.read()
-    except (OSError, ValueError) as exc:  # ValueError: a NUL or lone surrogate in the path
-        raise SourceError(f"{path}: cannot read ({_reason(exc)})") from None
+    with _open(path) as file:
+        data = file.read()
     try:
         return orjson.loads(data.removeprefix(_BOM))
     except orjson.JSONDecodeError as exc:
@@ -119,11 +113,7 @@ def _load_document(path: str) -> object:
 
 
 def _lines(path: str, stream: SpanStream) -> Iterator[SpanRecord]:
-    try:
-        file = open(path, "rb")  # noqa: SIM115  # held open across yields, closed below
-    except (OSError, ValueError) as exc:  # ValueError: a NUL or lone surrogate in the path
-        raise SourceError(f"{path}: cannot read ({_reason(exc)})") from None
-    with file:
+    with _open(path) as file:
         for number, raw in enumerate(file, start=1):
             if not raw.strip(_SPACE):
                 continue
@@ -138,9 +128,5 @@ def _lines(path: str, stream: SpanStream) -> Iterator[SpanRecord]:
 
 
 def _proto(path: str, stream: SpanStream) -> Iterator[SpanRecord]:
-    try:
-        file = open(path, "rb")  # noqa: SIM115  # held open across yields, closed below
-    except (OSError, ValueError) as exc:  # ValueError: a NUL or lone surrogate in the path
-        raise SourceError(f"{path}: cannot read ({_reason(exc)})") from None
-    with file:
+    with _open(path) as file:
         yield from proto_records(file, path, os.fstat(file.fileno()).st_size, stream)

@@ -1,4 +1,4 @@
-"""Jaeger: the ``/api/v3`` OTLP body, the ``/api/traces`` UI JSON, and ``JaegerSource`` to fetch by id.
+"""Jaeger: the ``/api/v3`` OTLP body, the ``/api/traces`` UI JSON, and ``JaegerSource`` by trace id.
 
 The UI JSON is OTLP passed through the Collector's Jaeger translator, which is lossy in known ways
 undone here: times are microseconds; kind, status and scope ride as the tags ``span.kind``,
@@ -86,7 +86,7 @@ def jaeger_v3_records(
 def jaeger_v1_records(
     doc: Mapping[str, object], origin: str, stream: SpanStream
 ) -> Iterator[SpanRecord]:
-    """Records of a ``GET /api/traces/<id>`` (or search) body: ``{"data": [{"spans", "processes"}]}``."""
+    """Records of a ``GET /api/traces/<id>`` (or search) body: ``{"data": [{"spans", ...}]}``."""
     for error in _list(doc.get("errors")):
         stream.note(f"{origin}: Jaeger reported an error: {error}")
     data = doc.get("data")
@@ -104,6 +104,9 @@ def jaeger_v1_records(
             stream.note(f"{origin}: Jaeger warning on data[{t}]: {warning}")
         processes = _Processes(trace.get("processes"))
         for k, span in enumerate(_list(trace.get("spans"))):
+            # Jaeger's adjusters (clock skew, duplicate ids) explain themselves per span.
+            for warning in _list(span.get("warnings") if isinstance(span, dict) else None):
+                stream.note(f"{origin}: Jaeger warning on data[{t}].spans[{k}]: {warning}")
             try:
                 record = _span(span, processes, origin)
             except Problem as exc:
@@ -298,7 +301,7 @@ def _array(text: str) -> AttrValue:
 
 @dataclass(frozen=True, slots=True)
 class JaegerSource:
-    """Fetch traces by id from Jaeger's query HTTP API (needs httpx: ``pip install 'af-otel[live]'``).
+    """Fetch traces by id from Jaeger's query API (needs httpx: ``pip install 'af-otel[live]'``).
 
     ``url`` is the query service's base URL (``http://jaeger:16686``); ``api`` picks the OTLP
     ``/api/v3/traces`` (Jaeger v2, lossless) or the UI's ``/api/traces`` (lossy, see module doc).

@@ -1,4 +1,4 @@
-"""OTLP JSON ``ResourceSpans`` to span records: the body of OTLP files, Tempo and Jaeger v3 responses.
+"""OTLP JSON ``ResourceSpans`` to span records: the body of OTLP files, Tempo and Jaeger v3.
 
 One tolerant decoder serves every OTLP-shaped body, because they differ only in encodings that
 ``_values`` already accepts (hex or base64 ids, enum numbers or names, int64 as numbers or strings)

@@ -40,9 +40,10 @@ def proto_records(file: BinaryIO, name: str, size: int, stream: SpanStream) -> I
     record cut short ends the reading (no later boundary can be trusted); an undecodable record
     whose length is intact is skipped when lenient.
     """
-    # Imported here: only this format needs protobuf (it comes with the OTLP exporter).
-    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]  # noqa: PLC0415
-    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]  # noqa: PLC0415
+    # Imported here, not at the top (PLC0415): only this format needs protobuf, which comes with
+    # the OTLP exporter, and the JSON sources must load without OpenTelemetry. protobuf ships no
+    # type information (import-untyped).
+    from google.protobuf import json_format, message  # type: ignore[import-untyped] # noqa: PLC0415
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: PLC0415
 
     offset = 0
@@ -81,12 +82,12 @@ def proto_records(file: BinaryIO, name: str, size: int, stream: SpanStream) -> I
         request = trace_service_pb2.ExportTraceServiceRequest()
         try:
             request.ParseFromString(body)
-        except DecodeError as exc:
+        except message.DecodeError as exc:
             stream.problem(
                 f"{origin}: not a protobuf ExportTraceServiceRequest ({exc})", unit="line"
             )
             continue
         # proto3 JSON of the message is the dialect the OTLP decoder already reads (base64 ids,
         # enum names, int64 as strings): one decoder for every OTLP-shaped input.
-        as_json = MessageToDict(request)
+        as_json = json_format.MessageToDict(request)
         yield from resource_spans_records(as_json.get("resourceSpans"), origin, stream)

@@ -32,7 +32,7 @@ def tempo_v1_records(
 def tempo_v2_records(
     doc: Mapping[str, object], origin: str, stream: SpanStream
 ) -> Iterator[SpanRecord]:
-    """Records of a ``GET /api/v2/traces/<id>`` body: ``{"trace": {"resourceSpans": [...]}, "status"}``."""
+    """Records of a ``GET /api/v2/traces/<id>`` body: ``{"trace": {"resourceSpans": [...]}}``."""
     # PartialStatus: COMPLETE = 0 (left out by jsonpb), PARTIAL = 1. A partial trace is a data
     # fact for the fold (missing parents), not a reason to refuse the spans that did arrive.
     if doc.get("status") in ("PARTIAL", 1):
