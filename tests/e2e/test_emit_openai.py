@@ -37,9 +37,8 @@ def _agent(tmp_path: Path, *, hook: bool, form: str = "processor") -> list[Any]:
     else:
         provider.add_span_processor(SimpleSpanProcessor(ReceiptSpanExporter(exporter, store=store)))
     options = {"completion_hook": completion_hook} if hook else {}
-    with instrumented_openai(provider, **options) as client:
-        with run("same-run"):
-            weather_agent(client, turns=2)
+    with instrumented_openai(provider, **options) as client, run("same-run"):
+        weather_agent(client, turns=2)
     provider.shutdown()
     return llm_spans(exporter.get_finished_spans())
 

@@ -36,9 +36,11 @@ def test_util_genai_loader_finds_the_af_otel_entry_point(monkeypatch: pytest.Mon
 
 def test_hook_mints_with_content_capture_off(pipeline: Pipeline) -> None:
     """With content capture off the span carries receipts and commits but no prompt attributes."""
-    with instrumented_openai(pipeline.provider, completion_hook=completion_hook) as client:
-        with run("hooked"):
-            weather_agent(client, turns=2)
+    with (
+        instrumented_openai(pipeline.provider, completion_hook=completion_hook) as client,
+        run("hooked"),
+    ):
+        weather_agent(client, turns=2)
     calls = llm_spans(pipeline.spans())
     assert [af(s)[names.EPOCH] for s in calls] == [1, 2, 3, 4]
     assert [af(s)[names.EPOCH_PARENT] for s in calls] == [0, 1, 2, 3]
@@ -66,9 +68,11 @@ def test_hook_without_processor_writes_onto_the_live_span(
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    with instrumented_openai(provider, completion_hook=completion_hook) as client:
-        with provider.get_tracer("agent").start_as_current_span("agent"):
-            weather_agent(client, turns=1)
+    with (
+        instrumented_openai(provider, completion_hook=completion_hook) as client,
+        provider.get_tracer("agent").start_as_current_span("agent"),
+    ):
+        weather_agent(client, turns=1)
     calls = llm_spans(exporter.get_finished_spans())
     assert [af(s)[names.EPOCH] for s in calls] == [1, 2]
     assert all(af(s)[names.RECEIPT_STATE] == names.STATE_MINTED for s in calls)
@@ -82,7 +86,7 @@ def upload_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     target.mkdir()
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH", target.as_uri())
     monkeypatch.setenv("AF_OTEL_CHAIN_HOOK", "upload")
-    yield target
+    return target
 
 
 def test_chains_to_the_upload_hook(pipeline: Pipeline, upload_dir: Path) -> None:

@@ -12,7 +12,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from af_otel import names
 from af_otel.processor import ReceiptSpanProcessor
-from af_otel.processor import engine as engine_module
 from af_otel.store import Store
 from tests.processor.conftest import Pipeline, make_pipeline
 from tests.processor.helpers import (
