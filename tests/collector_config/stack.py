@@ -20,6 +20,7 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
 )
 
 from af_otel import names
+from af_otel.semconv import genai
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK = ROOT / "collector-config"
@@ -43,8 +44,8 @@ DIMENSIONS: tuple[str, ...] = (
     GEN_AI_REQUEST_MODEL,
 )
 
-# The operations whose spans are LLM calls (those af_otel mints receipts for).
-LLM_OPERATIONS: tuple[str, ...] = ("chat", "text_completion", "generate_content")
+# The operations whose spans are LLM calls: those af_otel mints receipts for.
+LLM_OPERATIONS: frozenset[str] = genai.LLM_OPERATIONS
 
 
 def prometheus_name(otel_name: str) -> str:

@@ -365,7 +365,7 @@ class TestAlertRules:
                     seen.add(label)
                     options = value.split("|") if op in ("=~", "!~") else [value]
                     if label == stack.prometheus_name(stack.DIMENSIONS[3]):
-                        assert tuple(options) == stack.LLM_OPERATIONS
+                        assert set(options) == stack.LLM_OPERATIONS
                     else:
                         assert set(options) <= checks[label], (rule["alert"], label, value)
         assert set(checks) <= seen
@@ -487,6 +487,9 @@ class TestGrafana:
                     allowed = {names.METRIC_ATTR_STATE, names.METRIC_ATTR_REASON, "verdict"}
                 assert {label for label, _, _ in selector.matchers} <= allowed
                 assert stack.grouping_labels(target["expr"]) <= allowed | {"job"}
+                for label, _, value in selector.matchers:
+                    if label == stack.prometheus_name(stack.DIMENSIONS[3]):
+                        assert set(value.split("|")) == stack.LLM_OPERATIONS
         assert charted == alerted
 
     def test_minted_versus_absent_by_service_and_model(self) -> None:
