@@ -206,3 +206,13 @@ def test_public_names() -> None:
     """The package exports exactly its documented surface."""
     assert set(semconv.__all__) == {name for name in semconv.__all__ if hasattr(semconv, name)}
     assert {"Adapted", "adapt", "is_llm_call"} <= set(semconv.__all__)
+
+
+def test_adapters_import_without_opentelemetry() -> None:
+    """The adapters are pure: they import with every opentelemetry module blocked."""
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['opentelemetry'] = None; import af_otel.semconv"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
