@@ -60,7 +60,7 @@ def checked_part(part: Part) -> Part:
 
 def genai_parts(value: JsonValue) -> list[Part]:
     """GenAI parts as given in ``gen_ai.system_instructions`` or a message's ``parts``."""
-    if isinstance(value, str):  # a bare string is one text part (util-genai accepts it too)
+    if isinstance(value, str):  # a bare string is read as one text part
         return [checked_part({"type": "text", "content": value})]
     if not isinstance(value, list):
         raise unreadable()
