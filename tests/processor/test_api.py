@@ -1,0 +1,122 @@
+"""The explicit API: af_otel.run scopes calls to a run, af_otel.llm_call records one call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+
+from af_otel import names
+from af_otel.errors import RequestShapeError
+from af_otel.processor import llm_call, run
+from af_otel.store import Store
+from tests.processor.conftest import Pipeline, make_pipeline
+from tests.processor.helpers import SYSTEM, TOOLS, af, assistant, commits, llm_spans, states, user
+
+
+@pytest.fixture
+def global_pipeline(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
+    """llm_call uses the global tracer provider: point it at the test's pipeline."""
+    monkeypatch.setattr(trace, "get_tracer", pipeline.provider.get_tracer)
+    yield pipeline
+
+
+def test_llm_call_mints_without_writing_content(global_pipeline: Pipeline) -> None:
+    """llm_call opens a GenAI span, mints its receipt and writes no content attribute."""
+    with (
+        run("explicit"),
+        llm_call(
+            model="gpt-4o",
+            provider="openai",
+            system="Be terse.",
+            messages=[user("hi")],
+            tools=TOOLS,
+            params={"temperature": 0.3, "max_tokens": 50},
+        ) as call,
+    ):
+        call.set_response("hello", input_tokens=3, output_tokens=1, finish_reason="stop")
+    (span,) = global_pipeline.spans()
+    attrs = span.attributes or {}
+    assert span.name == "chat gpt-4o"
+    assert span.kind is trace.SpanKind.CLIENT
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["gen_ai.request.temperature"] == 0.3
+    assert attrs["gen_ai.usage.output_tokens"] == 1
+    assert not any(k in attrs for k in ("gen_ai.input.messages", "gen_ai.output.messages"))
+    assert af(span)[names.RUN_ID] == "explicit"
+    assert af(span)[names.RECEIPT_STATE] == names.STATE_MINTED
+    assert af(span)[names.RECEIPT_TOOLS_NAMES] == ("get_weather",)
+    # af_otel sees what the caller says it sends, not the wire.
+    assert names.GAP_CACHE_TRANSFORM in af(span)[names.GAPS]
+    assert states(global_pipeline.spans(), global_pipeline.store)[1]["messages"] == [user("hi")]
+
+
+def test_llm_call_captures_content_when_asked(global_pipeline: Pipeline) -> None:
+    """capture_content=True writes the GenAI content attributes too."""
+    with llm_call(
+        model="m", provider="openai", messages=[user("hi")], capture_content=True
+    ) as call:
+        call.set_response("hello")
+    (span,) = global_pipeline.spans()
+    attrs = span.attributes or {}
+    assert "gen_ai.input.messages" in attrs
+    assert "gen_ai.output.messages" in attrs
+
+
+def test_llm_calls_in_a_run_chain(global_pipeline: Pipeline) -> None:
+    """Successive llm_call blocks in one run are epochs 1, 2 with appends between them."""
+    history = [user("q0")]
+    with run("chain"):
+        for turn in range(3):
+            with llm_call(model="m", provider="openai", system=SYSTEM, messages=history):
+                pass
+            history = [*history, assistant(f"a{turn}"), user(f"q{turn + 1}")]
+    calls = llm_spans(global_pipeline.spans())
+    assert [af(s)[names.EPOCH_PARENT] for s in calls] == [0, 1, 2]
+    assert [c[names.COMMIT_VERB] for c in commits(calls[2])] == ["append"]
+
+
+def test_run_frees_its_state_on_exit(global_pipeline: Pipeline) -> None:
+    """Leaving the run block frees the run's state in the processor."""
+    with run("short"):
+        with llm_call(model="m", provider="openai", messages=[user("a")]):
+            pass
+        assert global_pipeline.processor.engine.runs.peek("short") is not None
+    assert global_pipeline.processor.engine.runs.peek("short") is None
+
+
+def test_bad_base_is_the_callers_error() -> None:
+    """A base that is not request-shaped raises in the caller's code, before any call."""
+    with pytest.raises(RequestShapeError), run("r", base={"messages": "not a list"}):
+        pass
+
+
+def test_llm_call_with_no_tracer_provider_does_nothing_harmful(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without an SDK (no-op tracer) llm_call still runs the block and raises nothing."""
+    monkeypatch.setattr(trace, "get_tracer", trace.NoOpTracerProvider().get_tracer)
+    ran = []
+    with llm_call(model="m", provider="openai", messages=[user("a")]) as call:
+        call.set_response("x", output_tokens=1)
+        ran.append(True)
+    assert ran == [True]
+
+
+def test_exception_in_the_block_still_records_the_call(global_pipeline: Pipeline) -> None:
+    """A call that fails in the caller's block is still minted and the error propagates."""
+    with (
+        pytest.raises(ValueError, match="model down"),
+        llm_call(model="m", provider="openai", messages=[user("a")]),
+    ):
+        raise ValueError("model down")
+    (span,) = global_pipeline.spans()
+    assert af(span)[names.RECEIPT_STATE] == names.STATE_MINTED
+    assert not span.status.is_ok
+
+
+def test_content_none_opens_no_store(store: Store) -> None:
+    """content='none' keeps no store: nothing of the conversation leaves the process."""
+    made = make_pipeline(store, content="none")
+    assert made.processor.engine.settings.store is None
