@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from opentelemetry import trace
 
@@ -16,10 +14,10 @@ from tests.processor.helpers import SYSTEM, TOOLS, af, assistant, commits, llm_s
 
 
 @pytest.fixture
-def global_pipeline(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
+def global_pipeline(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> Pipeline:
     """llm_call uses the global tracer provider: point it at the test's pipeline."""
     monkeypatch.setattr(trace, "get_tracer", pipeline.provider.get_tracer)
-    yield pipeline
+    return pipeline
 
 
 def test_llm_call_mints_without_writing_content(global_pipeline: Pipeline) -> None:

@@ -167,5 +167,5 @@ def test_ten_megabyte_content_and_throwing_values(store: Store) -> None:
     assert enrichment.attributes[names.RECEIPT_STATE] == names.STATE_ABSENT
     (out,) = inner.ended
     assert (out.attributes or {})[names.RECEIPT_STATE] == names.STATE_MINTED
-    ref = [e for e in out.events if (e.attributes or {}).get(names.COMMIT_KEY) == "messages"][0]
+    ref = next(e for e in out.events if (e.attributes or {}).get(names.COMMIT_KEY) == "messages")
     assert (ref.attributes or {})[names.COMMIT_BYTES] > 10_000_000
