@@ -1,0 +1,259 @@
+"""Real recordings for the reader's tests: the OTel SDK with `ReceiptSpanProcessor` and an
+in-memory exporter, LLM-call spans in the GenAI (and OpenInference) conventions, read back through
+the reader's own SDK source. Plus small editors that damage a recording the way backends and
+people do (drop a span or an event, cut or edit an attribute)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Span, SpanKind
+
+from af_otel import names
+from af_otel.processor import ReceiptSpanProcessor, run
+from af_otel.reader.records import EventRecord, SpanRecord
+from af_otel.reader.sources import read_spans
+from af_otel.store import Store
+
+SYSTEM = [{"type": "text", "content": "You are terse. <b>Bold</b> & careful."}]
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"type": "text", "content": text}]}
+
+
+def assistant(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "parts": [{"type": "text", "content": text}]}
+
+
+def tool_turn(index: int) -> list[dict[str, Any]]:
+    """An assistant tool call and the tool's answer."""
+    call_id = f"call_{index}"
+    return [
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": call_id,
+                    "name": "get_weather",
+                    "arguments": {"city": f"C{index}"},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": call_id, "response": f"sunny {index}"}],
+        },
+    ]
+
+
+class Recorder:
+    """One SDK pipeline; each `chat` is one whole LLM-call span."""
+
+    def __init__(self, store: Store, **options: Any) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.processor = ReceiptSpanProcessor(
+            SimpleSpanProcessor(self.exporter), store=store, **options
+        )
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(self.processor)
+        self.tracer = self.provider.get_tracer("tests.reader")
+
+    def start(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system: Sequence[Mapping[str, Any]] | None = SYSTEM,
+        tools: Sequence[Mapping[str, Any]] | None = (WEATHER,),
+        temperature: float | None = 0.2,
+        model: str = "gpt-4o-mini",
+    ) -> Span:
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": model,
+            "server.address": "api.openai.com",
+        }
+        span = self.tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
+        content: dict[str, Any] = {"gen_ai.input.messages": json.dumps(list(messages))}
+        if system is not None:
+            content["gen_ai.system_instructions"] = json.dumps(list(system))
+        if tools is not None:
+            content["gen_ai.tool.definitions"] = json.dumps(list(tools))
+        if temperature is not None:
+            content["gen_ai.request.temperature"] = temperature
+        span.set_attributes(content)
+        return span
+
+    def chat(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> None:
+        self.start(messages, **kwargs).end()
+
+    def blind_chat(self, model: str = "gpt-4o-mini") -> None:
+        """An LLM call whose content the instrumentation did not capture."""
+        span = self.tracer.start_span(
+            f"chat {model}",
+            kind=SpanKind.CLIENT,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": model,
+            },
+        )
+        span.end()
+
+    def openinference_chat(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        tools: Sequence[Mapping[str, Any]],
+        params: Mapping[str, Any],
+    ) -> None:
+        attributes: dict[str, Any] = {
+            "openinference.span.kind": "LLM",
+            "llm.provider": "openai",
+            "llm.invocation_parameters": json.dumps({"model": "gpt-4o", **params}),
+        }
+        for i, message in enumerate(messages):
+            attributes[f"llm.input_messages.{i}.message.role"] = message["role"]
+            attributes[f"llm.input_messages.{i}.message.content"] = message["content"]
+        for i, tool in enumerate(tools):
+            attributes[f"llm.tools.{i}.tool.json_schema"] = json.dumps(tool)
+        self.tracer.start_span("ChatCompletion", attributes=attributes).end()
+
+    def records(self) -> tuple[SpanRecord, ...]:
+        return tuple(read_spans(self.exporter))
+
+    def close(self) -> None:
+        self.provider.shutdown()
+
+
+@contextmanager
+def recorder(store: Store, **options: Any) -> Iterator[Recorder]:
+    made = Recorder(store, **options)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def agent(
+    rec: Recorder,
+    run_id: str,
+    turns: int,
+    *,
+    base: Mapping[str, Any] | None = None,
+    fan_out_at: int | None = None,
+) -> list[dict[str, Any]]:
+    """An agent loop: each turn asks the model, calls a tool, answers. ``fan_out_at`` makes that
+    turn two overlapping calls (parallel calls share their parent)."""
+    history: list[dict[str, Any]] = list(base["messages"]) if base else []
+    with run(run_id, base=base):
+        for turn in range(1, turns + 1):
+            history.append(user(f"question {turn}"))
+            if fan_out_at == turn:
+                first = rec.start(history)
+                second = rec.start([*history, user("(a parallel branch)")])
+                second.end()
+                first.end()
+            else:
+                rec.chat(history)
+            history.extend(tool_turn(turn))
+            history.append(assistant(f"answer {turn}"))
+    return history
+
+
+def record_agent(
+    store: Store, run_id: str = "run-1", turns: int = 4, **kwargs: Any
+) -> tuple[SpanRecord, ...]:
+    with recorder(store) as rec:
+        agent(rec, run_id, turns, **kwargs)
+        return rec.records()
+
+
+# -- damage ------------------------------------------------------------------------------------
+
+
+def llm_spans(spans: Sequence[SpanRecord], run_id: str | None = None) -> list[SpanRecord]:
+    out = [s for s in spans if names.RUN_ID in s.attributes]
+    if run_id is not None:
+        out = [s for s in out if s.attributes[names.RUN_ID] == run_id]
+    return sorted(out, key=lambda s: int(s.attributes[names.EPOCH]))  # type: ignore[arg-type]
+
+
+def span_of(spans: Sequence[SpanRecord], epoch: int, run_id: str | None = None) -> SpanRecord:
+    return next(s for s in llm_spans(spans, run_id) if s.attributes[names.EPOCH] == epoch)
+
+
+def replace_span(
+    spans: Sequence[SpanRecord], old: SpanRecord, new: SpanRecord | None
+) -> tuple[SpanRecord, ...]:
+    out = []
+    for span in spans:
+        if span is old:
+            if new is not None:
+                out.append(new)
+        else:
+            out.append(span)
+    return tuple(out)
+
+
+def with_attributes(span: SpanRecord, **changes: Any) -> SpanRecord:
+    """``changes`` keyed by attribute name with dots as ``__``; None removes the attribute."""
+    attributes = dict(span.attributes)
+    for key, value in changes.items():
+        name = key.replace("__", ".")
+        if value is None:
+            attributes.pop(name, None)
+        else:
+            attributes[name] = value
+    return dataclasses.replace(span, attributes=attributes)
+
+
+def edit_events(span: SpanRecord, edit: Callable[[EventRecord], EventRecord | None]) -> SpanRecord:
+    events = tuple(e for e in (edit(event) for event in span.events) if e is not None)
+    return dataclasses.replace(span, events=events)
+
+
+def commit_events(span: SpanRecord) -> list[EventRecord]:
+    return [e for e in span.events if e.name == names.COMMIT_EVENT]
+
+
+def event_with(event: EventRecord, **changes: Any) -> EventRecord:
+    attributes = dict(event.attributes)
+    for key, value in changes.items():
+        name = key.replace("__", ".")
+        if value is None:
+            attributes.pop(name, None)
+        else:
+            attributes[name] = value
+    return dataclasses.replace(event, attributes=attributes)
+
+
+def cut_strings(span: SpanRecord, limit: int = 2048) -> SpanRecord:
+    """What Tempo does at its default attribute limit: every string longer than ``limit`` bytes is
+    cut to ``limit`` bytes, on the span and its events."""
+
+    def cut(attributes: Mapping[str, Any]) -> dict[str, Any]:
+        out = {}
+        for key, value in attributes.items():
+            too_long = isinstance(value, str) and len(value.encode("utf-8")) > limit
+            out[key] = (
+                value.encode("utf-8")[:limit].decode("utf-8", "replace") if too_long else value
+            )
+        return out
+
+    events = tuple(dataclasses.replace(e, attributes=cut(e.attributes)) for e in span.events)
+    return dataclasses.replace(span, attributes=cut(span.attributes), events=events)

@@ -1,0 +1,231 @@
+"""The keyed fold equals the plain fold everywhere, costs a replay from the nearest anchor, and
+hands out answers nobody can change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from af_otel.model import FrozenDict
+from af_otel.reader.fold import (
+    ABSENT,
+    UNKNOWN,
+    Commit,
+    KeyedFold,
+    Verb,
+    apply_verb,
+    freeze,
+    full_fold,
+)
+
+KEYS = ("system", "messages", "tools", "params", "model", "extra")
+scalars = st.one_of(st.integers(-5, 5), st.text(max_size=3), st.booleans(), st.none())
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@st.composite
+def commit_payloads(draw: st.DrawFn, verb: Verb) -> Any:
+    if verb is Verb.DELETE:
+        return ABSENT
+    if draw(st.integers(0, 9)) == 0:
+        return UNKNOWN
+    if verb is Verb.APPEND:
+        return freeze(draw(st.lists(json_values, max_size=3)))
+    if verb is Verb.MERGE:
+        return freeze(draw(st.dictionaries(st.sampled_from("abcd"), json_values, max_size=3)))
+    return freeze(draw(json_values))
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[int, int], dict[int, list[Commit]]]:
+    """A random run: a tree of epochs (parallel calls share parents), a base or none, and
+    commits of every verb on a few keys, numbered across the run."""
+    size = draw(st.integers(1, 14))
+    parents = {e: draw(st.integers(0, e - 1)) for e in range(1, size + 1)}
+    has_base = draw(st.booleans())
+    base = (
+        {k: freeze(draw(json_values)) for k in draw(st.sets(st.sampled_from(KEYS), max_size=4))}
+        if has_base
+        else {}
+    )
+    seq = 0
+    commits: dict[int, list[Commit]] = {}
+    for epoch in range(1, size + 1):
+        for _ in range(draw(st.integers(0, 4))):
+            seq += 1
+            verb = draw(st.sampled_from(list(Verb)))
+            key = draw(st.sampled_from(KEYS))
+            commits.setdefault(epoch, []).append(
+                Commit(seq, key, verb, draw(commit_payloads(verb)))
+            )
+    return base, parents, commits
+
+
+@given(runs(), st.randoms(use_true_random=False))
+@settings(max_examples=150, deadline=None)
+def test_keyed_fold_equals_full_fold_at_every_epoch(run: Any, rnd: Any) -> None:
+    """Every key at every epoch (the base included), read in any order, equals the full fold."""
+    base, parents, commits = run
+    fold = KeyedFold(base, parents, commits)
+    reads = [(key, epoch) for key in KEYS for epoch in range(len(parents) + 1)]
+    rnd.shuffle(reads)
+    for key, epoch in reads:
+        expected = full_fold(base, parents, commits, epoch).get(key, ABSENT)
+        assert fold.value_at(key, epoch) == expected, (key, epoch)
+    for epoch in range(len(parents) + 1):
+        assert dict(fold.state_at(epoch)) == dict(full_fold(base, parents, commits, epoch))
+
+
+def chain(size: int) -> dict[int, int]:
+    return {e: e - 1 for e in range(1, size + 1)}
+
+
+def test_parallel_calls_fold_along_their_own_path() -> None:
+    """Two calls sharing a parent see the parent's state plus their own changes, not each other's."""
+    parents = {1: 0, 2: 1, 3: 1, 4: 3}
+    commits = {
+        1: [Commit(1, "messages", Verb.APPEND, ("u1",))],
+        2: [Commit(2, "messages", Verb.APPEND, ("a2",))],
+        3: [Commit(3, "messages", Verb.APPEND, ("a3",))],
+        4: [Commit(4, "messages", Verb.APPEND, ("u4",))],
+    }
+    fold = KeyedFold({"messages": ()}, parents, commits)
+    assert fold.value_at("messages", 2) == ("u1", "a2")
+    assert fold.value_at("messages", 3) == ("u1", "a3")
+    assert fold.value_at("messages", 4) == ("u1", "a3", "u4")
+
+
+def test_set_after_append_and_delete() -> None:
+    """A set replaces what appends built; a delete removes the key; an append after it restarts."""
+    commits = {
+        1: [Commit(1, "messages", Verb.APPEND, ("a", "b"))],
+        2: [Commit(2, "messages", Verb.SET, ("z",)), Commit(3, "messages", Verb.APPEND, ("y",))],
+        3: [Commit(4, "messages", Verb.DELETE)],
+        4: [Commit(5, "messages", Verb.APPEND, ("n",))],
+    }
+    fold = KeyedFold({"messages": ("base",)}, chain(4), commits)
+    assert [fold.value_at("messages", e) for e in range(5)] == [
+        ("base",),
+        ("base", "a", "b"),
+        ("z", "y"),
+        ABSENT,
+        ("n",),
+    ]
+
+
+def test_a_run_without_a_base_starts_from_nothing() -> None:
+    """Without a base, a key nobody wrote is absent and a merge starts from its payload."""
+    commits = {1: [Commit(1, "params", Verb.MERGE, FrozenDict(t=1))]}
+    fold = KeyedFold({}, chain(2), commits)
+    assert fold.value_at("system", 2) is ABSENT
+    assert fold.value_at("params", 2) == {"t": 1}
+    assert fold.state_at(0) == {}
+
+
+def test_a_merge_without_an_anchor_lands_on_the_base() -> None:
+    """A key the base holds and the log only merges into keeps the base's other entries."""
+    commits = {2: [Commit(1, "params", Verb.MERGE, FrozenDict(top_p=1))]}
+    fold = KeyedFold({"params": FrozenDict(temperature=0)}, chain(3), commits)
+    assert fold.value_at("params", 3) == {"temperature": 0, "top_p": 1}
+
+
+def test_reading_one_key_replays_from_the_nearest_set_only() -> None:
+    """At epoch 300 of a run that set messages at 250, one read replays 51 commits, not 300;
+    a key written once at epoch 1 costs one."""
+    commits: dict[int, list[Commit]] = {}
+    seq = 0
+    for epoch in range(1, 301):
+        seq += 1
+        verb = Verb.SET if epoch == 250 else Verb.APPEND
+        commits[epoch] = [Commit(seq, "messages", verb, (f"m{epoch}",))]
+    seq += 1
+    commits[1].append(Commit(seq, "model", Verb.SET, "gpt"))
+    fold = KeyedFold({"messages": ()}, chain(300), commits)
+    assert fold.value_at("messages", 300)[0] == "m250"
+    assert fold.replayed == 51
+    assert fold.value_at("model", 300) == "gpt"
+    assert fold.replayed == 52
+    # memoized: reading again replays nothing; a nearby later-unread epoch costs only the gap
+    fold.value_at("messages", 300)
+    assert fold.replayed == 52
+
+
+def test_reading_every_epoch_costs_each_commit_once() -> None:
+    """A forward scrub over a 500-epoch run replays each of its commits exactly once."""
+    commits = {e: [Commit(e, "messages", Verb.APPEND, (e,))] for e in range(1, 501)}
+    fold = KeyedFold({"messages": ()}, chain(500), commits)
+    for epoch in range(1, 501):
+        assert len(fold.value_at("messages", epoch)) == epoch
+    assert fold.replayed == 500
+
+
+def test_deep_reads_do_not_recurse() -> None:
+    """A cold read at the end of a 5,000-epoch append-only chain works (no recursion limit)."""
+    commits = {e: [Commit(e, "messages", Verb.APPEND, (e,))] for e in range(1, 5001)}
+    fold = KeyedFold({"messages": ()}, chain(5000), commits)
+    assert len(fold.value_at("messages", 5000)) == 5000
+
+
+def test_answers_are_immutable_all_the_way_down() -> None:
+    """No reader can change what a later epoch reports: tuples, frozen dicts, read-only states."""
+    message = freeze({"role": "user", "parts": [{"type": "text", "content": "hi"}]})
+    commits = {
+        1: [Commit(1, "messages", Verb.APPEND, (message,))],
+        2: [Commit(2, "params", Verb.MERGE, freeze({"stop_sequences": ["x"]}))],
+    }
+    fold = KeyedFold({"messages": ()}, chain(2), commits)
+    first = fold.value_at("messages", 1)
+    assert isinstance(first, tuple)
+    with pytest.raises(TypeError):
+        first[0]["role"] = "system"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        first[0]["parts"][0]["content"] = "edited"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        fold.state_at(2)["model"] = "x"  # type: ignore[index]
+    stops = fold.value_at("params", 2)["stop_sequences"]
+    assert isinstance(stops, tuple)
+    assert fold.value_at("messages", 2)[0]["parts"][0]["content"] == "hi"
+
+
+def test_freeze_keeps_the_json_value() -> None:
+    """Freezing changes the containers' types, not the value JSON sees."""
+    import orjson
+
+    value = {"a": [1, {"b": [True, None, "x"]}], "c": {}}
+    assert orjson.loads(orjson.dumps(freeze(value))) == value
+
+
+def test_verbs_are_total() -> None:
+    """Append onto a non-list starts a list, merge onto a non-object replaces, unknown spreads."""
+    assert apply_verb(Verb.APPEND, "text", ("a",)) == ("a",)
+    assert apply_verb(Verb.APPEND, ABSENT, ("a",)) == ("a",)
+    assert apply_verb(Verb.MERGE, 3, FrozenDict(a=1)) == {"a": 1}
+    assert apply_verb(Verb.APPEND, UNKNOWN, ("a",)) is UNKNOWN
+    assert apply_verb(Verb.MERGE, FrozenDict(a=1), UNKNOWN) is UNKNOWN
+    assert apply_verb(Verb.SET, UNKNOWN, 1) == 1
+    assert apply_verb(Verb.DELETE, UNKNOWN, ABSENT) is ABSENT
+
+
+@pytest.mark.parametrize(
+    ("verb", "value"),
+    [(Verb.APPEND, "not a list"), (Verb.MERGE, ("x",)), (Verb.DELETE, 1), (Verb.SET, ABSENT)],
+)
+def test_commits_refuse_payloads_their_verb_cannot_apply(verb: Verb, value: Any) -> None:
+    """A commit whose payload does not fit its verb is refused when built, not folded wrongly."""
+    with pytest.raises(ValueError):
+        Commit(1, "messages", verb, value)
+
+
+def test_a_tree_with_a_parent_after_its_child_is_refused() -> None:
+    """Parents must be earlier epochs (or the base): the log is a tree by construction."""
+    with pytest.raises(ValueError):
+        KeyedFold({}, {1: 2, 2: 0}, {})

@@ -1,0 +1,309 @@
+"""`verify` recomputes every receipt field from the rebuilt view (equal to `mint_receipt`), and
+names the first field and message where a record was damaged."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from af_otel import names
+from af_otel.errors import ReaderError
+from af_otel.model import Request
+from af_otel.reader.verify import VerdictStatus, recompute, verify
+from af_otel.reader.view import served_views
+from af_otel.receipts import Receipt, mint_receipt
+from af_otel.store import LocalStore, Store
+
+from .recordings import (
+    commit_events,
+    cut_strings,
+    edit_events,
+    event_with,
+    record_agent,
+    recorder,
+    replace_span,
+    span_of,
+    user,
+    with_attributes,
+)
+from .synthetic import synthetic_run
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return LocalStore(tmp_path / "store")
+
+
+def statuses(spans: Any, store: Store, **kwargs: Any) -> list[str]:
+    return [verify(v, **kwargs).status.value for v in served_views(spans, store=store)]
+
+
+texts = st.text(alphabet="ab<>&é😀", max_size=6)
+messages = st.builds(
+    lambda role, text: {"role": role, "parts": [{"type": "text", "content": text}]},
+    st.sampled_from(["user", "assistant", "tool"]),
+    texts,
+)
+
+
+@st.composite
+def request_trees(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[int], dict[str, Any] | None]:
+    """Requests on a random tree, each grown from its parent's: new turns mostly, sometimes a
+    shortened history, a new system prompt, tools, dials or model."""
+    base = None
+    if draw(st.booleans()):
+        base = {
+            "messages": draw(st.lists(messages, max_size=3)),
+            "system": "base prompt",
+            "model": "m0",
+        }
+    size = draw(st.integers(1, 8))
+    requests: list[dict[str, Any]] = []
+    parents: list[int] = []
+    for epoch in range(1, size + 1):
+        parent = draw(st.integers(0, epoch - 1))
+        before = requests[parent - 1] if parent else (base or {"messages": []})
+        request = dict(before)
+        history = list(before.get("messages", []))
+        if history and draw(st.integers(0, 5)) == 0:
+            history = history[: draw(st.integers(0, len(history) - 1))]
+        request["messages"] = history + draw(st.lists(messages, min_size=0, max_size=3))
+        if draw(st.integers(0, 3)) == 0:
+            request["system"] = draw(texts) or None
+        if draw(st.integers(0, 3)) == 0:
+            request["tools"] = [
+                {"type": "function", "name": name}
+                for name in draw(st.lists(st.sampled_from("xyz"), unique=True))
+            ]
+        if draw(st.integers(0, 3)) == 0:
+            request["params"] = draw(
+                st.dictionaries(
+                    st.sampled_from(["temperature", "seed", "tool_choice"]), st.integers(0, 3)
+                )
+            )
+        if draw(st.integers(0, 4)) == 0:
+            request["model"] = draw(st.sampled_from(["m1", "m2", None]))
+        requests.append(request)
+        parents.append(parent)
+    return requests, parents, base
+
+
+@given(request_trees(), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_recompute_equals_mint_receipt_on_random_trees(tree: Any, keyed: bool) -> None:
+    """Every field (digest included) the reader recomputes equals what `mint_receipt` mints for
+    the same request, and every epoch verifies."""
+    import tempfile
+
+    requests, parents, base = tree
+    key = b"secret" if keyed else None
+    with tempfile.TemporaryDirectory() as directory:
+        store = LocalStore(directory)
+        spans = synthetic_run("run-x", requests, parents, base=base, store=store, key=key)
+        views = served_views(spans, store=store)
+        minted: dict[int, Receipt | None] = {0: None}
+        if base is not None:
+            minted[0] = mint_receipt(base, run_id="run-x", epoch=0, key=key)
+        for view, request, parent in zip(views, requests, parents, strict=True):
+            expected = mint_receipt(
+                request, run_id="run-x", epoch=view.epoch, parent=minted[parent] or parent, key=key
+            )
+            minted[view.epoch] = expected
+            assert view.request == Request.from_dict(request)
+            got = recompute(view, key=key)
+            assert got.to_attributes() == expected.to_attributes()
+            assert verify(view, key=key).status is VerdictStatus.VERIFIED
+
+
+def test_real_recordings_verify_at_every_epoch(store: Store) -> None:
+    """With and without a base, with a parallel fan-out: every epoch is verified."""
+    base = {"messages": [user("earlier"), {"role": "assistant", "content": "noted"}]}
+    spans = record_agent(store, "with-base", turns=4, base=base, fan_out_at=2)
+    spans += record_agent(store, "no-base", turns=4, fan_out_at=3)
+    assert set(statuses(spans, store)) == {"verified"}
+
+
+def test_payloads_in_the_store_verify(store: Store) -> None:
+    """``content="store"``: every payload is fetched by address and the run still verifies."""
+    with recorder(store, content="store") as rec:
+        from .recordings import agent
+
+        agent(rec, "stored", 3)
+        spans = rec.records()
+    assert all(names.COMMIT_REF in e.attributes for s in spans for e in commit_events(s))
+    assert set(statuses(spans, store)) == {"verified"}
+
+
+def test_keyed_receipts_need_their_key(store: Store) -> None:
+    """An HMAC receipt verifies with its key, is damaged under another, and without one raises."""
+    with recorder(store, key="k1") as rec:
+        from .recordings import agent
+
+        agent(rec, "keyed", 2)
+        spans = rec.records()
+    assert set(statuses(spans, store, key="k1")) == {"verified"}
+    assert set(statuses(spans, store, key="other")) == {"damaged"}
+    view = served_views(spans, store=store)[0]
+    with pytest.raises(ReaderError, match="keyed"):
+        verify(view)
+
+
+def edit_message_text(spans: Any, epoch: int, new_text: str) -> Any:
+    """Change the text of the last message appended at ``epoch`` (valid JSON, same shape)."""
+    span = span_of(spans, epoch)
+
+    def edit(event: Any) -> Any:
+        if event.attributes.get(names.COMMIT_KEY) != "messages":
+            return event
+        payload = json.loads(event.attributes[names.COMMIT_VALUE])
+        payload[-1]["parts"][0]["content"] = new_text
+        return event_with(event, af__commit__value=json.dumps(payload))
+
+    return replace_span(spans, span, edit_events(span, edit))
+
+
+def test_an_edited_event_is_damage_at_its_epoch_and_message(store: Store) -> None:
+    """An edited commit payload makes its epoch damaged at the first differing message; earlier
+    epochs still verify, later ones are damaged too (they were shown the edited turn)."""
+    spans = record_agent(store, turns=4)
+    edited = edit_message_text(spans, 3, "a different question")
+    verdicts = [verify(v) for v in served_views(edited, store=store)]
+    assert [v.status.value for v in verdicts] == ["verified", "verified", "damaged", "damaged"]
+    third = verdicts[2]
+    # epoch 3 appends: tool call 2, tool answer 2, answer 2, question 3 -> the question is 8th
+    assert third.field == "messages.added"
+    assert third.message_index == 8
+    assert third.looks == "altered"
+    assert verdicts[3].message_index == 8
+
+
+def test_a_dropped_message_looks_cut(store: Store) -> None:
+    """A payload that lost its last message (still valid JSON) is damage that looks cut."""
+    spans = record_agent(store, turns=3)
+    span = span_of(spans, 2)
+
+    def shorten(event: Any) -> Any:
+        if event.attributes.get(names.COMMIT_KEY) != "messages":
+            return event
+        payload = json.loads(event.attributes[names.COMMIT_VALUE])[:-1]
+        text = json.dumps(payload)
+        return event_with(event, af__commit__value=text, af__commit__bytes=len(text.encode()))
+
+    verdict = verify(
+        served_views(replace_span(spans, span, edit_events(span, shorten)), store=store)[1]
+    )
+    assert verdict.status is VerdictStatus.DAMAGED
+    assert verdict.field == "messages.count"
+    assert verdict.looks == "cut"
+    assert verdict.message_index == 4
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "field"),
+    [
+        (names.RECEIPT_PARAMS, '{"temperature":0.9}', "params"),
+        (names.RECEIPT_MODEL, "gpt-5", "model"),
+        (names.RECEIPT_DIGEST, "0123456789abcdef", "digest"),
+        (names.RECEIPT_SYSTEM_HASH, "0123456789abcdef", "system.hash"),
+        (names.RECEIPT_BYTES, 1, "bytes"),
+        # a moved parent rebuilds from the base, which lacks the system prompt epoch 1 set
+        (names.EPOCH_PARENT, 0, "system.pieces"),
+    ],
+)
+def test_an_edited_receipt_attribute_is_damage_naming_its_field(
+    store: Store, attribute: str, value: Any, field: str
+) -> None:
+    """Editing one receipt attribute makes that epoch damaged at that field."""
+    spans = record_agent(store, turns=3)
+    span = span_of(spans, 2)
+    edited = replace_span(
+        spans, span, with_attributes(span, **{attribute.replace(".", "__"): value})
+    )
+    verdicts = {v.epoch: verify(v) for v in served_views(edited, store=store)}
+    assert verdicts[2].status is VerdictStatus.DAMAGED
+    assert verdicts[2].field == field
+    assert verdicts[1].status is VerdictStatus.VERIFIED
+
+
+def test_a_receipt_moved_to_another_call_fails_its_digest(store: Store) -> None:
+    """Copying epoch 2's receipt onto epoch 3's span is damage, not a match."""
+    spans = record_agent(store, turns=3)
+    two, three = span_of(spans, 2), span_of(spans, 3)
+    receipt = {k: v for k, v in two.attributes.items() if k.startswith("af.receipt.")}
+    moved = dataclasses.replace(three, attributes={**three.attributes, **receipt})
+    verdict = verify(served_views(replace_span(spans, three, moved), store=store)[2])
+    assert verdict.status is VerdictStatus.DAMAGED
+
+
+def test_attributes_cut_at_the_backend_limit_are_never_verified(store: Store) -> None:
+    """Payloads over 2,048 bytes inline, cut as Tempo cuts them: the cut epoch and every epoch
+    built on it are reconstructed or damaged, never verified; earlier epochs still verify."""
+    long_text = "long " * 600
+    with recorder(store, inline_limit=100_000) as rec:
+        from af_otel.processor import run
+
+        with run("cut"):
+            history = [user("hello")]
+            rec.chat(history)
+            history += [{"role": "assistant", "content": "hi"}, user(long_text)]
+            rec.chat(history)
+            history += [{"role": "assistant", "content": "ok"}, user("more")]
+            rec.chat(history)
+        spans = rec.records()
+    cut = tuple(cut_strings(s) for s in spans)
+    assert cut != spans
+    results = statuses(cut, store)
+    assert results[0] == "verified"
+    assert "verified" not in results[1:]
+    second = served_views(cut, store=store)[1]
+    assert {"span-limits", "no-run-log"} <= set(second.gap_kinds)
+
+
+def test_a_writer_that_lost_its_parent_still_verifies() -> None:
+    """``kept`` = 0 from a writer that no longer held the parent's receipt is a true (weaker)
+    claim: the epoch verifies; a claim larger than the truth is damage at messages.kept."""
+    first = {"messages": [user("a")]}
+    second = {"messages": [user("a"), user("b")]}
+    spans = synthetic_run("lost", [first, second], [0, 1], forget_parent=[2])
+    assert span_of(spans, 2).attributes[names.RECEIPT_MESSAGES_KEPT] == 0
+    assert [verify(v).status.value for v in served_views(spans, store=None)] == ["verified"] * 2
+    third = {"messages": [user("x"), user("b")]}
+    spans = synthetic_run("false", [first, third], [0, 1])
+    span = span_of(spans, 2)
+    added = span.attributes[names.RECEIPT_MESSAGES_ADDED]
+    liar = with_attributes(
+        span, af__receipt__messages__kept=1, af__receipt__messages__added=added[1:]
+    )
+    verdict = verify(served_views(replace_span(spans, span, liar), store=None)[1])
+    assert verdict.status is VerdictStatus.DAMAGED
+    assert verdict.field == "messages.kept"
+    assert verdict.message_index == 0
+
+
+def test_a_missing_receipt_is_reconstructed(store: Store) -> None:
+    """A span whose receipt attributes were stripped is reconstructed, never verified or damaged."""
+    spans = record_agent(store, turns=2)
+    span = span_of(spans, 2)
+    bare = dataclasses.replace(
+        span,
+        attributes={k: v for k, v in span.attributes.items() if not k.startswith("af.receipt.")},
+    )
+    verdict = verify(served_views(replace_span(spans, span, bare), store=store)[1])
+    assert verdict.status is VerdictStatus.RECONSTRUCTED
+    assert "no receipt" in verdict.reason
+
+
+def test_verifying_out_of_order_and_twice_gives_the_same_verdicts(store: Store) -> None:
+    """Verdicts do not depend on the order views are verified in (the memo is only a memo)."""
+    spans = record_agent(store, turns=5, fan_out_at=3)
+    views = served_views(spans, store=store)
+    forward = [verify(v) for v in views]
+    again = served_views(spans, store=store)
+    backward = [verify(v) for v in reversed(again)][::-1]
+    assert forward == backward == [verify(v) for v in views]
