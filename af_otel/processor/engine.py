@@ -17,6 +17,7 @@ same span timestamps and so agree.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -26,7 +27,7 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.processor import commits, gaps, metrics
+from af_otel.processor import commits, context, gaps, guard, metrics
 from af_otel.processor.context import current_run, declared_base
 from af_otel.processor.guard import report
 from af_otel.processor.runs import Base, Finished, RunState, RunTable
@@ -282,6 +283,12 @@ class Engine:
 
     closed = False
 
+    def after_fork(self) -> None:
+        """In a forked child: fresh locks, no open calls and no runs (see `_after_fork_in_child`)."""
+        self._open_lock = threading.Lock()
+        self._open = OrderedDict()
+        self.runs.clear_after_fork()
+
     def close(self) -> None:
         """The processor or exporter shut down: the hook stops choosing this engine."""
         self.closed = True
@@ -335,6 +342,24 @@ _live: weakref.WeakSet[Engine] = weakref.WeakSet()
 _default: Engine | None = None
 _default_lock = threading.Lock()
 _serial = 0
+
+
+def _after_fork_in_child() -> None:
+    # Another thread of the parent may have held any of these locks, or been half-way through a
+    # run's state, at the moment of the fork; neither is ever finished in the child. So the child
+    # gets fresh locks and starts every engine's runs afresh (a run carried over restarts at epoch 1,
+    # which the reader sees as a new run log, never as a wrong one).
+    global _default_lock
+    _default_lock = threading.Lock()
+    context._declared_lock = threading.Lock()
+    guard._logged_lock = threading.Lock()
+    metrics._lock = threading.Lock()
+    for engine in list(_live):
+        engine.after_fork()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def live_engines() -> list[Engine]:

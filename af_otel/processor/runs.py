@@ -151,6 +151,11 @@ class RunTable:
                 if self._runs.get(run.run_id) is run:
                     del self._runs[run.run_id]
 
+    def clear_after_fork(self) -> None:
+        """In a forked child: a fresh lock and no runs (the parent's may be half-written)."""
+        self._lock = threading.Lock()
+        self._runs = OrderedDict()
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._runs)
