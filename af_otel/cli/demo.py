@@ -1,0 +1,276 @@
+"""``af-otel demo``: a scripted tool-using agent, instrumented the way a user would, exported as
+OTLP JSON lines plus a local store, so that every other subcommand has something real to read.
+
+The agent is the real ``openai`` client, its HTTP faked by a scripted model (no network), traced
+by the official ``opentelemetry-instrumentation-genai-openai`` with content capture off; af_otel's
+completion hook mints each receipt and `ReceiptSpanProcessor` wraps the batch processor that
+writes the file. Needs the ``test`` extra (openai, the instrumentation, the OTLP JSON file
+exporter): ``pip install 'af-otel[test]'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import Any, Final
+
+from af_otel import names
+from af_otel.processor import completion_hook, run
+from af_otel.processor.pipeline import json_lines_provider
+
+DEFAULT_OUT: Final = "af-otel-demo"
+RUN_ID: Final = "demo-run-1"
+QUESTIONS: Final = (
+    "What's the weather in Paris?",
+    "And in Oslo? Should I pack an umbrella?",
+    "Summarize both in one line.",
+)
+TOOLS: Final = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+FORECASTS: Final = {"Paris": "sunny, 21C", "Oslo": "rain, 9C"}
+SYSTEM: Final = "You are a terse travel assistant. Use tools for facts."
+# The session this run resumes: af_otel stores it once as the run's base (af.run.base).
+EARLIER: Final = [
+    {"role": "user", "content": "I'm travelling next week."},
+    {"role": "assistant", "content": "Noted. Where to?"},
+]
+
+
+def hourly(city: str) -> str:
+    """The tool's answer: a 24-hour table, big enough that its commit goes to the store."""
+    summary = FORECASTS.get(city, "unknown")
+    rows = [
+        f"{hour:02d}:00 {summary}, wind {3 + hour % 5} m/s, humidity {60 + hour % 30}%"
+        for hour in range(24)
+    ]
+    return f"{city}: {summary}\n" + "\n".join(rows)
+
+
+@dataclass(frozen=True, slots=True)
+class DemoCall:
+    """One LLM call as the demo exported it."""
+
+    epoch: int
+    parent: int
+    state: str
+    messages: int
+    commits: int
+    gaps: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    """What the demo wrote: the trace file, the store, and the calls it holds."""
+
+    out: Path
+    traces: Path
+    store: Path
+    run_id: str
+    spans: int
+    calls: tuple[DemoCall, ...] = field(default=())
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run a scripted tool-using agent and export its traces and store",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--out", default=DEFAULT_OUT, help=f"output directory (default ./{DEFAULT_OUT})"
+    )
+    parser.set_defaults(func=command)
+
+
+def command(args: argparse.Namespace) -> int:
+    result = run_demo(Path(args.out))
+    print_result(result)
+    return 0
+
+
+def _scripted_model(request: Any) -> Any:
+    """The fake provider: asks for the weather tool once per city, then answers in text."""
+    httpx2 = import_module("httpx2")
+    body = json.loads(request.content)
+    messages = body["messages"]
+    last = messages[-1]
+    asked = [m for m in messages if m["role"] == "user"]
+    city = next((c for c in FORECASTS if c in str(asked[-1].get("content"))), None)
+    if last["role"] == "user" and city is not None:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{len(messages)}",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": json.dumps({"city": city})},
+                }
+            ],
+        }
+        finish = "tool_calls"
+    else:
+        seen = [m["content"] for m in messages if m["role"] == "tool"]
+        message = {
+            "role": "assistant",
+            "content": "; ".join(s.partition("\n")[0] for s in seen) or "Nothing to report.",
+        }
+        finish = "stop"
+    return httpx2.Response(
+        200,
+        json={
+            "id": f"chatcmpl-{len(messages)}",
+            "object": "chat.completion",
+            "created": 1_800_000_000,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": 20 * len(messages),
+                "completion_tokens": 12,
+                "total_tokens": 20 * len(messages) + 12,
+            },
+        },
+    )
+
+
+def _agent(client: Any, tool: Callable[[str], str]) -> None:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, *EARLIER]
+    for question in QUESTIONS:
+        messages.append({"role": "user", "content": question})
+        while True:
+            reply = client.chat.completions.create(
+                model="gpt-4o-mini", messages=messages, tools=TOOLS, temperature=0.2, seed=7
+            )
+            choice = reply.choices[0].message
+            messages.append(choice.model_dump(exclude_none=True))
+            if not choice.tool_calls:
+                break
+            for call in choice.tool_calls:
+                city = json.loads(call.function.arguments)["city"]
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": tool(city)})
+
+
+def run_demo(out: Path) -> DemoResult:
+    """Run the agent once; the trace file is written anew, the store is reused (content-addressed)."""
+    # Optional packages (the test extra): imported here so that other subcommands never need them.
+    try:
+        httpx2 = import_module("httpx2")
+        openai = import_module("openai")
+        instrumentation = import_module("opentelemetry.instrumentation.genai.openai")
+        import_module("opentelemetry.exporter.otlp.json.file")
+    except ImportError as exc:
+        raise SystemExit(
+            f"af-otel demo needs the test extra: pip install 'af-otel[test]' ({exc})"
+        ) from exc
+
+    out.mkdir(parents=True, exist_ok=True)
+    traces = out / "traces.jsonl"
+    store = out / "store"
+    traces.unlink(missing_ok=True)
+    provider = json_lines_provider(traces, store=store, service_name="af-otel-demo")
+    instrumentor = instrumentation.OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider, completion_hook=completion_hook)
+    try:
+        client = openai.OpenAI(
+            api_key="demo",
+            http_client=httpx2.Client(transport=httpx2.MockTransport(_scripted_model)),
+        )
+        tracer = provider.get_tracer("af_otel.demo")
+        base = {
+            "messages": [{"role": "system", "content": SYSTEM}, *EARLIER],
+            "tools": TOOLS,
+            "model": "gpt-4o-mini",
+            "provider": "openai",
+        }
+        with (
+            run(RUN_ID, base=_as_request(base)),
+            tracer.start_as_current_span("invoke_agent travel-assistant"),
+        ):
+            _agent(client, hourly)
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    return _summarize(out, traces, store)
+
+
+def _as_request(base: dict[str, Any]) -> dict[str, Any]:
+    """The base in af_otel's request shape (messages with parts), as the instrumentation records it."""
+    messages = [
+        {"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]}
+        for m in base["messages"]
+    ]
+    return {**base, "messages": messages}
+
+
+def _summarize(out: Path, traces: Path, store: Path) -> DemoResult:
+    """Read back what the file holds (plain JSON: the reader proper is ``af-otel served``)."""
+    spans = 0
+    calls: list[DemoCall] = []
+    for line in traces.read_text(encoding="utf-8").splitlines():
+        for resource in json.loads(line).get("resourceSpans", []):
+            for scope in resource.get("scopeSpans", []):
+                for span in scope.get("spans", []):
+                    spans += 1
+                    attrs = {a["key"]: _value(a["value"]) for a in span.get("attributes", [])}
+                    if names.RECEIPT_STATE not in attrs:
+                        continue
+                    events = [
+                        e for e in span.get("events", []) if e.get("name") == names.COMMIT_EVENT
+                    ]
+                    calls.append(
+                        DemoCall(
+                            epoch=int(attrs.get(names.EPOCH, 0)),
+                            parent=int(attrs.get(names.EPOCH_PARENT, 0)),
+                            state=str(attrs[names.RECEIPT_STATE]),
+                            messages=int(attrs.get(names.RECEIPT_MESSAGES_COUNT, 0)),
+                            commits=len(events),
+                            gaps=tuple(attrs.get(names.GAPS) or ()),
+                        )
+                    )
+    calls.sort(key=lambda call: call.epoch)
+    return DemoResult(out, traces, store, RUN_ID, spans, tuple(calls))
+
+
+def _value(value: dict[str, Any]) -> Any:
+    if "arrayValue" in value:
+        return [_value(v) for v in value["arrayValue"].get("values", [])]
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in value:
+            return value[key]
+    if "intValue" in value:
+        return int(value["intValue"])
+    return None
+
+
+def print_result(result: DemoResult) -> None:
+    blobs = [p for p in result.store.rglob("*") if p.is_file()] if result.store.exists() else []
+    print(
+        f"af-otel demo: run {result.run_id!r}, {len(result.calls)} LLM calls in {result.spans} spans"
+    )
+    print(f"  traces  {result.traces}  ({result.traces.stat().st_size:,} bytes, OTLP JSON lines)")
+    print(
+        f"  store   {result.store}  ({len(blobs)} blobs, {sum(p.stat().st_size for p in blobs):,} bytes)"
+    )
+    print("  epoch  parent  receipt  messages  commits  gaps")
+    for call in result.calls:
+        gaps = ", ".join(call.gaps) or "-"
+        print(
+            f"  {call.epoch:>5}  {call.parent:>6}  {call.state:<7}  {call.messages:>8}  {call.commits:>7}  {gaps}"
+        )
