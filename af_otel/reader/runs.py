@@ -124,6 +124,17 @@ def _int(value: AttrValue | None) -> int | None:
     return None
 
 
+def _at_limit(value: str) -> bool:
+    """A value that stops at a backend limit: exactly there, or a character cut in two there
+    (which decoders turn into U+FFFD)."""
+    size = len(value.encode("utf-8"))
+    if size in BACKEND_LIMITS:
+        return True
+    return value.endswith("\ufffd") and any(
+        limit - 3 <= size <= limit + 2 for limit in BACKEND_LIMITS
+    )
+
+
 def _span_cut(span: SpanRecord) -> list[str]:
     cut: list[str] = []
     if span.dropped_attributes_count:
@@ -137,7 +148,7 @@ def _span_cut(span: SpanRecord) -> list[str]:
         (f"event {e.name} ", e.attributes) for e in span.events
     ]:
         for key, value in attrs.items():
-            if isinstance(value, str) and len(value.encode("utf-8")) in BACKEND_LIMITS:
+            if isinstance(value, str) and _at_limit(value):
                 cut.append(f"{owner}{key} stops at {len(value.encode('utf-8'))} bytes")
     return cut
 
@@ -229,9 +240,11 @@ def _read_epoch(span: SpanRecord, store: Store | None) -> EpochRecord | None:
 def _seq_problems(records: Sequence[EpochRecord]) -> dict[int, list[str]]:
     """Problems per record index from the run-wide numbering: holes and numbers used twice.
 
-    The writer numbers one call's commits together, so a missing number belongs to the call
-    holding the number just below it, the one holding the number just above it, or a call whose
-    span is missing; the first two are blamed here, the third is found by its children."""
+    The writer numbers one call's commits together when the call ends, so the commits missing in
+    a hole belong to a call whose span is missing, to the call holding the number just below, or
+    to the one holding the number just above. A run with an epoch number missing blames the
+    missing span (its children find it); otherwise a neighbour that reports dropped events is
+    blamed, else both neighbours (either may have lost it, and neither can be cleared)."""
     owners: dict[int, list[int]] = {}
     for index, record in enumerate(records):
         for commit in record.commits:
@@ -243,18 +256,30 @@ def _seq_problems(records: Sequence[EpochRecord]) -> dict[int, list[str]]:
                 out.setdefault(index, []).append(f"commit seq {seq} appears more than once")
     if not owners:
         return out
-    present = sorted(owners)
+    numbers = {r.epoch for r in records}
+    spans_missing = len(numbers) < max(numbers)
     ranges = [
         (min(c.seq for c in r.commits), max(c.seq for c in r.commits)) if r.commits else None
         for r in records
     ]
     previous = 0
-    for seq in present:
+    for seq in sorted(owners):
         if seq > previous + 1:
             low, high = previous + 1, seq - 1
             text = f"commit seq {low}" if low == high else f"commit seqs {low}-{high}"
             blamed = set(owners.get(previous, ())) | set(owners[seq])
             blamed |= {i for i, r in enumerate(ranges) if r and r[0] < low and r[1] > high}
+            # A span that reports dropped events and holds none of the numbers nearby is a
+            # suspect too: it may have lost all of its commits.
+            dropping = {
+                i
+                for i, r in enumerate(records)
+                if r.span.dropped_events_count and (i in blamed or not r.commits)
+            }
+            if dropping:
+                blamed = dropping
+            elif spans_missing:
+                blamed = set()
             for index in blamed:
                 out.setdefault(index, []).append(f"{text} missing from the run's record")
         previous = seq
