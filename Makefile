@@ -27,6 +27,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/canonical.py
 	$(BIN)/python benchmarks/mint.py
+	$(BIN)/python benchmarks/processor.py
+
+# Long runs (load, memory over 10,000 runs, pathological input); prints measured figures.
+soak: $(STAMP)
+	$(BIN)/python benchmarks/soak.py
 
 clean:
 	rm -rf $(VENV) af-otel-demo .af_otel
