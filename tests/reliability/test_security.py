@@ -6,16 +6,18 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import logging
 import os
 import string
 import tokenize
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_otel import canonical_json, mint_receipt, receipt_hash
+from af_otel import canonical_json, mint_receipt, names, receipt_hash
 from af_otel.errors import InvalidAddressError, StoreError
 from af_otel.store import LocalStore, validate_address
 
@@ -328,3 +330,108 @@ class TestKeyedReceipts:
         text = repr(receipt.to_attributes())
         assert key not in text
         assert key.encode().hex() not in text
+
+
+def _key_forms(key: bytes) -> list[bytes]:
+    import base64
+
+    return [key, key.hex().encode(), base64.b64encode(key), base64.b64encode(key).rstrip(b"=")]
+
+
+def _keyed_trace(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    failing: bool = True,
+) -> tuple[bytes, Any]:
+    """Three runs through the real processor, keyed from the environment, with a store that fails now
+    and then so that error paths log too; the OTLP JSON export is written to a file."""
+    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from af_otel.processor import ReceiptSpanProcessor, guard
+
+    from .agents import provider_with, script
+    from .test_faults import FailingStore, _enospc
+
+    monkeypatch.setattr(guard, "_logged", set())  # each site logs once per process: start afresh
+    trace_path = tmp_path / "trace.jsonl"
+    store = FailingStore(LocalStore(tmp_path / "store"), _enospc, lambda n: failing and n % 2 == 0)
+    with caplog.at_level(logging.DEBUG):
+        processor = ReceiptSpanProcessor(
+            SimpleSpanProcessor(FileSpanExporter(trace_path)), store=store, content="store"
+        )
+        provider = provider_with(processor)
+        tracer = provider.get_tracer("agent")
+        for index in range(3):
+            script(tracer, index).play()
+        provider.shutdown()
+    return trace_path.read_bytes(), store
+
+
+class TestKeyHandling:
+    @pytest.mark.parametrize("source", ["env", "file"])
+    def test_key_never_exported_or_logged(
+        self,
+        source: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        """With AF_OTEL_KEY (or AF_OTEL_KEY_FILE) set, receipts are keyed, and the key in no form
+        (raw, hex, base64) appears in any exported attribute or event, nor in any log record."""
+        key = b"sekrit-" + os.urandom(16).hex().encode()
+        if source == "env":
+            monkeypatch.setenv(names.ENV_KEY, key.decode())
+        else:
+            key_file = tmp_path / "key"
+            key_file.write_bytes(key + b"\n")
+            monkeypatch.setenv(names.ENV_KEY_FILE, str(key_file))
+        exported, _ = _keyed_trace(tmp_path, caplog, monkeypatch)
+        assert b'"af-1-hmac"' in exported
+        assert b'"af-1"' not in exported
+        logged = "\n".join(
+            record.getMessage()
+            + (logging.Formatter().formatException(record.exc_info) if record.exc_info else "")
+            for record in caplog.records
+        ).encode()
+        assert caplog.records, "the failing store should have logged"
+        for form in _key_forms(key):
+            assert form not in exported
+            assert form not in logged
+
+    def test_unreadable_key_file_warns_without_content(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """An unreadable AF_OTEL_KEY_FILE warns and falls back to plain receipts; the warning names the path only."""
+        monkeypatch.setenv(names.ENV_KEY_FILE, str(tmp_path / "missing-key"))
+        monkeypatch.delenv(names.ENV_KEY, raising=False)
+        exported, _ = _keyed_trace(tmp_path, caplog, monkeypatch)
+        assert b'"af-1"' in exported
+        assert any("missing-key" in record.getMessage() for record in caplog.records)
+
+    def test_keyed_trace_verifies_only_with_the_key(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The reader verifies a keyed trace with the key, and refuses (a typed error) without it."""
+        from af_otel.errors import ReaderError
+        from af_otel.reader.sources import read_spans
+        from af_otel.reader.verify import verify
+        from af_otel.reader.view import served_views
+
+        key = os.urandom(24).hex()
+        monkeypatch.setenv(names.ENV_KEY, key)
+        _, store = _keyed_trace(tmp_path, caplog, monkeypatch, failing=False)
+        views = served_views(read_spans(str(tmp_path / "trace.jsonl")), store=store.inner)
+        assert views
+        verified = 0
+        for view in views:
+            status = verify(view, key=key).status
+            assert status != "damaged"
+            with pytest.raises(ReaderError):
+                verify(view)
+            if status == "verified":
+                verified += 1
+                assert verify(view, key=key + "x").status == "damaged"
+        assert verified > 0
