@@ -1,0 +1,327 @@
+"""What af_otel costs the application, measured side by side with the same pipeline without it.
+
+A 100-turn tool-using conversation runs through the real openai client (HTTP faked in process),
+the official genai-openai instrumentation with content capture on, and a BatchSpanProcessor
+writing OTLP JSON. Printed, each with its target:
+
+1. CPU per LLM span that af_otel adds (processor form), as a ratio of the pipeline's own CPU.
+2. Bytes per run: what the instrumentation's own content costs in the trace (grows with the
+   square of the conversation) against what af_otel adds with ``strip_instrumentation_content``
+   (trace plus store), both over the run's unique content.
+3. The largest receipt attribute at turn 1,000 (Tempo cuts attributes over 2,048 bytes).
+4. Latency the application's thread sees per call: no af_otel, processor form, exporter form.
+
+Run: ``.venv/bin/python benchmarks/processor.py`` (``make bench``). Numbers are medians of
+alternating repetitions; the exit code is 1 when a target fails.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
+from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from af_otel import names
+from af_otel.canonical import canonical_json
+from af_otel.model import Request
+from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, run
+
+TURNS = 100
+REPEATS = 5
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "search_docs",
+        "description": "Search the product documentation",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+    },
+}
+SYSTEM = "You are a support agent. Answer from the documentation; cite sections. " * 8
+
+
+def _reply(request: httpx.Request) -> httpx.Response:
+    body = json.loads(request.content)
+    turn = len(body["messages"])
+    message = {
+        "role": "assistant",
+        "content": f"Answer {turn}: " + "The setting lives under Admin > Billing. " * 12,
+    }
+    return httpx.Response(
+        200,
+        json={
+            "id": f"c{turn}",
+            "object": "chat.completion",
+            "created": 1,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": turn, "completion_tokens": 10, "total_tokens": turn + 10},
+        },
+    )
+
+
+def _client() -> openai.OpenAI:
+    return openai.OpenAI(
+        api_key="b", http_client=httpx.Client(transport=httpx.MockTransport(_reply))
+    )
+
+
+def conversation(
+    client: openai.OpenAI, turns: int, latencies: list[float] | None = None
+) -> list[dict[str, Any]]:
+    """A support conversation: each turn adds a question with a ~1 KB tool result and an answer."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+    for turn in range(turns):
+        doc = (
+            f"[doc {turn}] " + "Billing settings are per workspace; admins can change plans. " * 16
+        )
+        messages.append(
+            {"role": "user", "content": f"Question {turn}: how do I change plan?\n{doc}"}
+        )
+        started = time.perf_counter()
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, tools=[TOOL], temperature=0.2, max_tokens=300
+        )
+        if latencies is not None:
+            latencies.append(time.perf_counter() - started)
+        messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+    return messages
+
+
+class Sink(SpanExporter):
+    """OTLP JSON encoding (the real exporter's work) into memory; counts bytes."""
+
+    def __init__(self) -> None:
+        self.stream = io.StringIO()
+        self.exporter = FileSpanExporter(stream=self.stream)
+
+    def export(self, spans: Any) -> SpanExportResult:
+        return self.exporter.export(spans)
+
+    def size(self) -> int:
+        return len(self.stream.getvalue().encode("utf-8"))
+
+    def lines(self) -> list[str]:
+        return self.stream.getvalue().splitlines()
+
+
+def pipeline(form: str, store: Path, **options: Any) -> tuple[TracerProvider, Sink]:
+    sink = Sink()
+    provider = TracerProvider()
+    if form == "none":
+        provider.add_span_processor(BatchSpanProcessor(sink))
+    elif form == "processor":
+        provider.add_span_processor(
+            ReceiptSpanProcessor(BatchSpanProcessor(sink), store=store, **options)
+        )
+    else:
+        provider.add_span_processor(
+            BatchSpanProcessor(ReceiptSpanExporter(sink, store=store, **options))
+        )
+    return provider, sink
+
+
+def measure(form: str, store: Path, turns: int = TURNS, **options: Any) -> dict[str, Any]:
+    provider, sink = pipeline(form, store, **options)
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    latencies: list[float] = []
+    try:
+        client = _client()
+        gc.collect()
+        cpu = time.process_time()
+        with run(f"bench-{form}-{time.monotonic_ns()}"):
+            messages = conversation(client, turns, latencies)
+        provider.force_flush()
+        cpu = time.process_time() - cpu
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    return {
+        "cpu": cpu,
+        "bytes": sink.size(),
+        "latencies": latencies,
+        "messages": messages,
+        "sink": sink,
+    }
+
+
+def unique_content(messages: list[dict[str, Any]]) -> int:
+    """Bytes of the run's distinct content: the final request, canonical, each message once."""
+    request = Request.from_dict(
+        {
+            "messages": [
+                {"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]}
+                for m in messages
+            ],
+            "tools": [TOOL],
+        }
+    )
+    return len(canonical_json(request.to_dict()))
+
+
+def inline_payload_bytes(sink: Sink) -> int:
+    """Bytes of commit payloads carried inline (``af.commit.value``) in the exported trace."""
+    total = 0
+    for line in sink.lines():
+        for resource in json.loads(line)["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    for event in span.get("events", []):
+                        for attribute in event.get("attributes", []):
+                            if attribute["key"] == names.COMMIT_VALUE:
+                                total += len(attribute["value"]["stringValue"].encode("utf-8"))
+    return total
+
+
+def store_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.exists() else 0
+
+
+def largest_receipt_attribute(turns: int, store: Path) -> tuple[int, str]:
+    """Run ``turns`` synthetic calls through the processor; the longest af.receipt.* value."""
+    sink = Sink()
+    provider = TracerProvider()
+    provider.add_span_processor(
+        ReceiptSpanProcessor(
+            BatchSpanProcessor(sink, max_queue_size=4096), store=store, content="none"
+        )
+    )
+    tracer = provider.get_tracer("bench")
+    history: list[dict[str, Any]] = []
+    longest = (0, "")
+    with tracer.start_as_current_span("agent"):
+        for turn in range(turns):
+            history.append({"role": "user", "parts": [{"type": "text", "content": f"q{turn}"}]})
+            span = tracer.start_span(
+                "chat m",
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": "openai",
+                    "gen_ai.request.model": "m",
+                },
+            )
+            span.set_attribute("gen_ai.input.messages", json.dumps(history))
+            span.set_attribute(
+                "gen_ai.system_instructions", json.dumps([{"type": "text", "content": SYSTEM}])
+            )
+            span.end()
+            history.append(
+                {"role": "assistant", "parts": [{"type": "text", "content": f"a{turn}"}]}
+            )
+    provider.shutdown()
+    last = json.loads(sink.lines()[-1])
+    for resource in last["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for attribute in span.get("attributes", []):
+                    if attribute["key"].startswith("af.receipt."):
+                        size = len(json.dumps(attribute["value"], separators=(",", ":")))
+                        longest = max(longest, (size, attribute["key"]))
+    return longest
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def main() -> int:
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "span_only"
+    failures = 0
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        measure("none", root / "warm", turns=5)
+        measure("processor", root / "warm", turns=5)
+        runs: dict[str, list[dict[str, Any]]] = {"none": [], "processor": [], "exporter": []}
+        for repeat in range(REPEATS):
+            for form, results in runs.items():
+                results.append(measure(form, root / f"{form}-{repeat}"))
+
+        # 1. CPU per LLM span.
+        base_cpu = median([r["cpu"] for r in runs["none"]])
+        proc_cpu = median([r["cpu"] for r in runs["processor"]])
+        ratio = (proc_cpu - base_cpu) / base_cpu
+        print(f"CPU per LLM span, {TURNS}-turn run, content capture on, BatchSpanProcessor")
+        print(f"  pipeline alone        {base_cpu / TURNS * 1e3:8.3f} ms/span")
+        print(f"  with af_otel          {proc_cpu / TURNS * 1e3:8.3f} ms/span")
+        ok = ratio <= 0.25
+        failures += not ok
+        print(f"  added / pipeline      {ratio:8.3f}   target <= 0.25   {verdict(ok)}")
+
+        # 2. Bytes per run.
+        stripped_store = root / "stripped"
+        stripped = measure("processor", stripped_store, strip_instrumentation_content=True)
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "no_content"
+        bare = measure("none", root / "bare")
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "span_only"
+        unique = unique_content(runs["none"][0]["messages"])
+        with_content = runs["none"][0]["bytes"] - bare["bytes"]
+        added = stripped["bytes"] + store_bytes(stripped_store) - bare["bytes"]
+        content = inline_payload_bytes(stripped["sink"]) + store_bytes(stripped_store)
+        evidence = added - content
+        print(f"\nBytes per {TURNS}-turn run (unique content {unique:,} bytes)")
+        print(f"  trace without content                  {bare['bytes']:>12,}")
+        print(
+            f"  instrumentation content alone adds     {with_content:>12,}  ({with_content / unique:6.2f}x unique)"
+        )
+        print(
+            f"  af_otel stripped: content (trace+store){content:>12,}  ({content / unique:6.2f}x unique)"
+        )
+        print(
+            f"  af_otel stripped: receipts and commit metadata {evidence:,} ({evidence / TURNS:,.0f} per call, flat in the turn count)"
+        )
+        print(
+            f"  af_otel stripped: all it adds          {added:>12,}  ({added / unique:6.2f}x unique)"
+        )
+        ok = content <= 1.5 * unique
+        failures += not ok
+        print(
+            f"  af_otel content within 1.5x of unique content (baseline {with_content / unique:.1f}x): {verdict(ok)}"
+        )
+
+        # 3. Receipt attributes at turn 1,000.
+        size, key = largest_receipt_attribute(1000, root / "long")
+        ok = size <= 2048
+        failures += not ok
+        print(
+            f"\nLargest receipt attribute at turn 1,000: {size:,} bytes ({key})   target <= 2,048   {verdict(ok)}"
+        )
+
+        # 4. Latency seen by the application's thread at the end of each call.
+        print("\nLatency per LLM call on the application's thread (median of all calls)")
+        medians = {
+            form: median([x for r in rs for x in r["latencies"]]) for form, rs in runs.items()
+        }
+        noise = statistics.pstdev([median(r["latencies"]) for r in runs["none"]])
+        for form, value in medians.items():
+            print(
+                f"  {form:<10} {value * 1e3:8.3f} ms  ({(value - medians['none']) * 1e3:+.3f} ms vs none)"
+            )
+        delta = medians["exporter"] - medians["none"]
+        ok = delta <= max(2 * noise, 0.02 * medians["none"])
+        failures += not ok
+        print(
+            f"  exporter form within noise of none (run-to-run spread {noise * 1e3:.3f} ms): {verdict(ok)}"
+        )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
