@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from af_otel import names
+from af_otel.cli.read import demo_readback
 from af_otel.processor import completion_hook, run
 from af_otel.processor.pipeline import json_lines_provider
 
@@ -102,7 +103,8 @@ def register(subparsers: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     result = run_demo(Path(args.out))
     print_result(result)
-    return 0
+    # The reader checks what was just written: every epoch's verdict, and report.html.
+    return demo_readback(result.out)
 
 
 def _scripted_model(request: Any) -> Any:

@@ -64,14 +64,16 @@ def tool_turn(index: int) -> list[dict[str, Any]]:
 class Recorder:
     """One SDK pipeline; each `chat` is one whole LLM-call span."""
 
-    def __init__(self, store: Store, **options: Any) -> None:
+    def __init__(self, store: Store, scope: str = "tests.reader", **options: Any) -> None:
         self.exporter = InMemorySpanExporter()
         self.processor = ReceiptSpanProcessor(
             SimpleSpanProcessor(self.exporter), store=store, **options
         )
         self.provider = TracerProvider()
         self.provider.add_span_processor(self.processor)
-        self.tracer = self.provider.get_tracer("tests.reader")
+        # The scope decides, for the writer, whether the provider SDK's own instrumentation made
+        # the span (then nothing else stood between the record and the wire).
+        self.tracer = self.provider.get_tracer(scope)
 
     def start(
         self,
@@ -176,9 +178,9 @@ def agent(
 
 
 def record_agent(
-    store: Store, run_id: str = "run-1", turns: int = 4, **kwargs: Any
+    store: Store, run_id: str = "run-1", turns: int = 4, scope: str = "tests.reader", **kwargs: Any
 ) -> tuple[SpanRecord, ...]:
-    with recorder(store) as rec:
+    with recorder(store, scope=scope) as rec:
         agent(rec, run_id, turns, **kwargs)
         return rec.records()
 

@@ -1,0 +1,449 @@
+"""``af-otel served | verify | gaps | report``: the reading commands, thin over `served_views`,
+`verify` and `render_report`.
+
+Every command reads spans from a file (any format `read_spans` knows) or fetches one trace from
+Tempo or Jaeger, and takes ``--store URL`` (default ``$AF_OTEL_STORE``, else ``./.af_otel/store``).
+``verify`` is made for CI: exit 0 when nothing is damaged, 1 when something is, 2 when the input
+could not be read. Long reads report progress on stderr when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+import orjson
+
+from af_otel import names
+from af_otel.errors import AfOtelError, ReaderError
+from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.reader.records import SpanRecord
+from af_otel.reader.report import render_report
+from af_otel.reader.sources import JaegerSource, TempoSource, read_spans
+from af_otel.reader.verify import Verdict, VerdictStatus, verify
+from af_otel.reader.view import ServedView, served_views
+from af_otel.store import open_store
+
+__all__ = ["demo_readback", "register"]
+
+EXIT_OK: Final = 0
+EXIT_DAMAGED: Final = 1
+EXIT_ERROR: Final = 2
+# Content parts longer than this print folded unless --full is given.
+FOLD_CHARS: Final = 400
+
+
+class Progress:
+    """A one-line counter on stderr, only when stderr is a terminal, at most five times a second."""
+
+    def __init__(self, what: str, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.live = self.stream.isatty()
+        self.what = what
+        self.last = 0.0
+        self.shown = False
+
+    def tick(self, done: int, total: int | None = None) -> None:
+        now = time.monotonic()
+        if not self.live or now - self.last < 0.2:
+            return
+        self.last = now
+        self.shown = True
+        of = f"/{total:,}" if total else ""
+        self.stream.write(f"\r{self.what} {done:,}{of}")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _counted(spans: Iterable[SpanRecord], progress: Progress) -> Iterator[SpanRecord]:
+    for index, span in enumerate(spans, start=1):
+        progress.tick(index)
+        yield span
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+
+def _add_source(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "file", nargs="?", help="spans to read (OTLP JSON lines, JSON, protobuf, ...)"
+    )
+    live = parser.add_mutually_exclusive_group()
+    live.add_argument("--tempo", metavar="URL", help="fetch the trace from Tempo at URL")
+    live.add_argument("--jaeger", metavar="URL", help="fetch the trace from Jaeger at URL")
+    parser.add_argument("--trace", metavar="ID", help="trace id to fetch (with --tempo/--jaeger)")
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        default=None,
+        help=f"the store holding bases and payloads (default ${names.ENV_STORE}, else {names.DEFAULT_STORE})",
+    )
+    parser.add_argument(
+        "--lenient", action="store_true", help="skip unreadable lines and count them"
+    )
+    parser.add_argument("--run", metavar="R", help="only this run")
+    parser.add_argument("--epoch", metavar="K", type=int, help="only this epoch (with --run)")
+
+
+def _add_key(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--key-file",
+        metavar="PATH",
+        help=f"secret of keyed receipts (default ${names.ENV_KEY} or ${names.ENV_KEY_FILE})",
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add ``served``, ``verify``, ``gaps`` and ``report`` to the ``af-otel`` command."""
+    served = subparsers.add_parser("served", help="print what each LLM call was served")
+    _add_source(served)
+    _add_key(served)
+    served.add_argument("--full", action="store_true", help="print long contents whole")
+    served.add_argument("--json", action="store_true", help="one JSON object per view")
+    served.set_defaults(func=_guarded(served_command))
+
+    check = subparsers.add_parser(
+        "verify", help="recompute every receipt; exit 1 if any call is damaged (2 on error)"
+    )
+    _add_source(check)
+    _add_key(check)
+    check.add_argument("--json", action="store_true", help="one JSON object per verdict")
+    check.set_defaults(func=_guarded(verify_command))
+
+    gaps = subparsers.add_parser("gaps", help="list LLM calls by gap kind")
+    _add_source(gaps)
+    gaps.add_argument("--kind", choices=list(SERVED_GAPS), help="only this kind")
+    gaps.set_defaults(func=_guarded(gaps_command))
+
+    report = subparsers.add_parser("report", help="write one self-contained HTML report")
+    _add_source(report)
+    _add_key(report)
+    report.add_argument("-o", "--output", default="report.html", help="where to write the page")
+    report.add_argument("--title", default="af_otel report", help="the page title")
+    report.set_defaults(func=_guarded(report_command))
+
+
+def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Read-path errors print one line naming what failed and exit 2 (1 means damage)."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except (AfOtelError, OSError) as exc:
+            print(f"af-otel {args.command}: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+
+    return run
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def _key(args: argparse.Namespace) -> bytes | None:
+    path = getattr(args, "key_file", None)
+    if path:
+        return Path(path).read_bytes().strip() or None
+    secret = os.environ.get(names.ENV_KEY)
+    if secret:
+        return secret.encode("utf-8")
+    path = os.environ.get(names.ENV_KEY_FILE)
+    if path:
+        return Path(path).read_bytes().strip() or None
+    return None
+
+
+def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
+    if args.tempo or args.jaeger:
+        if not args.trace:
+            raise ReaderError("--tempo and --jaeger need --trace ID")
+        source: Any = TempoSource(args.tempo) if args.tempo else JaegerSource(args.jaeger)
+        stream = source.trace(args.trace, lenient=args.lenient)
+        return stream, stream.source, stream
+    if not args.file:
+        raise ReaderError("give a FILE to read, or --tempo/--jaeger URL with --trace ID")
+    stream = read_spans(args.file, lenient=args.lenient)
+    return stream, args.file, stream
+
+
+def load_views(
+    args: argparse.Namespace,
+) -> tuple[tuple[ServedView, ...], tuple[SpanRecord, ...], str]:
+    """Read the spans the arguments name and rebuild the views they ask for."""
+    spans, where, stream = _spans(args)
+    progress = Progress("reading spans")
+    try:
+        records = tuple(_counted(spans, progress))
+    finally:
+        progress.done()
+    skipped = getattr(stream, "skipped_lines", 0) + getattr(stream, "skipped_spans", 0)
+    if skipped:
+        print(
+            f"af-otel: skipped {skipped} unreadable line(s) or span(s) in {where}", file=sys.stderr
+        )
+        for problem in getattr(stream, "problems", [])[:5]:
+            print(f"  {problem}", file=sys.stderr)
+    store = open_store(args.store)
+    views = served_views(records, store=store)
+    if args.run is not None:
+        views = tuple(v for v in views if v.run_id == args.run)
+        if not views:
+            raise ReaderError(f"no LLM call of run {args.run!r} in {where}")
+    if args.epoch is not None:
+        views = tuple(v for v in views if v.epoch == args.epoch)
+        if not views:
+            raise ReaderError(
+                f"no epoch {args.epoch} in {where}" + (f" run {args.run!r}" if args.run else "")
+            )
+    return views, records, where
+
+
+def verify_all(views: Sequence[ServedView], key: bytes | None) -> list[Verdict]:
+    progress = Progress("verifying")
+    try:
+        out = []
+        for index, view in enumerate(views, start=1):
+            out.append(verify(view, key=key))
+            progress.tick(index, len(views))
+        return out
+    finally:
+        progress.done()
+
+
+# -- printing ----------------------------------------------------------------------------------
+
+
+def _fold(text: str, full: bool) -> str:
+    if full or len(text) <= FOLD_CHARS:
+        return text
+    return f"{text[:FOLD_CHARS]}… ({len(text) - FOLD_CHARS:,} more characters; --full shows all)"
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _part_text(part: Any, full: bool) -> str:
+    kind = part.get("type")
+    if kind == "text":
+        return _fold(str(part.get("content", "")), full)
+    if kind == "tool_call":
+        return _fold(
+            f"[tool call {part.get('name')} {part.get('id')}] {_json_text(part.get('arguments'))}",
+            full,
+        )
+    if kind == "tool_call_response":
+        response = part.get("response")
+        shown = response if isinstance(response, str) else _json_text(response)
+        return _fold(f"[tool result {part.get('id')}] {shown}", full)
+    return _fold(f"[{kind}] {_json_text(part)}", full)
+
+
+def _indent(text: str, by: str) -> str:
+    return "\n".join(by + line for line in text.splitlines()) or by
+
+
+def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextIO) -> None:
+    head = f"run {view.run_id} · epoch {view.epoch} (parent {view.parent})"
+    where = f"span {view.span_id} · trace {view.trace_id}" + (
+        f" · service {view.service}" if view.service else ""
+    )
+    print(head, file=out)
+    print(f"  {where}", file=out)
+    if verdict is not None:
+        print(f"  verdict: {verdict.status.value} — {verdict.reason}", file=out)
+    print(f"  model {view.model or '—'} · provider {view.provider or '—'}", file=out)
+    params = (
+        "not on record"
+        if view.params is None
+        else (_json_text(view.params) if view.params else "none set")
+    )
+    print(f"  params {params}", file=out)
+    for gap in view.gaps:
+        cause = f" ({gap.cause})" if gap.cause else ""
+        print(f"  gap {gap.kind}{cause}: {gap.why}", file=out)
+        if gap.detail:
+            print(f"      found: {gap.detail}", file=out)
+    if view.system is None:
+        print("  system: not on record", file=out)
+    elif not view.system:
+        print("  system: none", file=out)
+    else:
+        print(f"  system ({len(view.system)} part(s)):", file=out)
+        for part in view.system:
+            print(_indent(_part_text(part, full), "    "), file=out)
+    if view.tools is None:
+        print("  tools: not on record", file=out)
+    else:
+        print(
+            f"  tools ({len(view.tools)}): {', '.join(str(t.get('name')) for t in view.tools) or '—'}",
+            file=out,
+        )
+    if view.messages is None:
+        print("  messages: not on record", file=out)
+    else:
+        print(f"  messages ({len(view.messages)}):", file=out)
+        for index, message in enumerate(view.messages):
+            print(f"    #{index} {message.get('role')}:", file=out)
+            for part in message.get("parts", ()):
+                print(_indent(_part_text(part, full), "      "), file=out)
+    print(file=out)
+
+
+def view_json(view: ServedView, verdict: Verdict | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "run_id": view.run_id,
+        "epoch": view.epoch,
+        "parent": view.parent,
+        "span_id": view.span_id,
+        "trace_id": view.trace_id,
+        "service": view.service,
+        "base": view.base,
+        "system": view.system,
+        "messages": view.messages,
+        "tools": view.tools,
+        "params": view.params,
+        "model": view.model,
+        "provider": view.provider,
+        "gaps": [{"kind": g.kind, "cause": g.cause, "detail": g.detail} for g in view.gaps],
+    }
+    if verdict is not None:
+        out["verdict"] = verdict_json(verdict)
+    return out
+
+
+def verdict_json(verdict: Verdict) -> dict[str, Any]:
+    return {
+        "status": verdict.status.value,
+        "run_id": verdict.run_id,
+        "epoch": verdict.epoch,
+        "span_id": verdict.span_id,
+        "reason": verdict.reason,
+        "field": verdict.field,
+        "message_index": verdict.message_index,
+        "index": verdict.index,
+        "looks": verdict.looks,
+        "mismatches": [
+            {"field": m.field, "index": m.index, "looks": m.looks, "excused_by": m.excused_by}
+            for m in verdict.mismatches
+        ],
+    }
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def served_command(args: argparse.Namespace) -> int:
+    views, _, _ = load_views(args)
+    verdicts = _verdicts_or_none(views, _key(args))
+    for view, verdict in zip(views, verdicts, strict=True):
+        if args.json:
+            sys.stdout.write(_json_text(view_json(view, verdict)) + "\n")
+        else:
+            print_view(view, verdict, args.full, sys.stdout)
+    return EXIT_OK
+
+
+def _verdicts_or_none(views: Sequence[ServedView], key: bytes | None) -> list[Verdict | None]:
+    """Verdicts where they can be had: a keyed receipt without its key is left unchecked."""
+    out: list[Verdict | None] = []
+    for view in views:
+        try:
+            out.append(verify(view, key=key))
+        except ReaderError:
+            out.append(None)
+    return out
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    views, _, where = load_views(args)
+    verdicts = verify_all(views, _key(args))
+    for verdict in verdicts:
+        if args.json:
+            sys.stdout.write(_json_text(verdict_json(verdict)) + "\n")
+        else:
+            print(_verdict_line(verdict))
+    damaged = sum(v.status is VerdictStatus.DAMAGED for v in verdicts)
+    if not args.json:
+        counts = {s: sum(v.status is s for v in verdicts) for s in VerdictStatus}
+        summary = ", ".join(f"{n} {s.value}" for s, n in counts.items())
+        print(f"{len(verdicts)} LLM call(s) in {where}: {summary}")
+    return EXIT_DAMAGED if damaged else EXIT_OK
+
+
+def _verdict_line(verdict: Verdict) -> str:
+    line = f"{verdict.run_id} epoch {verdict.epoch}: {verdict.status.value}"
+    if verdict.status is VerdictStatus.DAMAGED:
+        return f"{line} — {verdict.reason}"
+    if verdict.status is VerdictStatus.RECONSTRUCTED:
+        return f"{line} — {verdict.reason}"
+    return line
+
+
+def gaps_command(args: argparse.Namespace) -> int:
+    views, records, _ = load_views(args)
+    spans = {(s.trace_id, s.span_id): s for s in records}
+    for kind, spec in SERVED_GAPS.items():
+        if args.kind and kind != args.kind:
+            continue
+        hits = [(v, g) for v in views for g in v.gaps if g.kind == kind]
+        if not hits:
+            continue
+        print(f"{kind} ({len(hits)} call(s), {spec.relation})")
+        print(_indent(spec.why, "  "))
+        for view, gap in hits:
+            span = spans.get((view.trace_id, view.span_id))
+            reported = span.attributes.get("gen_ai.request.model") if span is not None else None
+            model = view.model or (reported if isinstance(reported, str) else None) or "—"
+            parts = [
+                f"run {view.run_id or '—'} epoch {view.epoch}",
+                f"span {view.span_id}",
+                f"service {view.service or '—'}",
+                f"model {model}",
+            ]
+            if gap.cause:
+                parts.append(f"cause {gap.cause}")
+            if gap.detail:
+                parts.append(gap.detail)
+            print("  - " + " · ".join(parts))
+        print()
+    return EXIT_OK
+
+
+def report_command(args: argparse.Namespace) -> int:
+    views, _, where = load_views(args)
+    verdicts = _verdicts_or_none(views, _key(args))
+    page = render_report(views, verdicts, title=args.title, source=where)
+    output = Path(args.output)
+    output.write_text(page, encoding="utf-8")
+    print(f"wrote {output} ({len(views)} LLM call(s), {len(page):,} bytes)")
+    return EXIT_OK
+
+
+def demo_readback(out: str | os.PathLike[str], *, stream: TextIO | None = None) -> int:
+    """What ``af-otel demo`` ends with: read back ``out/traces.jsonl`` with ``out/store``, print
+    every epoch's verdict and write ``out/report.html``. Returns the ``verify`` exit code."""
+    target = stream if stream is not None else sys.stdout
+    folder = Path(out)
+    records = tuple(read_spans(folder / "traces.jsonl"))
+    views = served_views(records, store=open_store(folder / "store"))
+    verdicts = verify_all(views, None)
+    print("read back:", file=target)
+    for verdict in verdicts:
+        print(f"  {_verdict_line(verdict)}", file=target)
+    report = folder / "report.html"
+    report.write_text(
+        render_report(views, verdicts, title="af-otel demo", source=str(folder / "traces.jsonl")),
+        encoding="utf-8",
+    )
+    print(f"  report  {report}", file=target)
+    damaged = any(v.status is VerdictStatus.DAMAGED for v in verdicts)
+    return EXIT_DAMAGED if damaged else EXIT_OK
