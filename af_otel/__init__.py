@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Any
 from af_otel.canonical import canonical_json, receipt_hash
 from af_otel.errors import AfOtelError, CanonicalJSONError
 from af_otel.model import Request
+from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.reader.sources import read_spans
+from af_otel.reader.verify import verify
+from af_otel.reader.view import served_views
 from af_otel.receipts import Receipt, ReceiptDigests, ReceiptRejected, mint_receipt
 
 if TYPE_CHECKING:
@@ -29,6 +33,7 @@ _EMIT = frozenset(
 )
 
 __all__ = [
+    "SERVED_GAPS",
     "AfOtelError",
     "CanonicalJSONError",
     "Receipt",
@@ -41,8 +46,11 @@ __all__ = [
     "completion_hook",
     "llm_call",
     "mint_receipt",
+    "read_spans",
     "receipt_hash",
     "run",
+    "served_views",
+    "verify",
 ]
 
 

@@ -5,3 +5,25 @@ export format into those values and is the only part of the reader that does I/O
 """
 
 from __future__ import annotations
+
+from af_otel.reader.fold import KeyedFold
+from af_otel.reader.gaps import SERVED_GAPS, UNGAPPED_FIELDS, Gap, GapKind
+from af_otel.reader.report import render_report
+from af_otel.reader.verify import Mismatch, Verdict, VerdictStatus, recompute, verify
+from af_otel.reader.view import ServedView, served_views
+
+__all__ = [
+    "SERVED_GAPS",
+    "UNGAPPED_FIELDS",
+    "Gap",
+    "GapKind",
+    "KeyedFold",
+    "Mismatch",
+    "ServedView",
+    "Verdict",
+    "VerdictStatus",
+    "recompute",
+    "render_report",
+    "served_views",
+    "verify",
+]
