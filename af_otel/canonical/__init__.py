@@ -1,6 +1,13 @@
 """Canonical JSON (RFC 8785) and the salted receipt hash: the encodings every fingerprint rests on."""
 
-from af_otel.canonical.digest import address_of, receipt_hash
+from af_otel.canonical.digest import address_of, key_bytes, receipt_hash
 from af_otel.canonical.jcs import canonical_json, fix_surrogates, format_number
 
-__all__ = ["address_of", "canonical_json", "fix_surrogates", "format_number", "receipt_hash"]
+__all__ = [
+    "address_of",
+    "canonical_json",
+    "fix_surrogates",
+    "format_number",
+    "key_bytes",
+    "receipt_hash",
+]

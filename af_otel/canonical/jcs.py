@@ -3,39 +3,48 @@
 The rules, all of which `docs/receipt-spec.md` restates for verifiers in other languages:
 
 * Values: ``dict`` with ``str`` keys, ``list`` (and ``tuple``, written as an array), ``str``,
-  ``int``, ``float``, ``bool``, ``None``. ``uuid.UUID`` and ``enum`` members have one obvious JSON
-  form and are written as that form (the RFC 4122 string; the member's value). Anything else —
-  ``bytes``, sets, NaN, ±Infinity, cycles, non-``str`` keys, arbitrary objects — raises
-  :class:`~af_otel.errors.CanonicalJSONError`; no other exception escapes.
+  ``int``, ``float``, ``bool``, ``None``, and subclasses of these read as their base value.
+  ``uuid.UUID`` and ``enum`` members have one obvious JSON form and are written as that form (the
+  RFC 4122 string; the member's value). Anything else — ``bytes``, sets, NaN, ±Infinity, cycles,
+  non-``str`` keys, nesting deeper than 254 containers, arbitrary objects (``orjson.Fragment``
+  included) — raises :class:`~af_otel.errors.CanonicalJSONError`; no other exception escapes.
 * Strings: lone UTF-16 surrogates are replaced by U+FFFD first (a valid surrogate pair is read as
   the character it encodes). Escapes are exactly the RFC's: ``\\"``, ``\\\\``, ``\\b \\t \\n \\f \\r``,
   other code points below U+0020 as ``\\u00xx`` with lowercase hex; everything else is written raw.
 * Object keys are sorted by their UTF-16 code units (not code points: ``"😀"`` sorts before
-  ``"\\uffff"``).
+  ``"\\uffff"``). Two keys that become equal after surrogate repair raise.
 * Numbers are written as ECMAScript's ``Number.prototype.toString`` writes the IEEE-754 double:
   shortest round-trip digits, plain notation for 1e-6 <= |x| < 1e21, otherwise ``d.ddde±x``;
   ``-0`` is ``0``; ``100.0`` is ``100``. Integers are exact up to 2**53; beyond that JSON numbers
   are IEEE doubles, so an integer is written as the double nearest to it (the RFC's rule), e.g.
   ``2**53 + 1`` -> ``9007199254740992``. An integer too large for a double raises.
 
-Speed: the common case — strings, ints, bools, containers, no null/float — is exactly what orjson
-writes with sorted keys, so orjson does it; a cheap byte test on its output sends anything that might
-differ (floats, null which may hide NaN, astral keys, big ints, surrogates) to an exact path that
-rewrites only the parts orjson cannot be trusted with.
+Speed: orjson with sorted keys already writes JCS for strings, ints up to 2**53-1, bools, null and
+containers, so it writes every value first. Its output can differ from JCS in only three ways,
+and each is found without reading the output's strings (text would give false alarms): a float
+(orjson's float forms are not ECMAScript's, and it writes NaN as null) — found by a C-speed scan
+of the value's types, level by level; key order between U+E000..U+FFFF and astral characters
+(UTF-8 and UTF-16 order differ only there) — found by two byte tests on the output; and
+everything orjson refuses (surrogates, big ints, tuples' subclasses, ...). Floats are then
+rewritten in place as pre-written fragments; the rest goes to the exact path, which prepares the
+whole value in Python.
 """
 
 from __future__ import annotations
 
 import enum
+import gc
 import math
 import uuid
 from collections.abc import Callable
+from itertools import compress
 from typing import Any, Final
 
 import orjson
 
 from af_otel.errors import CanonicalJSONError
 
+MAX_DEPTH: Final = 254  # orjson's own nesting limit; the exact path enforces the same one
 _MAX_EXACT_INT: Final = 2**53
 _FAST_OPTIONS: Final = (
     orjson.OPT_SORT_KEYS
@@ -43,11 +52,10 @@ _FAST_OPTIONS: Final = (
     | orjson.OPT_PASSTHROUGH_DATACLASS
     | orjson.OPT_PASSTHROUGH_DATETIME
 )
-# Byte sequences in orjson's output after which the output may differ from JCS: `null` may be NaN
-# or ±Infinity (orjson writes those as null); `.0`, `e+`, `e-` are orjson float forms that
-# ECMAScript writes differently; 0xF0..0xF4 lead astral characters, whose key order differs between
-# UTF-8 (orjson) and UTF-16 (JCS). A hit only sends the value to the exact path.
-_SUSPECT: Final = (b"null", b".0", b"e+", b"e-", b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
+# Lead bytes of U+E000..U+FFFF and of astral characters in UTF-8. Only when both occur can
+# orjson's code-point key order differ from JCS's UTF-16 order.
+_BMP_HIGH: Final = (b"\xee", b"\xef")
+_ASTRAL: Final = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
 
 
 def _refuse(value: object) -> object:
@@ -61,24 +69,120 @@ def canonical_json(value: object) -> bytes:
     """
     try:
         out = orjson.dumps(value, default=_refuse, option=_FAST_OPTIONS)
-    except (TypeError, orjson.JSONEncodeError):
+    except Exception:  # orjson refuses it (surrogates, big ints, unknown types, cycles, depth)
         return _exact(value)
-    for marker in _SUSPECT:
-        if marker in out:
-            return _exact(value)
-    return out
+    if any(b in out for b in _BMP_HIGH) and any(b in out for b in _ASTRAL):
+        return _exact(value)
+    found = _scan(value)
+    if found is _Found.NOTHING:
+        return out
+    if found is _Found.FLOATS:
+        try:
+            return orjson.dumps(_with_float_fragments(value), option=orjson.OPT_SORT_KEYS)
+        except CanonicalJSONError:
+            raise
+        except Exception as exc:  # a float orjson could write is one format_number can: defensive
+            raise CanonicalJSONError(str(exc)) from None
+    return _exact(value)
+
+
+class _Found(enum.Enum):
+    NOTHING = "orjson's output is JCS"
+    FLOATS = "floats to rewrite"
+    OTHER = "a value for the exact path"
+
+
+# The types of a value orjson wrote whose children, if any, are exactly what gc reports.
+_PLAIN: Final = frozenset({dict, list, tuple, str, int, bool, float, type(None)})
+
+
+def _scan(value: object) -> _Found:
+    """Which kinds of value orjson wrote (only called after it succeeded: no cycles, at most
+    `MAX_DEPTH` levels, only types it knows).
+
+    One level of the tree at a time, in C: ``gc.get_referents`` lists the children of every
+    container of a level at once, and a set of their types says whether a float is among them.
+    A Python loop over every value would cost several times orjson's own time on a 1,000-row
+    tool result.
+    """
+    level: list[Any] = [value]
+    floats = False
+    for _ in range(MAX_DEPTH + 2):
+        if not level:
+            return _Found.FLOATS if floats else _Found.NOTHING
+        kinds = set(map(type, level))
+        if float in kinds:
+            floats = True
+        if not kinds <= _PLAIN:
+            keep: set[type] = set()
+            for kind in kinds:
+                if kind in _PLAIN or issubclass(kind, dict | list):
+                    keep.add(kind)  # gc also reports a subclass instance's class: dropped below
+                elif issubclass(kind, str | int | type) or kind is uuid.UUID:
+                    continue  # leaves for orjson (str/int enums included), or a class object
+                else:
+                    # Other enums (their value may hold floats), orjson.Fragment (refused: its
+                    # bytes are not known to be canonical), anything unforeseen.
+                    return _Found.OTHER
+            level = list(compress(level, map(keep.__contains__, map(type, level))))
+        level = gc.get_referents(*level)
+    return _Found.OTHER  # deeper than orjson allows: a subclass's __dict__ loops back on itself
+
+
+_LEAVES: Final = frozenset({str, int, bool, type(None)})
+
+
+def _with_float_fragments(value: Any) -> Any:
+    """``value`` with every float replaced by its JCS text as an ``orjson.Fragment``; containers
+    without floats are shared, not copied. Only called on what `_scan` passed: plain types and
+    dict/list subclasses, str/int subclasses and UUIDs as leaves."""
+    if isinstance(value, dict):
+        copied: dict[str, Any] | None = None
+        for key, item in dict.items(value):
+            kind = type(item)
+            if kind in _LEAVES:
+                continue
+            new = (
+                orjson.Fragment(format_number(item))
+                if kind is float
+                else _with_float_fragments(item)
+            )
+            if new is not item:
+                if copied is None:
+                    copied = dict(dict.items(value))
+                copied[key] = new
+        return value if copied is None else copied
+    if isinstance(value, list | tuple):
+        items: list[Any] | None = None
+        for index, item in enumerate(list.__iter__(value) if isinstance(value, list) else value):
+            kind = type(item)
+            if kind in _LEAVES:
+                continue
+            new = (
+                orjson.Fragment(format_number(item))
+                if kind is float
+                else _with_float_fragments(item)
+            )
+            if new is not item:
+                if items is None:
+                    items = list(list.__iter__(value) if isinstance(value, list) else value)
+                items[index] = new
+        return value if items is None else items
+    if type(value) is float:
+        return orjson.Fragment(format_number(value))
+    return value
 
 
 def _exact(value: object) -> bytes:
     try:
         # Sorted like the fast path: `_dict` leaves dicts without astral keys for orjson to order.
-        return orjson.dumps(_Exact().prepare(value), option=orjson.OPT_SORT_KEYS)
+        return orjson.dumps(_Exact().prepare(value, 0), option=orjson.OPT_SORT_KEYS)
     except CanonicalJSONError:
         raise
     except RecursionError:
         raise CanonicalJSONError("value is nested too deeply for canonical JSON") from None
-    except (TypeError, ValueError, OverflowError, orjson.JSONEncodeError) as exc:
-        raise CanonicalJSONError(str(exc)) from None
+    except Exception as exc:  # "nothing else escapes": a hostile __eq__ or enum value included
+        raise CanonicalJSONError(f"{type(exc).__name__}: {exc}") from None
 
 
 class _Exact:
@@ -91,7 +195,7 @@ class _Exact:
     def __init__(self) -> None:
         self._path: set[int] = set()
 
-    def prepare(self, value: object) -> Any:
+    def prepare(self, value: object, depth: int) -> Any:
         kind = type(value)
         if kind is str:
             return fix_surrogates(value)  # type: ignore[arg-type]
@@ -102,46 +206,48 @@ class _Exact:
         if kind is float:
             return orjson.Fragment(format_number(value))  # type: ignore[arg-type]
         if isinstance(value, dict):
-            return self._container(value, self._dict)
+            return self._container(value, depth, self._dict)
         if isinstance(value, list | tuple):
-            return self._container(value, self._list)
-        if isinstance(value, bool):
-            return bool(value)
+            return self._container(value, depth, self._list)
         if isinstance(value, enum.Enum):
-            return self.prepare(value.value)
+            return self.prepare(value.value, depth)
+        # Subclasses are read as their base value, as orjson reads them (never their overrides).
         if isinstance(value, str):
-            return fix_surrogates(str(value))
+            return fix_surrogates(str.__str__(value))
         if isinstance(value, int):
-            return _int(int(value))
+            return _int(int.__index__(value))
         if isinstance(value, float):
-            return orjson.Fragment(format_number(float(value)))
+            return orjson.Fragment(format_number(float.__float__(value)))
         if isinstance(value, uuid.UUID):
             return str(value)
         raise CanonicalJSONError(f"{type(value).__name__} is not a JSON value")
 
-    def _container(self, value: Any, build: Callable[[Any], Any]) -> Any:
+    def _container(self, value: Any, depth: int, build: Callable[[Any, int], Any]) -> Any:
         marker = id(value)
         if marker in self._path:
             raise CanonicalJSONError("value contains a cycle")
+        if depth >= MAX_DEPTH:
+            raise CanonicalJSONError(f"value is nested deeper than {MAX_DEPTH} containers")
         self._path.add(marker)
         try:
-            return build(value)
+            return build(value, depth + 1)
         finally:
             self._path.discard(marker)
 
-    def _list(self, value: list[object] | tuple[object, ...]) -> list[Any]:
-        return [self.prepare(item) for item in value]
+    def _list(self, value: list[object] | tuple[object, ...], depth: int) -> list[Any]:
+        items = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
+        return [self.prepare(item, depth) for item in items]
 
-    def _dict(self, value: dict[object, object]) -> Any:
+    def _dict(self, value: dict[object, object], depth: int) -> Any:
         items: dict[str, Any] = {}
-        for key, item in value.items():
+        for key, item in dict.items(value):
             if not isinstance(key, str):
                 raise CanonicalJSONError(f"object key {key!r} is not a string")
-            fixed = fix_surrogates(str(key))
+            fixed = fix_surrogates(str.__str__(key))
             if fixed in items:
                 raise CanonicalJSONError(f"object keys collide after surrogate repair: {fixed!r}")
-            items[fixed] = self.prepare(item)
-        if not any(_is_astral_key(key) for key in items):
+            items[fixed] = self.prepare(item, depth)
+        if not any(_is_astral(key) for key in items):
             return items  # orjson's code-point sort equals UTF-16 order here
         body = b",".join(
             orjson.dumps(key) + b":" + orjson.dumps(items[key], option=orjson.OPT_SORT_KEYS)
@@ -159,8 +265,8 @@ def _int(value: int) -> Any:
         raise CanonicalJSONError(f"integer {value} is too large for an IEEE-754 double") from None
 
 
-def _is_astral_key(key: str) -> bool:
-    return any(ord(ch) > 0xFFFF for ch in key)
+def _is_astral(key: str) -> bool:
+    return not key.isascii() and any(ord(ch) > 0xFFFF for ch in key)
 
 
 def _utf16_units(key: str) -> bytes:
@@ -169,6 +275,8 @@ def _utf16_units(key: str) -> bytes:
 
 def fix_surrogates(text: str) -> str:
     """Replace lone UTF-16 surrogates by U+FFFD; a surrogate pair becomes the character it encodes."""
+    if text.isascii():  # O(1) in CPython: the string knows its widest character
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -178,6 +286,17 @@ def fix_surrogates(text: str) -> str:
 
 def format_number(value: float) -> str:
     """ECMAScript ``Number.prototype.toString`` for a finite double (RFC 8785 §3.2.2.3)."""
+    text = float.__repr__(value)
+    # Python's repr is plain (shortest round-trip digits) for 1e-4 <= |x| < 1e16, where
+    # ECMAScript is plain too with the same digits; only the ".0" of integral values differs.
+    if "e" not in text and "n" not in text:  # "n": nan and inf go the long way, and raise there
+        if text.endswith(".0"):
+            text = text[:-2]
+        return "0" if text == "-0" else text
+    return _format_long(value)
+
+
+def _format_long(value: float) -> str:
     if math.isnan(value) or math.isinf(value):
         raise CanonicalJSONError(f"{value!r} is not a JSON number")
     if value == 0:
@@ -187,15 +306,14 @@ def format_number(value: float) -> str:
     whole, _, fraction = mantissa.partition(".")
     if fraction == "0":
         fraction = ""
-    digits = (whole + fraction).lstrip("0")
+    digits = whole + fraction
     # point: the decimal exponent n of ECMAScript's algorithm, value = 0.digits * 10**point
     point = len(whole) + (int(exponent) if exponent else 0)
-    if whole == "0":
+    if whole == "0":  # repr writes 0.000123 for small plain values: skip the leading zeros
         stripped = fraction.lstrip("0")
         point = -(len(fraction) - len(stripped)) + (int(exponent) if exponent else 0)
         digits = stripped
     digits = digits.rstrip("0") or "0"
-    # lstrip of leading zeros of `whole` (never more than "0") is handled by the branch above
     count = len(digits)
     if count <= point <= 21:
         return sign + digits + "0" * (point - count)

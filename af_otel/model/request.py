@@ -11,8 +11,11 @@ receipt, so each rule lives here once and `docs/receipt-spec.md` restates it:
 3. OpenAI-style tools ``{"type": "function", "function": {...}}`` flatten to
    ``{"type": "function", "name", "description"?, "parameters"?}``; a tool without ``type`` is a
    ``function``.
-4. ``system`` given as one string is one text part; a message given ``content`` as a string instead
-   of ``parts`` has one text part. Unknown part types are kept as they are.
+4. ``system`` given as one string is one text part (an empty string is no part); a message given
+   ``content`` instead of ``parts`` has one text part for a string, or the list as its parts; when
+   both are given ``parts`` wins. A part given as a bare string is a text part. Unknown part types
+   are kept as they are; message keys other than ``role``, ``parts`` and ``name`` are not part of
+   the normalized message (adapters turn them into parts).
 5. ``params`` keep only the dials of ``gen_ai.request.*`` (and ``tool_choice``) that are set;
    ``stop_sequences`` is a list. Empty ``system``/``tools``/``params`` are the same as absent.
 6. Key order never matters (the hash is over RFC 8785 canonical JSON).
@@ -24,6 +27,7 @@ shared with the caller, who must not mutate it after handing it over.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
@@ -56,10 +60,12 @@ class FrozenDict(dict[str, Any]):
         raise TypeError("af_otel request values are immutable")
 
     __setitem__ = __delitem__ = _refuse
-    clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = __ior__ = _refuse
 
     def __hash__(self) -> int:  # type: ignore[override]
-        return hash(orjson.dumps(self, option=orjson.OPT_SORT_KEYS))
+        # Over the keys only: equal dicts have equal keys, while `1 == 1.0 == True` and free-form
+        # values may be unhashable, so a hash over values could break `a == b -> hash equal`.
+        return hash(frozenset(self))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenDict, (dict(self),))
@@ -101,10 +107,9 @@ def normalize_part(part: object, where: str) -> FrozenDict:
     if kind == "tool_call":
         arguments = body.get("arguments")
         if isinstance(arguments, str):
-            try:
+            # rule 2: a string that does not parse is kept as the string
+            with contextlib.suppress(orjson.JSONDecodeError):
                 body["arguments"] = orjson.loads(arguments)
-            except orjson.JSONDecodeError:
-                pass  # rule 2: a string that does not parse is kept as the string
     elif kind == "tool_call_response" and "response" not in body and "result" in body:
         body["response"] = body.pop("result")
     return FrozenDict(body)
@@ -117,8 +122,14 @@ def normalize_message(message: object, where: str) -> FrozenDict:
     if not isinstance(role, str):
         _fail(where, "a message needs a string 'role'")
     parts_in = raw.get("parts")
-    if parts_in is None and isinstance(raw.get("content"), str):
-        parts_in = [{"type": "text", "content": raw["content"]}]
+    if parts_in is None:
+        content = raw.get("content")
+        if isinstance(content, str):
+            parts_in = [{"type": "text", "content": content}]
+        elif isinstance(content, list | tuple):
+            parts_in = content
+        elif content is not None:
+            _fail(f"{where}.content", "expected a string or a list of parts")
     parts = tuple(
         normalize_part(p, f"{where}.parts[{i}]")
         for i, p in enumerate(_items(parts_in, f"{where}.parts"))

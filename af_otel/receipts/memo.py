@@ -5,26 +5,46 @@ mint re-canonicalizes and re-hashes the whole history every call, so a run's has
 the square of its length. `ReceiptDigests` keeps, for the current run only:
 
 * per sequence (system parts, messages, tools), the previous call's items with their canonical size
-  and entry hash; an item equal (``==``, a C-speed comparison that short-circuits on shared
-  objects) to the item at the same position last call costs no canonicalization and no hashing;
+  and entry hash. An item that is *the same* as the item at the same position last call costs no
+  canonicalization and no hashing. "The same" is stricter than ``==`` (see `same_json`): Python
+  says ``True == 1``, JCS writes ``true`` and ``1``;
 * the messages chain ``c_0..c_n`` of the previous call, so a call whose first k entries are unchanged
   extends the chain from ``c_k`` instead of from ``c_0``;
-* a by-preimage memo of hashes of small strings (the system list, params, the receipt digest).
+* a by-preimage memo of the system-list hash (its preimage is re-assembled from the pieces' kept
+  canonical bytes, so a long system prompt is neither re-canonicalized nor re-hashed).
 
-Bounds (STYLE rule 4): the sequence records hold one call's items, which the caller's request holds
-anyway; the preimage memo keeps two calls' worth — a ``current`` and a ``previous`` generation,
-rotated at every mint, so a value that stops repeating is gone after the next call. A new run id (or
-key) starts fresh. Nothing grows with the number of calls. The memo changes no result: a receipt
-minted with it is byte-identical to one minted without (tests hold it to that).
+A mint updates the memo only when it completes: a call that turns out unreadable (a NaN deep in a
+tool argument) leaves the memo as the last good call left it.
+
+Bounds (STYLE rule 4). After a completed mint of a request with S system parts, M messages and T
+tools, the memo holds exactly S + M + T sequence records, M + 1 chain links and at most 2 preimage
+records (a ``current`` and a ``previous`` generation of one system hash each, rotated at every
+mint, so a value that stops repeating is gone after the next call)::
+
+    retained() <= S + T + 2 * M + 3
+
+where S, M, T are those of the last completed mint of the run (0 before the first). An unreadable
+call changes only the generations, never past that bound. A new run id (or key) starts fresh.
+Nothing grows with the number of calls. The memo changes no result: a receipt minted with it is
+byte-identical to one minted without (tests hold it to that).
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
 
 from af_otel.canonical import canonical_json, receipt_hash
+
+CHAIN_SEED: Final = "af.messages.v1"
+# Containers longer than this are compared by their orjson bytes (C speed) rather than item by
+# item in Python; shorter ones item by item, so that a shared 1,000-row payload one level down is
+# matched by identity in O(1).
+_WALK_LIMIT: Final = 64
+_MISSING: Final = object()
 
 
 @dataclass(slots=True)
@@ -46,25 +66,25 @@ class Piece:
     value: Any
     size: int
     digest: str
-    body: bytes | None  # canonical bytes, kept only for small pieces that are re-assembled
+    body: bytes | None  # canonical bytes, kept only where the mint re-assembles them (system)
 
 
 class _Hasher:
     """Salted hashing with work counts; the salt and key are fixed for one run."""
 
-    __slots__ = ("counts", "key", "salt")
+    __slots__ = ("_salt_size", "counts", "key", "salt")
 
     def __init__(self, salt: str, key: bytes | None, counts: WorkCounts) -> None:
         self.salt = salt
         self.key = key
         self.counts = counts
+        self._salt_size = len(salt.encode("utf-8", "surrogatepass"))
 
     def hash_text(self, text: str) -> str:
-        data = text.encode("utf-8")
-        return self.hash_bytes(data)
+        return self.hash_bytes(text.encode("utf-8"))
 
     def hash_bytes(self, data: bytes) -> str:
-        self.counts.sha_bytes += len(self.salt.encode("utf-8")) + 1 + len(data)
+        self.counts.sha_bytes += self._salt_size + 1 + len(data)
         self.counts.hashes += 1
         return receipt_hash(self.salt, data, key=self.key)
 
@@ -74,11 +94,19 @@ class _Hasher:
         return data
 
 
+@dataclass(slots=True)
+class _Pending:
+    """What one mint will leave in the memo once it completes."""
+
+    sequences: dict[str, tuple[Piece, ...]] = field(default_factory=dict)
+    chain: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (entries, links)
+
+
 class ReceiptDigests:
     """Run-scoped digest memo; thread-safe; pass one per agent (or let the processor keep one per run)."""
 
-    # Pieces at most this many canonical bytes keep their bytes (system parts, tools) so that the
-    # whole-list hash can be re-assembled without canonicalizing again; messages keep only sizes.
+    # Kept for callers that read it; system parts keep their canonical bytes at any size (the
+    # system-list preimage is re-assembled from them every call), other sequences keep none.
     KEEP_BODY_LIMIT = 4096
 
     def __init__(self) -> None:
@@ -93,6 +121,7 @@ class ReceiptDigests:
         self._chain_entries: tuple[str, ...] = ()
         self._current: dict[bytes, str] = {}
         self._previous: dict[bytes, str] = {}
+        self._pending: _Pending | None = None
 
     @property
     def lock(self) -> threading.RLock:
@@ -105,9 +134,25 @@ class ReceiptDigests:
             self._reset()
         else:
             self._previous, self._current = self._current, {}
+        self._pending = None
         return _Hasher(run_id, key, self.counts)
 
+    def transaction(self) -> None:
+        """From now until `commit`, `pieces` and `chain` record their results aside: a mint that
+        fails half-way leaves the memo as the last completed mint left it."""
+        self._pending = _Pending()
+
+    def commit(self) -> None:
+        """Keep what the current mint recorded (see `transaction`)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        self._sequences.update(pending.sequences)
+        if pending.chain is not None:
+            self._chain_entries, self._chain = pending.chain
+
     def hash_memo(self, hasher: _Hasher, preimage: bytes) -> str:
+        """``H(preimage)``, computed at most once while the preimage keeps recurring."""
         found = self._current.get(preimage)
         if found is None:
             found = self._previous.get(preimage)
@@ -116,28 +161,48 @@ class ReceiptDigests:
             self._current[preimage] = found
         return found
 
-    def pieces(self, hasher: _Hasher, name: str, values: tuple[Any, ...]) -> tuple[Piece, ...]:
-        """Canonical size and hash of each value, reusing last call's piece at the same position."""
+    def pieces(
+        self,
+        hasher: _Hasher,
+        name: str,
+        values: tuple[Any, ...],
+        *,
+        keep_body: bool | None = None,
+    ) -> tuple[Piece, ...]:
+        """Canonical size and hash of each value, reusing last call's piece at the same position
+        when the value is the same JSON (`same_json`). ``keep_body`` keeps each piece's canonical
+        bytes: always (True), never (False), or when at most `KEEP_BODY_LIMIT` bytes (None)."""
+        limit: int | None = {None: self.KEEP_BODY_LIMIT, True: None, False: -1}[keep_body]
         before = self._sequences.get(name, ())
         out: list[Piece] = []
         for index, value in enumerate(values):
             if index < len(before):
                 old = before[index]
-                if old.value is value or old.value == value:
-                    out.append(
-                        old if old.value is value else Piece(value, old.size, old.digest, old.body)
-                    )
+                if old.value is value:
+                    out.append(old)
                     continue
-            out.append(make_piece(hasher, value, self.KEEP_BODY_LIMIT))
+                if same_json(old.value, value):
+                    body = None
+                    if limit is None or old.size <= limit:
+                        body = old.body if old.body is not None else hasher.canonical(value)
+                    out.append(Piece(value, old.size, old.digest, body))
+                    continue
+            out.append(make_piece(hasher, value, limit))
         pieces = tuple(out)
-        self._sequences[name] = pieces
+        if self._pending is not None:
+            self._pending.sequences[name] = pieces
+        else:
+            self._sequences[name] = pieces
         return pieces
 
     def chain(self, hasher: _Hasher, entries: tuple[str, ...]) -> tuple[str, ...]:
         """The chain links ``c_0..c_n`` for ``entries``, extended from last call's common prefix."""
         links = chain_links(hasher, entries, self._chain_prefix(entries))
-        self._chain_entries = entries
-        self._chain = links
+        if self._pending is not None:
+            self._pending.chain = (entries, links)
+        else:
+            self._chain_entries = entries
+            self._chain = links
         return links
 
     def _chain_prefix(self, entries: tuple[str, ...]) -> tuple[str, ...]:
@@ -151,21 +216,17 @@ class ReceiptDigests:
         return self._chain[: same + 1]
 
     def retained(self) -> int:
-        """How many memo records are held now (the bound the tests check)."""
+        """How many memo records are held now (see the module docstring for the bound)."""
         with self._lock:
             records = sum(len(seq) for seq in self._sequences.values())
             return records + len(self._chain) + len(self._current) + len(self._previous)
 
 
-CHAIN_SEED = "af.messages.v1"
-
-
-def make_piece(hasher: _Hasher, value: Any, keep_limit: int) -> Piece:
+def make_piece(hasher: _Hasher, value: Any, keep_limit: int | None) -> Piece:
+    """Canonicalize and hash ``value``; keep its bytes when ``keep_limit`` is None or not exceeded."""
     data = hasher.canonical(value)
-    # A copy: orjson hands back bytes holding its whole write buffer (4 KiB even for a short
-    # message), and the memo keeps these for the life of the run.
-    body = bytes(memoryview(data)) if len(data) <= keep_limit else None
-    return Piece(value, len(data), hasher.hash_bytes(data), body)
+    keep = keep_limit is None or len(data) <= keep_limit
+    return Piece(value, len(data), hasher.hash_bytes(data), data if keep else None)
 
 
 def chain_links(
@@ -176,3 +237,51 @@ def chain_links(
     for entry in entries[len(links) - 1 :]:
         links.append(hasher.hash_text(links[-1] + "\x1f" + entry))
     return tuple(links)
+
+
+def same_json(old: Any, new: Any) -> bool:
+    """True only if ``new`` canonicalizes to the same bytes as ``old``, which canonicalized fine.
+
+    ``==`` is not enough: ``True == 1 == 1.0`` while JCS writes ``true`` and ``1``, and an object
+    with a permissive ``__eq__`` equals anything. So scalars must be of the same plain type; long
+    containers must be ``==`` and have equal orjson bytes (orjson tells ``true`` from ``1``, and
+    ``==`` tells NaN from null); anything unusual is not the same (it is simply recomputed). Never
+    raises.
+    """
+    try:
+        return _same(old, new)
+    except Exception:  # a hostile __eq__ or __len__, recursion: recompute rather than guess
+        return False
+
+
+def _same(old: Any, new: Any) -> bool:
+    if old is new:
+        return True
+    kind = type(old)
+    if kind is str or kind is int or kind is float or kind is bool:
+        return type(new) is kind and bool(old == new)
+    if isinstance(old, dict):
+        if not isinstance(new, dict) or len(old) != len(new):
+            return False
+        if len(old) > _WALK_LIMIT:
+            return _same_bytes(old, new)
+        get = dict.get
+        for key, item in dict.items(old):
+            other = get(new, key, _MISSING)
+            if item is not other and not _same(item, other):
+                return False
+        return True
+    if isinstance(old, list | tuple):
+        if not isinstance(new, list | tuple) or len(old) != len(new):
+            return False
+        if len(old) > _WALK_LIMIT:
+            return _same_bytes(old, new)
+        for item, other in zip(old, new, strict=True):
+            if item is not other and not _same(item, other):
+                return False
+        return True
+    return False  # None is caught by identity; enums, UUIDs, subclasses: recompute
+
+
+def _same_bytes(old: Any, new: Any) -> bool:
+    return bool(old == new) and orjson.dumps(old) == orjson.dumps(new)

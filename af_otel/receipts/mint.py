@@ -2,16 +2,19 @@
 
 It never raises: a request that is not GenAI-shaped or cannot be canonicalized gives an absent
 receipt with ``content-unreadable``; an empty run id gives ``no-run-id`` (salting with nothing would
-ship hashes a dictionary attack can read).
+ship hashes a dictionary attack can read); a bug of af_otel's own gives state ``error``.
+`docs/receipt-spec.md` states how every field is computed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from af_otel import names
-from af_otel.canonical import canonical_json
+from af_otel.canonical import canonical_json, receipt_hash
+from af_otel.canonical.digest import key_bytes
 from af_otel.errors import CanonicalJSONError, RequestShapeError
 from af_otel.model import Request
 from af_otel.receipts.memo import Piece, ReceiptDigests, _Hasher
@@ -31,23 +34,45 @@ def mint_receipt(
 
     ``parent`` is the parent epoch number, or the parent's `Receipt` (then ``messages.kept`` counts
     the leading entries identical to the parent's; epoch 0 is the run's base). ``digests`` is the
-    run-scoped memo; results are identical with or without it.
+    run-scoped memo; results are identical with or without it. ``key`` switches to keyed hashing
+    (``af-1-hmac``); an empty key is no key (``af-1``, and the scheme says so).
+
+    Never raises: an unreadable request gives ``absent``/``content-unreadable``, an empty run id
+    ``absent``/``no-run-id``, and a failure of af_otel itself ``error``/``internal-error``.
     """
-    parent_epoch = parent.epoch if isinstance(parent, Receipt) else int(parent)
+    parent_epoch = parent.epoch if isinstance(parent, Receipt) else parent
+    if not isinstance(parent_epoch, int) or isinstance(parent_epoch, bool):
+        parent_epoch = 0
     if not isinstance(run_id, str) or not run_id:
         return Receipt("absent", "", epoch, parent_epoch, names.REASON_NO_RUN_ID)
     try:
         normalized = request if isinstance(request, Request) else Request.from_dict(request)
+        secret = key_bytes(key)
+        memo = digests if digests is not None else ReceiptDigests()
+        with memo.lock:
+            hasher = memo.begin(run_id, secret or None)
+            memo.transaction()
+            receipt = _mint(normalized, run_id, epoch, parent, parent_epoch, memo, hasher)
+            memo.commit()
+            return receipt
     except (RequestShapeError, CanonicalJSONError):
         return Receipt("absent", run_id, epoch, parent_epoch, names.REASON_UNREADABLE)
-    secret = key.encode("utf-8") if isinstance(key, str) else key
-    memo = digests if digests is not None else ReceiptDigests()
-    with memo.lock:
-        hasher = memo.begin(run_id, secret)
-        try:
-            return _mint(normalized, run_id, epoch, parent, parent_epoch, memo, hasher, secret)
-        except CanonicalJSONError:
-            return Receipt("absent", run_id, epoch, parent_epoch, names.REASON_UNREADABLE)
+    except Exception:  # the emit path never raises (CONTRACT §5: a failure is state "error")
+        return Receipt(names.STATE_ERROR, run_id, epoch, parent_epoch, names.REASON_INTERNAL_ERROR)
+
+
+def receipt_digest(receipt: Receipt, *, key: bytes | str | None = None) -> str | None:
+    """Recompute ``af.receipt.digest`` from the receipt's own fields (and its run id as salt):
+    what a reader compares with the digest a span carries, to tell a receipt cut or edited on
+    the way. None when the receipt is not minted, or is keyed and no key is given."""
+    if not receipt.minted or not receipt.run_id:
+        return None
+    secret = key_bytes(key)
+    if receipt.scheme == names.SCHEME_HMAC and not secret:
+        return None
+    if receipt.scheme == names.SCHEME_PLAIN:
+        secret = None
+    return receipt_hash(receipt.run_id, digest_preimage(receipt), key=secret)
 
 
 def _mint(
@@ -58,11 +83,10 @@ def _mint(
     parent_epoch: int,
     memo: ReceiptDigests,
     hasher: _Hasher,
-    key: bytes | None,
 ) -> Receipt:
-    system = memo.pieces(hasher, "system", request.system)
-    messages = memo.pieces(hasher, "messages", request.messages)
-    tools = memo.pieces(hasher, "tools", request.tools)
+    system = memo.pieces(hasher, "system", request.system, keep_body=True)
+    messages = memo.pieces(hasher, "messages", request.messages, keep_body=False)
+    tools = memo.pieces(hasher, "tools", request.tools, keep_body=False)
     entries = tuple(piece.digest for piece in messages)
     chain = memo.chain(hasher, entries)[-1]
     system_hash = memo.hash_memo(hasher, _assemble(hasher, system))
@@ -73,7 +97,7 @@ def _mint(
         run_id=run_id,
         epoch=epoch,
         parent=parent_epoch,
-        scheme=names.SCHEME_HMAC if key is not None else names.SCHEME_PLAIN,
+        scheme=names.SCHEME_HMAC if hasher.key is not None else names.SCHEME_PLAIN,
         model=request.model,
         provider=request.provider,
         system_hash=system_hash,
@@ -89,8 +113,7 @@ def _mint(
         bytes=request_size(request, system, messages, tools, len(params)),
         entries=entries,
     )
-    digest = hasher.hash_bytes(digest_preimage(receipt))
-    return _with_digest(receipt, digest)
+    return replace(receipt, digest=hasher.hash_bytes(digest_preimage(receipt)))
 
 
 def digest_preimage(receipt: Receipt) -> bytes:
@@ -100,12 +123,6 @@ def digest_preimage(receipt: Receipt) -> bytes:
     body[names.EPOCH] = receipt.epoch
     body[names.EPOCH_PARENT] = receipt.parent
     return canonical_json(body)
-
-
-def _with_digest(receipt: Receipt, digest: str) -> Receipt:
-    from dataclasses import replace
-
-    return replace(receipt, digest=digest)
 
 
 def _kept(entries: tuple[str, ...], parent_entries: Sequence[str] | None) -> int:
