@@ -36,7 +36,6 @@ import enum
 import gc
 import math
 import uuid
-from collections.abc import Callable
 from itertools import compress
 from typing import Any, Final
 
@@ -206,9 +205,9 @@ class _Exact:
         if kind is float:
             return orjson.Fragment(format_number(value))  # type: ignore[arg-type]
         if isinstance(value, dict):
-            return self._container(value, depth, self._dict)
+            return self._dict(value, self._enter(value, depth))
         if isinstance(value, list | tuple):
-            return self._container(value, depth, self._list)
+            return self._list(value, self._enter(value, depth))
         if isinstance(value, enum.Enum):
             return self.prepare(value.value, depth)
         # Subclasses are read as their base value, as orjson reads them (never their overrides).
@@ -222,21 +221,23 @@ class _Exact:
             return str(value)
         raise CanonicalJSONError(f"{type(value).__name__} is not a JSON value")
 
-    def _container(self, value: Any, depth: int, build: Callable[[Any, int], Any]) -> Any:
+    # Two Python frames per level (prepare, _list/_dict; no comprehensions, which are frames of
+    # their own in 3.11) keep MAX_DEPTH levels well inside the interpreter's recursion limit.
+    def _enter(self, value: object, depth: int) -> int:
         marker = id(value)
         if marker in self._path:
             raise CanonicalJSONError("value contains a cycle")
         if depth >= MAX_DEPTH:
             raise CanonicalJSONError(f"value is nested deeper than {MAX_DEPTH} containers")
         self._path.add(marker)
-        try:
-            return build(value, depth + 1)
-        finally:
-            self._path.discard(marker)
+        return depth + 1
 
     def _list(self, value: list[object] | tuple[object, ...], depth: int) -> list[Any]:
-        items = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
-        return [self.prepare(item, depth) for item in items]
+        out: list[Any] = []
+        for item in list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value):
+            out.append(self.prepare(item, depth))
+        self._path.discard(id(value))
+        return out
 
     def _dict(self, value: dict[object, object], depth: int) -> Any:
         items: dict[str, Any] = {}
@@ -247,6 +248,7 @@ class _Exact:
             if fixed in items:
                 raise CanonicalJSONError(f"object keys collide after surrogate repair: {fixed!r}")
             items[fixed] = self.prepare(item, depth)
+        self._path.discard(id(value))
         if not any(_is_astral(key) for key in items):
             return items  # orjson's code-point sort equals UTF-16 order here
         body = b",".join(
