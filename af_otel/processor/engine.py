@@ -237,12 +237,20 @@ class Engine:
                 receipt if minted else None,
             ),
         )
+        # A payload the store refused leaves its commit without value or ref: this epoch's
+        # changes are incomplete, so the span says `no-run-log` itself, not only the reader.
+        lost = self.settings.content != "none" and any(
+            commit.get(names.COMMIT_VERB) != "delete"
+            and names.COMMIT_VALUE not in commit
+            and names.COMMIT_REF not in commit
+            for _, commit in events
+        )
         found = gaps.gaps_of(
             receipt=receipt,
             request=request,
             dropped=facts.dropped,
             direct_capture=direct,
-            order_unknown=out_of_order,
+            order_unknown=out_of_order or lost,
         )
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,

@@ -374,3 +374,28 @@ def test_evidence_on_a_healthy_store(tmp_path: Path) -> None:
     assert tally["lost"] == 0
     assert tally["verified"] == RUNS * 5
     assert json.dumps(tally)
+
+
+def test_span_says_its_payload_was_lost(tmp_path: Path) -> None:
+    """A span whose commit payload could not be stored says so itself: ``no-run-log`` on its
+    ``af.gaps`` (its changes are incomplete), while spans whose payloads were stored do not."""
+    store = FailingStore(LocalStore(tmp_path / "store"), _enospc, lambda n: n % 3 == 0)
+    exporter, _ = _play(store)
+    flagged = clean = 0
+    for span in exporter.get_finished_spans():
+        attributes = span.attributes or {}
+        if names.EPOCH not in attributes:
+            continue
+        lost = any(
+            event.name == names.COMMIT_EVENT
+            and (event.attributes or {}).get(names.COMMIT_VERB) != "delete"
+            and names.COMMIT_REF not in (event.attributes or {})
+            and names.COMMIT_VALUE not in (event.attributes or {})
+            for event in span.events
+        )
+        gaps = tuple(attributes.get(names.GAPS, ()))
+        assert (names.GAP_NO_RUN_LOG in gaps) == lost, (lost, gaps)
+        flagged += lost
+        clean += not lost
+    assert flagged > 0
+    assert clean > 0
