@@ -1,0 +1,300 @@
+"""mint_receipt: every CONTRACT §5 field as an independent implementation computes it, kept/added
+against a parent, the absent and error states, and receipts that stay small at turn 1,000."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from af_otel import Request, canonical_json, mint_receipt, names
+from af_otel.model import FrozenDict
+from af_otel.receipts import Receipt, ReceiptDigests, digest_preimage, receipt_digest
+
+from .reference import entries_of, expected_attributes, plain, requests
+
+FULL: dict[str, Any] = {
+    "system": [
+        {"type": "text", "content": "You are terse."},
+        {"type": "text", "content": "No emoji."},
+    ],
+    "messages": [
+        {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]},
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": "c1",
+                    "name": "weather",
+                    "arguments": '{"city":"Paris"}',
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_call_response", "id": "c1", "result": {"temp": 21.5, "rain": None}}
+            ],
+        },
+    ],
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "weather",
+                "description": "Current weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        },
+        {"name": "search"},
+    ],
+    "params": {"temperature": 0.0, "max_tokens": 100, "tool_choice": "required", "top_p": None},
+    "model": "gpt-4o",
+    "provider": "openai",
+}
+
+
+def _normalized(request: dict[str, Any]) -> dict[str, Any]:
+    normalized: dict[str, Any] = plain(Request.from_dict(request).to_dict())
+    return normalized
+
+
+def _with_place(receipt: Receipt) -> dict[str, Any]:
+    return {
+        **receipt.to_attributes(),
+        names.RUN_ID: receipt.run_id,
+        names.EPOCH: receipt.epoch,
+        names.EPOCH_PARENT: receipt.parent,
+    }
+
+
+class TestFields:
+    def test_every_field_of_a_full_request(self) -> None:
+        """Each af.receipt.* attribute equals what an independent implementation computes."""
+        receipt = mint_receipt(FULL, run_id="run-1", epoch=3, parent=2)
+        assert receipt.to_attributes() == expected_attributes(
+            _normalized(FULL), run_id="run-1", epoch=3, parent=2
+        )
+        assert receipt.tools_forced == "required"
+        assert receipt.tools_names == ("weather", "search")
+        assert receipt.params == '{"max_tokens":100,"temperature":0,"tool_choice":"required"}'
+        assert (receipt.model, receipt.provider) == ("gpt-4o", "openai")
+
+    def test_contract_attribute_names(self) -> None:
+        """A minted receipt writes exactly the CONTRACT §5 receipt keys, with their types."""
+        attributes = mint_receipt(FULL, run_id="run-1", epoch=1).to_attributes()
+        types = {
+            names.RECEIPT_STATE: str,
+            names.RECEIPT_SCHEME: str,
+            names.RECEIPT_DIGEST: str,
+            names.RECEIPT_MODEL: str,
+            names.RECEIPT_PROVIDER: str,
+            names.RECEIPT_SYSTEM_HASH: str,
+            names.RECEIPT_SYSTEM_PIECES: list,
+            names.RECEIPT_MESSAGES_COUNT: int,
+            names.RECEIPT_MESSAGES_CHAIN: str,
+            names.RECEIPT_MESSAGES_KEPT: int,
+            names.RECEIPT_MESSAGES_ADDED: list,
+            names.RECEIPT_TOOLS_NAMES: list,
+            names.RECEIPT_TOOLS_HASHES: list,
+            names.RECEIPT_TOOLS_FORCED: str,
+            names.RECEIPT_PARAMS: str,
+            names.RECEIPT_BYTES: int,
+        }
+        assert {key: type(value) for key, value in attributes.items()} == types
+
+    @given(request=requests(), epoch=st.integers(1, 50), keyed=st.booleans())
+    @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+    def test_any_request_matches_the_reference(
+        self, request: dict[str, Any], epoch: int, keyed: bool
+    ) -> None:
+        """For any readable request, plain or keyed, the receipt equals the reference minter's."""
+        key = b"secret" if keyed else None
+        receipt = mint_receipt(request, run_id="run-x", epoch=epoch, parent=epoch - 1, key=key)
+        expected = expected_attributes(
+            _normalized(request), run_id="run-x", epoch=epoch, parent=epoch - 1, key=key
+        )
+        assert receipt.to_attributes() == expected
+
+    @given(request=requests())
+    @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+    def test_bytes_is_the_size_of_the_canonical_request(self, request: dict[str, Any]) -> None:
+        """af.receipt.bytes == len(canonical_json(request.to_dict())), without re-serializing."""
+        normalized = Request.from_dict(request)
+        receipt = mint_receipt(normalized, run_id="r", epoch=1)
+        assert receipt.bytes == len(canonical_json(normalized.to_dict()))
+
+    def test_dict_and_request_mint_the_same(self) -> None:
+        """A plain dict and its Request mint the same receipt."""
+        assert mint_receipt(FULL, run_id="r", epoch=1) == mint_receipt(
+            Request.from_dict(FULL), run_id="r", epoch=1
+        )
+
+    def test_the_digest_binds_the_place_in_the_run(self) -> None:
+        """The same request at another epoch or parent has another digest, same fingerprints."""
+        first = mint_receipt(FULL, run_id="r", epoch=1)
+        moved = mint_receipt(FULL, run_id="r", epoch=2)
+        reparented = mint_receipt(FULL, run_id="r", epoch=1, parent=5)
+        assert first.fingerprint_attributes() == moved.fingerprint_attributes()
+        assert len({first.digest, moved.digest, reparented.digest}) == 3
+        assert digest_preimage(first) != digest_preimage(moved)
+
+    def test_receipt_digest_recomputes_the_digest(self) -> None:
+        """receipt_digest gives back the digest from the fields; a changed field changes it."""
+        plain_receipt = mint_receipt(FULL, run_id="r", epoch=1)
+        keyed = mint_receipt(FULL, run_id="r", epoch=1, key="k")
+        assert receipt_digest(plain_receipt) == plain_receipt.digest
+        assert receipt_digest(keyed, key="k") == keyed.digest
+        assert receipt_digest(keyed) is None
+        assert receipt_digest(keyed, key="other") != keyed.digest
+        edited = Receipt(**{**_fields(plain_receipt), "messages_count": 4, "messages_kept": 1})
+        assert receipt_digest(edited) != plain_receipt.digest
+        assert receipt_digest(mint_receipt(FULL, run_id="", epoch=1)) is None
+
+
+def _fields(receipt: Receipt) -> dict[str, Any]:
+    return {name: getattr(receipt, name) for name in Receipt.__slots__}  # type: ignore[attr-defined]
+
+
+class TestParent:
+    def test_kept_and_added_against_a_parent_receipt(self) -> None:
+        """kept counts leading entries equal to the parent's; added holds the entries after them."""
+        first = {"messages": [{"role": "user", "content": f"m{i}"} for i in range(3)]}
+        grown = {"messages": [*first["messages"], {"role": "assistant", "content": "a"}]}
+        parent = mint_receipt(first, run_id="r", epoch=1)
+        child = mint_receipt(grown, run_id="r", epoch=2, parent=parent)
+        assert (child.parent, child.messages_kept, child.messages_count) == (1, 3, 4)
+        assert child.messages_added == tuple(entries_of(_normalized(grown), "r")[3:])
+        assert child.to_attributes() == expected_attributes(
+            _normalized(grown),
+            run_id="r",
+            epoch=2,
+            parent=1,
+            parent_entries=entries_of(_normalized(first), "r"),
+        )
+
+    def test_rewritten_history_keeps_only_the_common_prefix(self) -> None:
+        """A rewrite of message 1 keeps only message 0; everything after is added again."""
+        first = {"messages": [{"role": "user", "content": f"m{i}"} for i in range(4)]}
+        rewritten = {"messages": [dict(m) for m in first["messages"]]}
+        rewritten["messages"][1]["content"] = "changed"
+        parent = mint_receipt(first, run_id="r", epoch=1)
+        child = mint_receipt(rewritten, run_id="r", epoch=2, parent=parent)
+        assert (child.messages_kept, len(child.messages_added)) == (1, 3)
+
+    def test_parent_number_or_unminted_parent_keeps_nothing(self) -> None:
+        """With a parent epoch number, or a parent without a receipt, every entry is added."""
+        request = {"messages": [{"role": "user", "content": "hi"}]}
+        absent = mint_receipt({"messages": "bad"}, run_id="r", epoch=1)
+        for parent in (1, absent):
+            child = mint_receipt(request, run_id="r", epoch=2, parent=parent)
+            assert (child.parent, child.messages_kept, len(child.messages_added)) == (1, 0, 1)
+
+    def test_attributes_stay_small_at_turn_1000(self) -> None:
+        """At turn 1,000, each call's parent the previous call, every attribute is under 2,048 bytes."""
+        memo = ReceiptDigests()
+        base = Request.from_dict({"system": "be brief", "tools": [{"name": "f"}], "model": "m"})
+        messages: list[FrozenDict] = []
+        parent: Receipt | int = 0
+        receipt: Receipt | None = None
+        for turn in range(1, 1001):
+            # Normalized once per message, as an agent's history holds them (O(n) per run, not n²).
+            turn_request = Request.from_dict(
+                {
+                    "messages": [
+                        {"role": "user", "content": f"question {turn} " + "x" * 200},
+                        {"role": "assistant", "content": f"answer {turn}"},
+                    ]
+                }
+            )
+            messages.extend(turn_request.messages)
+            request = replace(base, messages=tuple(messages))
+            receipt = mint_receipt(
+                request, run_id="run-long", epoch=turn, parent=parent, digests=memo
+            )
+            parent = receipt
+        assert receipt is not None
+        assert receipt.minted
+        assert receipt.messages_count == 2000
+        assert receipt.messages_kept == 1998
+        for key, value in _with_place(receipt).items():
+            size = len(canonical_json(value)) if not isinstance(value, str) else len(value.encode())
+            assert size < 2048, key
+
+
+class TestNotMinted:
+    @pytest.mark.parametrize(
+        "request_",
+        [
+            {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "parts": [
+                            {
+                                "type": "tool_call",
+                                "id": "1",
+                                "name": "f",
+                                "arguments": {"x": math.nan},
+                            }
+                        ],
+                    }
+                ]
+            },
+            {
+                "messages": [
+                    {
+                        "role": "tool",
+                        "parts": [
+                            {"type": "tool_call_response", "id": "1", "response": [math.inf]}
+                        ],
+                    }
+                ]
+            },
+            {"messages": [{"role": "user", "parts": [{"type": "blob", "content": b"\x00"}]}]},
+            {"params": {"temperature": math.nan}},
+            {"tools": [{"name": "f", "parameters": {"default": object()}}]},
+            {"system": [{"type": "text", "content": "s", "extra": {1: 2}}]},
+            {"messages": "not a list"},
+            {"messages": [{"content": "no role"}]},
+            "not a mapping",
+        ],
+    )
+    def test_unreadable_content(self, request_: Any) -> None:
+        """Content that cannot be canonicalized or is not GenAI-shaped gives content-unreadable."""
+        receipt = mint_receipt(request_, run_id="r", epoch=4, parent=3)
+        assert (receipt.state, receipt.absent_reason) == ("absent", "content-unreadable")
+        assert (receipt.run_id, receipt.epoch, receipt.parent) == ("r", 4, 3)
+        assert receipt.to_attributes() == {
+            names.RECEIPT_STATE: "absent",
+            names.RECEIPT_ABSENT_REASON: "content-unreadable",
+        }
+
+    @pytest.mark.parametrize("run_id", ["", None, 5])
+    def test_no_run_id(self, run_id: Any) -> None:
+        """An empty (or non-string) run id mints nothing: no-run-id."""
+        receipt = mint_receipt(FULL, run_id=run_id, epoch=1)
+        assert (receipt.state, receipt.absent_reason) == ("absent", "no-run-id")
+
+    def test_empty_key_is_the_plain_scheme(self) -> None:
+        """An empty key is no key: the receipt is af-1 and equals the unkeyed one."""
+        assert mint_receipt(FULL, run_id="r", epoch=1, key="") == mint_receipt(
+            FULL, run_id="r", epoch=1
+        )
+        assert mint_receipt(FULL, run_id="r", epoch=1, key=b"k").scheme == "af-1-hmac"
+
+    def test_internal_failure_is_state_error(self) -> None:
+        """A Request that breaks af_otel's own assumptions gives state error, never an exception."""
+        broken = Request(tools=(FrozenDict(type="function"),))  # built directly: no tool name
+        receipt = mint_receipt(broken, run_id="r", epoch=1)
+        assert (receipt.state, receipt.absent_reason) == ("error", "internal-error")
+
+    def test_bad_parent_value_does_not_raise(self) -> None:
+        """A parent that is neither an int nor a Receipt reads as the base."""
+        receipt = mint_receipt(FULL, run_id="r", epoch=1, parent="x")  # type: ignore[arg-type]
+        assert (receipt.state, receipt.parent) == ("minted", 0)
