@@ -18,6 +18,7 @@ from af_otel import names
 ReceiptState = Literal["minted", "absent", "error"]
 STATES: Final[tuple[ReceiptState, ...]] = ("minted", "absent", "error")
 _HASH = re.compile(r"[0-9a-f]{16}\Z")
+_DECIMAL = re.compile(r"-?[0-9]{1,20}\Z")
 _SCHEMES: Final = (names.SCHEME_PLAIN, names.SCHEME_HMAC)
 
 
@@ -130,8 +131,8 @@ def _int(attrs: Mapping[str, Any], key: str, *, default: int | None = None) -> i
     value = attrs.get(key)
     if value is None and default is not None:
         return default
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        value = int(value)
+    if isinstance(value, str) and _DECIMAL.match(value):
+        value = int(value)  # some backends return integer attributes as decimal strings
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise _Reject(f"{key} is missing or not a non-negative integer")
     return value
