@@ -27,6 +27,10 @@ where S, M, T are those of the last completed mint of the run (0 before the firs
 call changes only the generations, never past that bound. A new run id (or key) starts fresh.
 Nothing grows with the number of calls. The memo changes no result: a receipt minted with it is
 byte-identical to one minted without (tests hold it to that).
+
+Cost per call: canonicalizing and hashing what changed, plus a structural comparison of each item
+with last call's (a few microseconds a message: the scaffolding `Request.from_dict` rebuilds is
+walked in Python, shared content is matched by identity; `benchmarks/mint.py` measures it).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any, Final
 import orjson
 
 from af_otel.canonical import canonical_json, receipt_hash
+from af_otel.model import FrozenDict
 
 CHAIN_SEED: Final = "af.messages.v1"
 # Containers longer than this are compared by their orjson bytes (C speed) rather than item by
@@ -45,6 +50,8 @@ CHAIN_SEED: Final = "af.messages.v1"
 # matched by identity in O(1).
 _WALK_LIMIT: Final = 64
 _MISSING: Final = object()
+_MAPPINGS: Final[frozenset[type]] = frozenset((dict, FrozenDict))
+_SCALARS: Final[frozenset[type]] = frozenset({str, int, float, bool})
 
 
 @dataclass(slots=True)
@@ -249,18 +256,16 @@ def same_json(old: Any, new: Any) -> bool:
     raises.
     """
     try:
-        return _same(old, new)
+        return old is new or _same(old, new)
     except Exception:  # a hostile __eq__ or __len__, recursion: recompute rather than guess
         return False
 
 
 def _same(old: Any, new: Any) -> bool:
-    if old is new:
-        return True
+    # Exact-type tests first: this runs for every message of every call, so the common shapes
+    # (FrozenDict/dict, tuple/list, str) are tested without isinstance or method lookups.
     kind = type(old)
-    if kind is str or kind is int or kind is float or kind is bool:
-        return type(new) is kind and bool(old == new)
-    if isinstance(old, dict):
+    if kind in _MAPPINGS or (kind not in _SCALARS and isinstance(old, dict)):
         if not isinstance(new, dict) or len(old) != len(new):
             return False
         if len(old) > _WALK_LIMIT:
@@ -271,7 +276,9 @@ def _same(old: Any, new: Any) -> bool:
             if item is not other and not _same(item, other):
                 return False
         return True
-    if isinstance(old, list | tuple):
+    if kind in _SCALARS:
+        return type(new) is kind and bool(old == new)
+    if kind is tuple or kind is list or isinstance(old, list | tuple):
         if not isinstance(new, list | tuple) or len(old) != len(new):
             return False
         if len(old) > _WALK_LIMIT:
@@ -280,7 +287,7 @@ def _same(old: Any, new: Any) -> bool:
             if item is not other and not _same(item, other):
                 return False
         return True
-    return False  # None is caught by identity; enums, UUIDs, subclasses: recompute
+    return old is new  # None; enums, UUIDs, subclasses of scalars: recompute unless identical
 
 
 def _same_bytes(old: Any, new: Any) -> bool:
