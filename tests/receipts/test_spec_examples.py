@@ -1,0 +1,156 @@
+"""docs/receipt-spec.md and the code cannot drift: every worked example on the page is parsed here
+and recomputed, by af_otel and (for the hashes) by hashlib/hmac directly."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from af_otel import Request, canonical_json, mint_receipt, names, receipt_hash
+from af_otel.canonical.jcs import _exact
+from af_otel.receipts import digest_preimage
+
+SPEC = (Path(__file__).parents[2] / "docs" / "receipt-spec.md").read_text(encoding="utf-8")
+
+
+def _section(title: str) -> str:
+    start = SPEC.index(title)
+    following = re.compile(r"^#{2,3} ", re.MULTILINE).search(SPEC, start + len(title))
+    return SPEC[start : following.start() if following else len(SPEC)]
+
+
+def _tables(text: str) -> list[list[list[str]]]:
+    """Each Markdown table of ``text`` as rows of cells (header and rule rows dropped)."""
+    tables: list[list[list[str]]] = []
+    current: list[list[str]] | None = None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            current = None
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if current is None:
+            current = []
+            tables.append(current)
+            continue  # header
+        if set(line) <= set("|- "):
+            continue
+        current.append(cells)
+    return tables
+
+
+def _literal(cell: str) -> Any:
+    assert cell.startswith("`") and cell.endswith("`"), cell
+    return json.loads(cell[1:-1])
+
+
+def _code(cell: str) -> str:
+    assert cell.startswith("`") and cell.endswith("`"), cell
+    return cell[1:-1]
+
+
+JCS_ROWS = _tables(_section("### 9.1"))[0]
+HASH_ROWS = _tables(_section("### 9.2"))[0]
+RECEIPT = _section("### 9.3")
+INTERMEDIATE, PLAIN_ATTRIBUTES, KEYED_ATTRIBUTES = _tables(RECEIPT)
+REQUEST = json.loads(re.search(r"```json\n(.*?)\n```", RECEIPT, re.DOTALL).group(1))  # type: ignore[union-attr]
+RUN = "run-spec"
+
+
+def test_the_tables_were_found() -> None:
+    """The page has the example tables this test reads (a reworded page must still be checked)."""
+    assert len(JCS_ROWS) >= 5
+    assert len(HASH_ROWS) >= 3
+    assert len(INTERMEDIATE) >= 10
+    assert len(PLAIN_ATTRIBUTES) >= 15
+
+
+@pytest.mark.parametrize("row", JCS_ROWS, ids=lambda row: row[0])
+def test_canonical_json_examples(row: list[str]) -> None:
+    """Each canonical JSON example on the page is what both paths write."""
+    source, expected = _code(row[0]), _code(row[1]).encode("utf-8")
+    assert canonical_json(json.loads(source)) == expected
+    assert _exact(json.loads(source)) == expected
+
+
+@pytest.mark.parametrize("row", HASH_ROWS, ids=lambda row: row[0] + row[2])
+def test_hash_examples(row: list[str]) -> None:
+    """Each H example on the page is receipt_hash's value and the SHA-256/HMAC definition's."""
+    salt, text, key, expected = (_literal(cell) for cell in row)
+    assert receipt_hash(salt, text, key=key) == expected
+    data = (salt + "\x1f" + text).encode()
+    digest = hashlib.sha256(data) if key is None else hmac.new(key.encode(), data, hashlib.sha256)
+    assert digest.hexdigest()[:16] == expected
+
+
+def _minted(key: str | None = None) -> tuple[Any, Any]:
+    parent = mint_receipt({**REQUEST, "messages": REQUEST["messages"][:1]}, run_id=RUN, epoch=1)
+    receipt = mint_receipt(
+        REQUEST, run_id=RUN, epoch=2, parent=parent if key is None else 1, key=key
+    )
+    return parent, receipt
+
+
+def _intermediates() -> dict[str, Any]:
+    request = Request.from_dict(REQUEST)
+    _, receipt = _minted()
+    values: dict[str, Any] = {
+        "JCS(plain form)": canonical_json(request.to_dict()).decode(),
+        "JCS(system)": canonical_json(list(request.system)).decode(),
+        "JCS(D)": digest_preimage(receipt).decode(),
+    }
+    link = receipt_hash(RUN, "af.messages.v1")
+    values["c_0"] = link
+    for index, message in enumerate(request.messages, start=1):
+        values[f"JCS(m_{index})"] = canonical_json(message).decode()
+        entry = receipt_hash(RUN, canonical_json(message))
+        values[f"e_{index}"] = entry
+        link = receipt_hash(RUN, link + "\x1f" + entry)
+        values[f"c_{index}"] = link
+    for index, tool in enumerate(request.tools, start=1):
+        values[f"JCS(t_{index})"] = canonical_json(tool).decode()
+    return values
+
+
+@pytest.mark.parametrize("row", INTERMEDIATE, ids=lambda row: row[0])
+def test_intermediate_values(row: list[str]) -> None:
+    """Each intermediate value of the worked receipt is what the code computes."""
+    assert _intermediates()[row[0]] == _literal(row[1])
+
+
+def test_every_attribute_of_the_worked_receipt() -> None:
+    """The page lists exactly the worked receipt's span attributes, each with the minted value."""
+    _, receipt = _minted()
+    minted = {
+        **receipt.to_attributes(),
+        names.RUN_ID: RUN,
+        names.EPOCH: receipt.epoch,
+        names.EPOCH_PARENT: receipt.parent,
+    }
+    on_page = {row[0]: _literal(row[1]) for row in PLAIN_ATTRIBUTES}
+    assert on_page == minted
+
+
+def test_keyed_attributes() -> None:
+    """The keyed example's attributes on the page are those minted with the key."""
+    _, receipt = _minted(key="spec-key")
+    minted = receipt.to_attributes()
+    on_page = {row[0]: _literal(row[1]) for row in KEYED_ATTRIBUTES}
+    assert on_page == {key: minted[key] for key in on_page}
+
+
+def test_field_table_names_every_receipt_attribute() -> None:
+    """§4's field table names every af.receipt.* attribute of CONTRACT §5 but the absent reason."""
+    table = _section("## 4. The receipt fields")
+    receipt_names = {
+        value
+        for key, value in vars(names).items()
+        if key.startswith("RECEIPT_") and isinstance(value, str)
+    }
+    for name in receipt_names - {names.RECEIPT_ABSENT_REASON}:
+        assert f"`{name}`" in table, name
