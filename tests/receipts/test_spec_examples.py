@@ -44,14 +44,13 @@ def _tables(text: str) -> list[list[list[str]]]:
     return tables
 
 
-def _literal(cell: str) -> Any:
-    assert cell.startswith("`") and cell.endswith("`"), cell
-    return json.loads(cell[1:-1])
-
-
 def _code(cell: str) -> str:
-    assert cell.startswith("`") and cell.endswith("`"), cell
+    assert re.fullmatch(r"`[^`]+`", cell), cell
     return cell[1:-1]
+
+
+def _literal(cell: str) -> Any:
+    return json.loads(_code(cell))
 
 
 JCS_ROWS = _tables(_section("### 9.1"))[0]
