@@ -3,7 +3,8 @@
 `Receipt.to_attributes` writes exactly the ``af.receipt.*`` span attributes of CONTRACT §5 and
 `Receipt.from_attributes` reads them back, refusing malformed or truncated input with a reason
 (`ReceiptRejected`) instead of raising: a backend that cut an attribute must not make the reader
-trust what is left.
+trust what is left. What the shape rules cannot see (a list cut short, an edited params string) the
+digest can: `af_otel.receipts.receipt_digest` recomputes it from the fields read back.
 """
 
 from __future__ import annotations
