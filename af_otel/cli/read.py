@@ -298,6 +298,10 @@ def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextI
     print(file=out)
 
 
+def _listed(items: Sequence[Any] | None) -> list[Any] | None:
+    return None if items is None else list(items)
+
+
 def view_json(view: ServedView, verdict: Verdict | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "run_id": view.run_id,
@@ -307,9 +311,9 @@ def view_json(view: ServedView, verdict: Verdict | None) -> dict[str, Any]:
         "trace_id": view.trace_id,
         "service": view.service,
         "base": view.base,
-        "system": view.system,
-        "messages": view.messages,
-        "tools": view.tools,
+        "system": _listed(view.system),
+        "messages": _listed(view.messages),
+        "tools": _listed(view.tools),
         "params": view.params,
         "model": view.model,
         "provider": view.provider,

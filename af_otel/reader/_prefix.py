@@ -17,7 +17,8 @@ def common_prefix(new: tuple[Any, ...], old: tuple[Any, ...]) -> int:
     size = min(len(new), len(old))
     if size == 0:
         return 0
-    if new[:size] == old[:size]:
+    # One slice at most: the shorter list is compared whole (usually the parent's, all shared).
+    if (new if len(new) == size else new[:size]) == (old if len(old) == size else old[:size]):
         return size
     # Binary search on slices: each probe is one C-level tuple comparison.
     low, high = 0, size  # new[:low] == old[:low] holds; new[:high] == old[:high] does not

@@ -15,8 +15,9 @@ and every verb builds a new value instead of changing the one before it.
 from __future__ import annotations
 
 import enum
+import itertools
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
@@ -26,6 +27,7 @@ from af_otel.model import FrozenDict
 __all__ = [
     "ABSENT",
     "UNKNOWN",
+    "ChainedTuple",
     "Commit",
     "KeyedFold",
     "Marker",
@@ -33,6 +35,7 @@ __all__ = [
     "apply_verb",
     "freeze",
     "full_fold",
+    "replay",
 ]
 
 
@@ -60,12 +63,148 @@ ABSENT: Final = Marker.ABSENT
 UNKNOWN: Final = Marker.UNKNOWN
 
 
+class ChainedTuple(Sequence[Any]):
+    """An immutable list that is an earlier list plus a tail, holding the earlier one by reference.
+
+    Epoch k's messages are its parent's plus the few it added; a tuple per epoch would hold the
+    conversation once per epoch (the square of its length in memory, and in garbage-collector
+    work). A chain holds only its tail, so a run's views cost about its unique messages. Every
+    `FLATTEN_DEPTH` links the earlier list is copied once into a tuple, which bounds indexing at
+    that many steps. It reads like a tuple: ``len``, indexing, slices (returned as tuples),
+    iteration, ``==`` with tuples and chains, ``hash``, ``+`` a tuple."""
+
+    __slots__ = ("_depth", "_head", "_size", "_split", "_tail")
+    FLATTEN_DEPTH: Final = 16
+    _head: tuple[Any, ...] | ChainedTuple
+    _tail: tuple[Any, ...]
+    _split: int
+    _size: int
+    _depth: int
+
+    def __init__(self, head: tuple[Any, ...] | ChainedTuple, tail: tuple[Any, ...]) -> None:
+        depth = head._depth + 1 if isinstance(head, ChainedTuple) else 1
+        for name, value in (
+            ("_head", head),
+            ("_tail", tail),
+            ("_split", len(head)),
+            ("_size", len(head) + len(tail)),
+            ("_depth", depth),
+        ):
+            object.__setattr__(self, name, value)
+
+    @staticmethod
+    def extend(before: Sequence[Any], tail: tuple[Any, ...]) -> tuple[Any, ...] | ChainedTuple:
+        """``before`` followed by ``tail``, sharing ``before``."""
+        if not tail:
+            return before if isinstance(before, tuple | ChainedTuple) else tuple(before)
+        if not before:
+            return tail
+        if isinstance(before, ChainedTuple):
+            if before._depth >= ChainedTuple.FLATTEN_DEPTH:
+                return ChainedTuple(tuple(before), tail)
+            return ChainedTuple(before, tail)
+        return ChainedTuple(before if isinstance(before, tuple) else tuple(before), tail)
+
+    @property
+    def head(self) -> tuple[Any, ...] | ChainedTuple:
+        """The list this one extends."""
+        return self._head
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("ChainedTuple is immutable")
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._size)
+            if step == 1 and start >= self._split:
+                return self._tail[start - self._split : max(start, stop) - self._split]
+            return tuple(self)[index]
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError("ChainedTuple index out of range")
+        node: Any = self
+        while isinstance(node, ChainedTuple):
+            if index >= node._split:
+                return node._tail[index - node._split]
+            node = node._head
+        return node[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        segments: list[tuple[Any, ...]] = []
+        node: Any = self
+        while isinstance(node, ChainedTuple):
+            segments.append(node._tail)
+            node = node._head
+        segments.append(node)
+        segments.reverse()
+        return itertools.chain.from_iterable(segments)  # iterates at C speed
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, ChainedTuple | tuple):
+            return len(other) == self._size and tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __add__(self, other: tuple[Any, ...]) -> tuple[Any, ...] | ChainedTuple:
+        if not isinstance(other, tuple | ChainedTuple):
+            return NotImplemented
+        return ChainedTuple.extend(self, tuple(other))
+
+    def __radd__(self, other: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return other + tuple(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (tuple(self),))
+
+    def __repr__(self) -> str:
+        return f"ChainedTuple({tuple(self)!r})"
+
+
+_LEAVES: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def freeze(value: Any) -> Any:
-    """A deep immutable copy of a JSON value: objects become `FrozenDict`, arrays tuples.
+    """A deep immutable form of a JSON value: objects become `FrozenDict`, arrays tuples.
 
     Canonical JSON and ``==`` see the same value, so hashes taken over the frozen form are the
-    hashes of the JSON it came from."""
-    if isinstance(value, dict | FrozenDict | MappingProxyType):
+    hashes of the JSON it came from. Parts that are already frozen (a `FrozenDict` or tuple whose
+    contents are) are returned as they are, not copied."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is FrozenDict:
+        body: dict[str, Any] | None = None
+        for key, item in value.items():
+            if type(item) in _LEAVES:
+                if body is not None:
+                    body[key] = item
+                continue
+            frozen = freeze(item)
+            if body is None and frozen is not item:
+                body = {k: v for k, v in value.items() if k != key}  # rebuilt, order aside
+            if body is not None:
+                body[key] = frozen
+        return value if body is None else FrozenDict(body)
+    if kind is tuple:
+        items: list[Any] | None = None
+        for index, item in enumerate(value):
+            frozen = item if type(item) in _LEAVES else freeze(item)
+            if items is None and frozen is not item:
+                items = list(value[:index])
+            if items is not None:
+                items.append(frozen)
+        return value if items is None else tuple(items)
+    if isinstance(value, Mapping):
         return FrozenDict({str(k): freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
         return tuple(freeze(item) for item in value)
@@ -117,11 +256,36 @@ def apply_verb(verb: Verb, before: Any, payload: Any) -> Any:
     if payload is UNKNOWN or before is UNKNOWN:
         return UNKNOWN
     if verb is Verb.APPEND:
-        return before + payload if isinstance(before, tuple) else payload
+        return ChainedTuple.extend(before, payload) if _is_list(before) else payload
     # merge: shallow, the payload's keys win
     if isinstance(before, FrozenDict):
         return FrozenDict({**before, **payload})
     return payload
+
+
+def replay(writes: Sequence[Commit], value: Any) -> Any:
+    """``value`` after ``writes`` (one key's, in order), as `apply_verb` one by one gives it.
+
+    A run of appends becomes one concatenation: an epoch that appends sixteen messages one commit
+    each copies the conversation once, not sixteen times."""
+    tail: list[Any] = []
+    for commit in writes:
+        if commit.verb is Verb.APPEND and commit.value is not UNKNOWN and value is not UNKNOWN:
+            if not _is_list(value):
+                value = ()  # an append onto a non-list starts the list
+            tail.extend(commit.value)
+            continue
+        if tail:
+            value = ChainedTuple.extend(value, tuple(tail))
+            tail = []
+        value = apply_verb(commit.verb, value, commit.value)
+    if tail:
+        value = ChainedTuple.extend(value, tuple(tail))
+    return value
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, tuple | ChainedTuple)
 
 
 def _path(parents: Mapping[int, int], epoch: int) -> list[int]:
@@ -251,12 +415,21 @@ class KeyedFold:
             at = above
         for step in reversed(chain):
             writes, anchor = touched[step]
-            for commit in writes[max(anchor, 0) :]:
-                value = apply_verb(commit.verb, value, commit.value)
+            value = replay(writes[max(anchor, 0) :], value)
             with self._lock:
                 self.replayed += len(writes) - max(anchor, 0)
                 self._values[(key, step)] = value
         return value
+
+    def extends_parent(self, key: str, epoch: int) -> bool:
+        """Whether ``key``'s value at ``epoch`` is its parent's value with items appended (or the
+        parent's value itself): then the parent's whole list is a prefix of it, element for
+        element, and nobody needs to compare the two to know."""
+        touched = self._touches.get(key, {}).get(epoch)
+        if touched is None:
+            return True
+        writes, anchor = touched
+        return anchor < 0 and all(c.verb is Verb.APPEND and c.value is not UNKNOWN for c in writes)
 
     def state_at(self, epoch: int) -> Mapping[str, Any]:
         """The whole state after ``epoch``, read-only; keys whose value is `ABSENT` are left out."""

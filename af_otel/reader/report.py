@@ -15,7 +15,6 @@ from typing import Any, Final
 
 import orjson
 
-from af_otel.reader._prefix import common_prefix
 from af_otel.reader.verify import Verdict, VerdictStatus
 from af_otel.reader.view import ServedView
 
@@ -135,7 +134,7 @@ def _changes(view: ServedView) -> str:
     if view.messages is None:
         rows.append("<li>Messages are not on record.</li>")
     elif parent is not None and parent.messages is not None:
-        shared = common_prefix(view.messages, parent.messages)
+        shared = view.context.shared_prefix(view.messages, parent.messages)
         added = len(view.messages) - shared
         if shared < len(parent.messages):
             rows.append(
@@ -154,7 +153,7 @@ def _messages(view: ServedView) -> str:
     start = 0
     note = ""
     if parent is not None and parent.messages is not None:
-        start = common_prefix(view.messages, parent.messages)
+        start = view.context.shared_prefix(view.messages, parent.messages)
         if start:
             note = (
                 f'<p class="muted">Messages #0–#{start - 1} are epoch {parent.epoch}\'s '

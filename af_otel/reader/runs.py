@@ -18,7 +18,6 @@ import orjson
 
 from af_otel import names
 from af_otel.errors import AfOtelError
-from af_otel.model import FrozenDict
 from af_otel.model.request import normalize_message, normalize_part, normalize_tool
 from af_otel.reader.fold import UNKNOWN, Commit, KeyedFold, Verb, freeze
 from af_otel.reader.records import AttrValue, SpanRecord
@@ -40,6 +39,7 @@ EMPTY_STATE: Final[Mapping[str, Any]] = MappingProxyType({"messages": ()})
 # that stops exactly there was probably cut, even when nothing else says so.
 BACKEND_LIMITS: Final = frozenset({2048})
 _ITEMS: Final = {"system": normalize_part, "messages": normalize_message, "tools": normalize_tool}
+_VERBS: Final = {verb.value: verb for verb in Verb}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +100,15 @@ def normalize_value(key: str, value: Any, where: str) -> Any:
         return value
     if key in ("model", "provider") and not isinstance(value, str):
         raise _Bad(f"{where}: {key} must be a string, got {type(value).__name__}")
-    if key == "params" and not isinstance(value, FrozenDict):
+    if key == "params" and not isinstance(value, dict):
         raise _Bad(f"{where}: params must be an object, got {type(value).__name__}")
     item = _ITEMS.get(key)
     if item is None:
-        return value
-    if not isinstance(value, tuple):
+        return freeze(value)
+    if not isinstance(value, list | tuple):
         raise _Bad(f"{where}: {key} must be a list, got {type(value).__name__}")
+    # Normalize the decoded items, then freeze what normalizing left open (tool arguments,
+    # schemas): one pass over each message, not a copy before and another after.
     return tuple(freeze(item(v, f"{where}: {key}[{i}]")) for i, v in enumerate(value))
 
 
@@ -122,6 +124,10 @@ def _int(value: AttrValue | None) -> int | None:
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value)
     return None
+
+
+_LOW: Final = min(BACKEND_LIMITS) - 3
+_HIGH: Final = max(BACKEND_LIMITS) + 2
 
 
 def _at_limit(value: str) -> bool:
@@ -148,7 +154,13 @@ def _span_cut(span: SpanRecord) -> list[str]:
         (f"event {e.name} ", e.attributes) for e in span.events
     ]:
         for key, value in attrs.items():
-            if isinstance(value, str) and _at_limit(value):
+            # UTF-8 holds 1 to 4 bytes a character: most strings are ruled out by length alone.
+            if (
+                isinstance(value, str)
+                and 4 * len(value) >= _LOW
+                and len(value) <= _HIGH
+                and _at_limit(value)
+            ):
                 cut.append(f"{owner}{key} stops at {len(value.encode('utf-8'))} bytes")
     return cut
 
@@ -161,9 +173,9 @@ def _decode_commit(attrs: Mapping[str, AttrValue], store: Store | None, where: s
     if not isinstance(key, str) or not key:
         raise _Bad(f"{where}: commit {seq} has no {names.COMMIT_KEY}")
     raw_verb = attrs.get(names.COMMIT_VERB)
-    if raw_verb not in tuple(Verb):
+    verb = _VERBS.get(raw_verb) if isinstance(raw_verb, str) else None
+    if verb is None:
         raise _Bad(f"{where}: commit {seq} has unknown verb {raw_verb!r}")
-    verb = Verb(raw_verb)
     if verb is Verb.DELETE:
         return Commit(seq, key, verb)
     value = attrs.get(names.COMMIT_VALUE)
@@ -175,14 +187,14 @@ def _decode_commit(attrs: Mapping[str, AttrValue], store: Store | None, where: s
         if size is not None and written < size:
             raise _Bad(f"{where}: commit {seq} value was cut ({written} of {size} bytes)")
         try:
-            payload = freeze(orjson.loads(value))
+            payload = orjson.loads(value)
         except orjson.JSONDecodeError as exc:
             raise _Bad(f"{where}: commit {seq} value is not JSON ({exc})") from None
     elif isinstance(ref, str):
         if store is None:
             raise _Bad(f"{where}: commit {seq} is stored at {ref} and no store was given")
         try:
-            payload = freeze(store.get_json(ref))
+            payload = store.get_json(ref)
         except AfOtelError as exc:
             raise _Bad(f"{where}: commit {seq} payload {ref}: {exc}") from None
     else:
@@ -205,7 +217,7 @@ def _load_base(address: str, store: Store | None) -> tuple[Mapping[str, Any], st
     if not isinstance(raw, dict):
         return EMPTY_STATE, f"base {address} is not a JSON object"
     try:
-        state = {k: normalize_value(k, freeze(v), f"base {address}") for k, v in raw.items()}
+        state = {k: normalize_value(k, v, f"base {address}") for k, v in raw.items()}
     except (_Bad, AfOtelError) as exc:
         return EMPTY_STATE, str(exc)
     state.setdefault("messages", ())

@@ -24,8 +24,9 @@ from typing import Any, Final, Literal
 from af_otel import names
 from af_otel.canonical import canonical_json, receipt_hash
 from af_otel.errors import ReaderError
-from af_otel.model import Request
+from af_otel.model import FrozenDict, forced_tool
 from af_otel.reader._prefix import common_prefix
+from af_otel.reader.fold import ChainedTuple
 from af_otel.reader.gaps import Gap, covers
 from af_otel.reader.view import RunContext, ServedView
 from af_otel.receipts import Receipt, digest_preimage
@@ -87,14 +88,25 @@ class Verdict:
 class _State:
     """What one epoch's recomputation leaves for its children to extend."""
 
-    messages: tuple[Any, ...]
-    entries: tuple[str, ...]
-    links: tuple[str, ...]  # c_0 .. c_n
-    sizes: tuple[int, ...]  # running canonical size of the first i messages, i = 0..n
-    system: tuple[Any, ...] | None
+    messages: Sequence[Any]
+    entries: Sequence[str]
+    links: Sequence[str]  # c_0 .. c_n
+    sizes: Sequence[int]  # running canonical size of the first i messages, i = 0..n
+    system: Sequence[Any] | None
     system_sums: tuple[tuple[str, ...], str, int]  # pieces, hash, list size
-    tools: tuple[Any, ...] | None
+    tools: Sequence[Any] | None
     tool_sums: tuple[tuple[str, ...], int]  # hashes, list size
+    before: Sequence[str] | None = None  # the entries this state extended
+    shared: int = 0  # how many of them it kept
+
+    def most_kept(self, basis: Sequence[str]) -> int:
+        """The leading entries this epoch has in common with ``basis``."""
+        if basis is not self.before:
+            return common_prefix(tuple(self.entries), tuple(basis))
+        most, end = self.shared, min(len(self.entries), len(basis))
+        while most < end and self.entries[most] == basis[most]:
+            most += 1
+        return most
 
 
 class _Recomputer:
@@ -138,31 +150,49 @@ class _Recomputer:
         assert previous is not None
         return previous
 
-    def base_state(self, messages: tuple[Any, ...]) -> _State:
+    def base_state(self, messages: Sequence[Any]) -> _State:
         if self.base is None:
             self.base = self._step(messages, None, None, None)
         return self.base
 
     def _step(
         self,
-        messages: tuple[Any, ...],
-        system: tuple[Any, ...] | None,
-        tools: tuple[Any, ...] | None,
+        messages: Sequence[Any],
+        system: Sequence[Any] | None,
+        tools: Sequence[Any] | None,
         before: _State | None,
     ) -> _State:
+        new_entries: list[str] = []
+        new_links: list[str] = []
+        new_sizes: list[int] = []
         if before is not None:
-            shared = common_prefix(messages, before.messages)
-            entries = list(before.entries[:shared])
-            links = list(before.links[: shared + 1])
-            sizes = list(before.sizes[: shared + 1])
+            shared = self.context.shared_prefix(messages, before.messages)
+            link, size = before.links[shared], before.sizes[shared]
         else:
-            shared, entries, links, sizes = 0, [], [self.hash(CHAIN_SEED)], [0]
+            shared, link, size = 0, self.hash(CHAIN_SEED), 0
+            new_links.append(link)
+            new_sizes.append(0)
         for message in messages[shared:]:
             data = canonical_json(message)
             entry = self.hash(data)
-            entries.append(entry)
-            links.append(self.hash(links[-1] + "\x1f" + entry))
-            sizes.append(sizes[-1] + len(data))
+            link = self.hash(link + "\x1f" + entry)
+            size += len(data)
+            new_entries.append(entry)
+            new_links.append(link)
+            new_sizes.append(size)
+        entries: Sequence[str]
+        links: Sequence[str]
+        sizes: Sequence[int]
+        if before is None:
+            entries, links, sizes = tuple(new_entries), tuple(new_links), tuple(new_sizes)
+        elif shared == len(before.entries):  # appended only: share the parent's lists
+            entries = ChainedTuple.extend(before.entries, tuple(new_entries))
+            links = ChainedTuple.extend(before.links, tuple(new_links))
+            sizes = ChainedTuple.extend(before.sizes, tuple(new_sizes))
+        else:
+            entries = tuple(before.entries[:shared]) + tuple(new_entries)
+            links = tuple(before.links[: shared + 1]) + tuple(new_links)
+            sizes = tuple(before.sizes[: shared + 1]) + tuple(new_sizes)
         if before is not None and system is before.system:
             system_sums = before.system_sums
         else:
@@ -177,13 +207,15 @@ class _Recomputer:
             tool_sums = (tuple(self.hash(b) for b in bodies), size)
         return _State(
             messages,
-            tuple(entries),
-            tuple(links),
-            tuple(sizes),
+            entries,
+            links,
+            sizes,
             system,
             system_sums,
             tools,
             tool_sums,
+            before.entries if before is not None else None,
+            shared,
         )
 
     def recorded_entries(self, view: ServedView) -> tuple[str | None, ...] | None:
@@ -227,7 +259,7 @@ def _recomputer(view: ServedView, key: bytes | None) -> _Recomputer:
         return found
 
 
-def _basis(view: ServedView, worker: _Recomputer) -> tuple[str, ...] | None:
+def _basis(view: ServedView, worker: _Recomputer) -> Sequence[str] | None:
     """The entries the writer compared this epoch's with to count ``kept``: the parent's (or the
     base's, at epoch 0's children); () when the writer held none; None when not on record."""
     if view.parent == 0:
@@ -262,32 +294,35 @@ def recompute(
     with view.context.lock:
         state = worker.state(view)
         basis = _basis(view, worker)
-    return _receipt(view, state, basis, kept, secret, worker)
+    return _receipt(view, state, basis, kept, secret, worker, with_entries=True)
 
 
 def _receipt(
     view: ServedView,
     state: _State,
-    basis: tuple[str, ...] | None,
+    basis: Sequence[str] | None,
     kept: int | None,
     secret: bytes | None,
     worker: _Recomputer,
+    *,
+    with_entries: bool = False,
 ) -> Receipt:
-    request: Request = view.request
+    # The request's parts straight from the view (building a `Request` would copy the messages).
+    params_value = view.params if view.params is not None else FrozenDict()
+    model, provider = view.model, view.provider
     entries = state.entries
-    most = common_prefix(entries, basis) if basis else 0
-    split = most if kept is None else min(kept, len(entries))
-    params = canonical_json(request.params)
+    split = (state.most_kept(basis) if basis else 0) if kept is None else min(kept, len(entries))
+    params = canonical_json(params_value)
     sizes: list[tuple[str, int]] = [("messages", 2 + state.sizes[-1] + max(0, len(entries) - 1))]
-    if request.model is not None:
-        sizes.append(("model", len(canonical_json(request.model))))
-    if request.params:
+    if model is not None:
+        sizes.append(("model", len(canonical_json(model))))
+    if params_value:
         sizes.append(("params", len(params)))
-    if request.provider is not None:
-        sizes.append(("provider", len(canonical_json(request.provider))))
-    if request.system:
+    if provider is not None:
+        sizes.append(("provider", len(canonical_json(provider))))
+    if view.system:
         sizes.append(("system", state.system_sums[2]))
-    if request.tools:
+    if view.tools:
         sizes.append(("tools", state.tool_sums[1]))
     size = 2 + sum(len(k) + 3 + s for k, s in sizes) + len(sizes) - 1
     receipt = Receipt(
@@ -296,20 +331,20 @@ def _receipt(
         epoch=view.epoch,
         parent=view.parent,
         scheme=names.SCHEME_HMAC if secret is not None else names.SCHEME_PLAIN,
-        model=request.model,
-        provider=request.provider,
+        model=model,
+        provider=provider,
         system_hash=state.system_sums[1],
         system_pieces=state.system_sums[0],
         messages_count=len(entries),
         messages_chain=state.links[-1],
         messages_kept=split,
-        messages_added=entries[split:],
-        tools_names=request.tool_names,
+        messages_added=tuple(entries[split:]),
+        tools_names=tuple(str(tool["name"]) for tool in view.tools or ()),
         tools_hashes=state.tool_sums[0],
-        tools_forced=request.forced_tool(),
+        tools_forced=forced_tool(params_value.get("tool_choice")),
         params=params.decode("utf-8"),
         bytes=size,
-        entries=entries,
+        entries=tuple(entries) if with_entries else None,
     )
     return replace(receipt, digest=worker.hash(digest_preimage(receipt)))
 
@@ -409,7 +444,7 @@ def verify(view: ServedView, *, key: bytes | str | None = None) -> Verdict:
         if claim:  # the claim is about a parent that is not on record: it cannot be checked
             mismatches.append(Mismatch("messages.kept", claim, None, 0))
     else:
-        most = common_prefix(state.entries, basis) if basis else 0
+        most = state.most_kept(basis) if basis else 0
         if claim > most:
             mismatches.append(Mismatch("messages.kept", claim, most, most))
             claim = most

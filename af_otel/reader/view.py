@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -18,7 +18,7 @@ from af_otel import names
 from af_otel.model import FrozenDict, Request
 from af_otel.model.request import PARAM_KEYS, REQUEST_KEYS, forced_tool, normalize_params
 from af_otel.reader._prefix import common_prefix
-from af_otel.reader.fold import ABSENT, UNKNOWN, apply_verb, freeze
+from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
 from af_otel.reader.gaps import (
     CAUSE_NOT_COMMITTED,
     CAUSE_SHAPE_REJECTED,
@@ -63,7 +63,7 @@ class RunContext:
 
     __slots__ = ("base_messages", "lock", "memo", "run_id", "views")
 
-    def __init__(self, run_id: str | None, base_messages: tuple[Any, ...] | None) -> None:
+    def __init__(self, run_id: str | None, base_messages: Sequence[Any] | None) -> None:
         self.run_id = run_id
         self.base_messages = base_messages  # the base's messages when the run has a loaded base
         self.views: dict[int, ServedView] = {}
@@ -73,6 +73,26 @@ class RunContext:
     def __repr__(self) -> str:
         return f"RunContext({self.run_id!r}, {len(self.views)} views)"
 
+    def shared_prefix(
+        self, new: Sequence[Any], old: Sequence[Any], *, extends: bool = False
+    ) -> int:
+        """`common_prefix` of two message lists of this run, found once per pair: the view
+        builder asks it for each epoch and its parent (``extends`` when the fold built ``new`` by
+        appending to ``old``), and `verify` asks it again."""
+        key = ("prefix", id(new), id(old))
+        found = self.memo.get(key)
+        if found is not None and found[0] is new and found[1] is old:
+            return int(found[2])
+        # A chain built on ``old``, or a list the fold says it only appended to, starts with all
+        # of ``old``: no need to compare.
+        built_on = isinstance(new, ChainedTuple) and new.head is old
+        if built_on or (extends and len(new) >= len(old)):
+            shared = len(old)
+        else:
+            shared = common_prefix(tuple(new), tuple(old))
+        self.memo[key] = (new, old, shared)
+        return shared
+
 
 @dataclass(frozen=True, slots=True)
 class ServedView:
@@ -80,6 +100,8 @@ class ServedView:
 
     ``system``, ``messages``, ``tools`` and ``params`` are None when not on record (a gap says
     why), never an empty stand-in; ``model``/``provider`` are None when unset or not on record.
+    The lists are tuples, or `ChainedTuple` where an epoch appended to its parent's list (they
+    share it; both read alike).
     """
 
     run_id: str | None
@@ -91,9 +113,9 @@ class ServedView:
     name: str
     origin: str
     base: str | None
-    system: tuple[FrozenDict, ...] | None
-    messages: tuple[FrozenDict, ...] | None
-    tools: tuple[FrozenDict, ...] | None
+    system: Sequence[FrozenDict] | None
+    messages: Sequence[FrozenDict] | None
+    tools: Sequence[FrozenDict] | None
     params: FrozenDict | None
     model: str | None
     provider: str | None
@@ -105,9 +127,9 @@ class ServedView:
     def request(self) -> Request:
         """The rebuilt request (parts not on record read as empty: check ``gaps`` first)."""
         return Request(
-            self.system or (),
-            self.messages or (),
-            self.tools or (),
+            tuple(self.system or ()),
+            tuple(self.messages or ()),
+            tuple(self.tools or ()),
             self.params if self.params is not None else FrozenDict(),
             self.model,
             self.provider,
@@ -168,7 +190,7 @@ def _params(value: Any, memo: dict[int, tuple[Any, FrozenDict]]) -> FrozenDict |
     return normalized  # type: ignore[no-any-return]
 
 
-def _items(value: Any) -> tuple[FrozenDict, ...] | None:
+def _items(value: Any) -> Sequence[FrozenDict] | None:
     if value is UNKNOWN:
         return None
     if value is ABSENT:
@@ -217,7 +239,7 @@ def _common_gaps(
     receipt: Receipt | ReceiptRejected | None,
     values: Mapping[str, Any],
     params: FrozenDict | None,
-    tools: tuple[FrozenDict, ...] | None,
+    tools: Sequence[FrozenDict] | None,
     sealed: bool,
 ) -> list[Gap]:
     found: list[Gap] = []
@@ -247,15 +269,15 @@ def _common_gaps(
 
 def _run_views(run: Run) -> list[ServedView]:
     fold = run.fold
-    base_messages: tuple[Any, ...] | None = None
+    base_messages: Sequence[Any] | None = None
     if run.base_address is not None and run.base_problem is None:
         loaded = fold.value_at("messages", 0)
-        base_messages = loaded if isinstance(loaded, tuple) else ()
+        base_messages = loaded if isinstance(loaded, tuple | ChainedTuple) else ()
     context = RunContext(run.run_id, base_messages)
     params_memo: dict[int, tuple[Any, FrozenDict]] = {}
     # Per epoch: its messages and the positions of sealed reasoning in them, found by scanning
     # only what the epoch added to its parent's list.
-    scans: dict[int, tuple[tuple[Any, ...], tuple[int, ...]]] = {}
+    scans: dict[int, tuple[Sequence[Any], tuple[int, ...]]] = {}
     views: list[ServedView] = []
 
     def values_of(
@@ -282,11 +304,12 @@ def _run_views(run: Run) -> list[ServedView]:
             values = dict.fromkeys(REQUEST_KEYS, UNKNOWN)
         return values
 
-    def scan(epoch: int, parent: int, messages: tuple[Any, ...] | None) -> bool:
+    def scan(epoch: int, parent: int, messages: Sequence[Any] | None) -> bool:
         if messages is None:
             return False
         before = scans.get(parent) if parent else None
-        shared = common_prefix(messages, before[0]) if before else 0
+        extends = fold.extends_parent("messages", epoch)
+        shared = context.shared_prefix(messages, before[0], extends=extends) if before else 0
         kept = tuple(i for i in before[1] if i < shared) if before else ()
         added = tuple(i for i in range(shared, len(messages)) if _sealed(messages[i]))
         scans[epoch] = (messages, kept + added)

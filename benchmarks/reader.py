@@ -1,0 +1,267 @@
+"""Reader benchmark: build every served view of a long run and verify it, against a naive reader
+that folds each epoch's whole path again, side by side.
+
+A turn is one LLM call after the agent ran seven tools: its commits append the question, seven
+tool calls and their results and the answer one message each, and merge the dials (17 commits a
+turn, so 100 turns hold about 1,700). Every seventh tool result is over the inline limit and sits
+in the store. Receipts are minted by `mint_receipt` as the writer does; spans are built directly
+as span records, so the figures are the reader's alone.
+
+Targets: at 100 turns the keyed reader is at least 50x faster than the naive one; the 1,000-turn
+run costs at most 15x the 100-turn run (near-linear). The naive reader is measured whole at 100
+turns and on an even sample of epochs at 1,000 (its total there is that sample scaled up: folding
+all 1,000 epochs naively would take many minutes). Prints PASS/FAIL; exits 1 on FAIL.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from af_otel import names
+from af_otel.canonical import canonical_json
+from af_otel.model import Request
+from af_otel.reader.records import EventRecord, SpanKind, SpanRecord
+from af_otel.reader.verify import VerdictStatus, verify
+from af_otel.reader.view import served_views
+from af_otel.receipts import Receipt, ReceiptDigests, mint_receipt
+from af_otel.store import LocalStore, Store
+
+TOOLS_PER_TURN = 7
+INLINE_LIMIT = names.DEFAULT_INLINE_LIMIT
+RUN_ID = "bench-run"
+SPEEDUP_TARGET = 50.0
+SCALING_TARGET = 15.0
+
+
+def _text(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+
+def turn_messages(turn: int) -> list[dict[str, Any]]:
+    out = [_text("user", f"Question {turn}: what changed in region {turn % 13} since last week?")]
+    for tool in range(TOOLS_PER_TURN):
+        call = f"call_{turn}_{tool}"
+        out.append(
+            {
+                "role": "assistant",
+                "parts": [
+                    {
+                        "type": "tool_call",
+                        "id": call,
+                        "name": f"tool_{tool}",
+                        "arguments": {"region": turn % 13, "page": tool},
+                    }
+                ],
+            }
+        )
+        size = 3000 if tool == 6 else 120
+        body = (f"row {turn}.{tool}: value {turn * tool} " * 200)[:size]
+        out.append(
+            {"role": "tool", "parts": [{"type": "tool_call_response", "id": call, "response": body}]}
+        )
+    out.append(_text("assistant", f"Answer {turn}: three regions moved; details above."))
+    return out
+
+
+def build_run(turns: int, store: Store) -> tuple[SpanRecord, ...]:
+    """The spans of a ``turns``-turn run, as the writer would export them."""
+    base = {
+        "system": [{"type": "text", "content": "You are a careful analyst. " * 20}],
+        "messages": [_text("user", "Earlier session"), _text("assistant", "Noted.")],
+        "tools": [{"type": "function", "name": f"tool_{i}"} for i in range(TOOLS_PER_TURN)],
+        "params": {"temperature": 0.1},
+        "model": "gpt-4o",
+        "provider": "openai",
+    }
+    base_request = Request.from_dict(base)
+    base_address = store.put_json(base_request.to_dict())
+    digests = ReceiptDigests()
+    parent_receipt: Receipt | None = mint_receipt(base_request, run_id=RUN_ID, epoch=0, digests=digests)
+    messages = list(base_request.to_dict()["messages"])
+    trace_id = hashlib.sha256(RUN_ID.encode()).hexdigest()[:32]
+    spans = []
+    seq = 0
+    for turn in range(1, turns + 1):
+        new = turn_messages(turn)
+        messages = messages + new
+        params = {"temperature": 0.1, "seed": turn}
+        request = Request.from_dict({**base, "messages": messages, "params": params})
+        receipt = mint_receipt(
+            request, run_id=RUN_ID, epoch=turn, parent=parent_receipt or 0, digests=digests
+        )
+        events = []
+        for payload, key, verb in [*(([m], "messages", "append") for m in new), (params, "params", "merge")]:
+            seq += 1
+            data = canonical_json(payload)
+            attrs: dict[str, Any] = {
+                names.COMMIT_SEQ: seq,
+                names.COMMIT_KEY: key,
+                names.COMMIT_VERB: verb,
+                names.COMMIT_BYTES: len(data),
+            }
+            if len(data) <= INLINE_LIMIT:
+                attrs[names.COMMIT_VALUE] = data.decode()
+            else:
+                attrs[names.COMMIT_REF] = store.put(data)
+            events.append(EventRecord(names.COMMIT_EVENT, turn * 1_000 + seq, attrs))
+        attributes = {
+            names.RUN_ID: RUN_ID,
+            names.EPOCH: turn,
+            names.EPOCH_PARENT: turn - 1,
+            names.RUN_BASE: base_address,
+            names.GAPS: (names.GAP_PROVIDER_DEFAULTS,),
+            names.GAP_NO_RECEIPT_ON_CHART: False,
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in receipt.to_attributes().items()},
+        }
+        spans.append(
+            SpanRecord(
+                trace_id,
+                hashlib.sha256(f"{turn}".encode()).hexdigest()[:16],
+                None,
+                "chat gpt-4o",
+                SpanKind.CLIENT,
+                turn * 10**9,
+                turn * 10**9 + 5 * 10**8,
+                attributes,
+                tuple(events),
+                {"service.name": "bench"},
+            )
+        )
+        parent_receipt = receipt
+    return tuple(spans)
+
+
+def keyed_reader(spans: Sequence[SpanRecord], store: Store) -> int:
+    """What af-otel verify does: every view, every verdict. Returns how many verified."""
+    views = served_views(spans, store=store)
+    return sum(verify(v).status is VerdictStatus.VERIFIED for v in views)
+
+
+def _apply(state: dict[str, Any], key: str, verb: str, payload: Any) -> None:
+    if verb == "set":
+        state[key] = payload
+    elif verb == "delete":
+        state.pop(key, None)
+    elif verb == "append":
+        state.setdefault(key, []).extend(payload)  # the fold owns its lists: no copies
+    else:
+        state[key] = {**(state.get(key) or {}), **payload}
+
+
+def naive_fold(by_epoch: Mapping[int, SpanRecord], epoch: int, store: Store) -> Request:
+    """A reader with no index: the base, then every commit on the path to ``epoch``, decoded
+    and applied again."""
+    state = dict(store.get_json(str(by_epoch[1].attributes[names.RUN_BASE])))  # type: ignore[arg-type]
+    path = []
+    at = epoch
+    while at:
+        path.append(by_epoch[at])
+        at = int(by_epoch[at].attributes[names.EPOCH_PARENT])  # type: ignore[arg-type]
+    for step in reversed(path):
+        for event in step.events:
+            attrs = event.attributes
+            ref = attrs.get(names.COMMIT_REF)
+            raw = store.get(str(ref)) if ref else str(attrs[names.COMMIT_VALUE]).encode()
+            _apply(state, str(attrs[names.COMMIT_KEY]), str(attrs[names.COMMIT_VERB]), orjson.loads(raw))
+    return Request.from_dict(state)
+
+
+def naive_reader(
+    spans: Sequence[SpanRecord], store: Store, epochs: Sequence[int], *, stateless: bool
+) -> int:
+    """Verify ``epochs`` naively. ``stateless``: each epoch on its own, as a one-epoch query
+    without an index answers it (its path folded, and its parent's for ``kept``); otherwise the
+    previous epoch's receipt is kept for the next (a naive reader walking forward)."""
+    by_epoch = {int(s.attributes[names.EPOCH]): s for s in spans}  # type: ignore[arg-type]
+    verified = 0
+    previous: Receipt | None = None
+    for epoch in epochs:
+        parent_epoch = epoch - 1
+        if stateless or previous is None or previous.epoch != parent_epoch:
+            parent_request = naive_fold(by_epoch, parent_epoch, store)
+            previous = mint_receipt(parent_request, run_id=RUN_ID, epoch=parent_epoch)
+        receipt = mint_receipt(
+            naive_fold(by_epoch, epoch, store), run_id=RUN_ID, epoch=epoch, parent=previous
+        )
+        recorded = Receipt.from_attributes(by_epoch[epoch].attributes)
+        verified += isinstance(recorded, Receipt) and recorded.to_attributes() == receipt.to_attributes()
+        previous = receipt
+    return verified
+
+
+def timed(function: Any, *args: Any, repeat: int = 3, **kwargs: Any) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        result = function(*args, **kwargs)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def measure(turns: int, naive_sample: int | None, repeat: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as directory:
+        store = LocalStore(directory)
+        spans = build_run(turns, store)
+        commits = sum(len(s.events) for s in spans)
+        keyed, verified = timed(keyed_reader, spans, store, repeat=repeat)
+        assert verified == turns, f"keyed reader verified {verified} of {turns}"
+        if naive_sample is None:
+            epochs = list(range(1, turns + 1))
+        else:
+            step = turns // naive_sample
+            epochs = list(range(step, turns + 1, step))
+        row: dict[str, float] = {"turns": turns, "commits": commits, "keyed": keyed}
+        for name, stateless in (("naive", True), ("forward", False)):
+            naive, naive_ok = timed(
+                naive_reader, spans, store, epochs, repeat=1 if naive_sample else 2, stateless=stateless
+            )
+            assert naive_ok == len(epochs), f"naive reader verified {naive_ok} of {len(epochs)}"
+            # Sampled epochs are spread evenly: their mean stands for the run's mean epoch.
+            row[name] = naive * turns / len(epochs)
+        row["sampled"] = 0 if naive_sample is None else len(epochs)
+        last = Receipt.from_attributes(spans[-1].attributes)
+        row["messages"] = last.messages_count if isinstance(last, Receipt) else 0
+        return row
+
+
+def main() -> int:
+    print("af_otel reader: build every served view and verify it, keyed fold vs naive full folds")
+    small = measure(100, None, repeat=5)
+    large = measure(1000, 10, repeat=3)
+    for row in (small, large):
+        note = f"  (naive: {row['sampled']:.0f} epochs sampled, scaled)" if row["sampled"] else ""
+        print(
+            f"  {row['turns']:>5.0f} turns {row['commits']:>7,.0f} commits {row['messages']:>7,.0f} messages"
+            f"  keyed {row['keyed'] * 1000:8.1f} ms"
+            f"  naive {row['naive'] * 1000:10.1f} ms ({row['naive'] / row['keyed']:6.1f}x)"
+            f"  naive-forward {row['forward'] * 1000:10.1f} ms ({row['forward'] / row['keyed']:6.1f}x){note}"
+        )
+    speedup = small["naive"] / small["keyed"]
+    scaling = large["keyed"] / small["keyed"]
+    ok_speed = speedup >= SPEEDUP_TARGET
+    ok_scale = scaling <= SCALING_TARGET
+    print(
+        f"  keyed vs naive at 100 turns: {speedup:.1f}x (target >= {SPEEDUP_TARGET:.0f}x) "
+        f"{'PASS' if ok_speed else 'FAIL'}"
+    )
+    print(
+        f"  keyed at 1,000 turns / at 100 turns: {scaling:.1f}x (target <= {SCALING_TARGET:.0f}x) "
+        f"{'PASS' if ok_scale else 'FAIL'}"
+    )
+    passed = ok_speed and ok_scale
+    print("PASS" if passed else "FAIL")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
