@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/canonical.py
 	$(BIN)/python benchmarks/mint.py
 	$(BIN)/python benchmarks/processor.py
+	$(BIN)/python benchmarks/reader.py
 
 # Long runs (load, memory over 10,000 runs, pathological input); prints measured figures.
 soak: $(STAMP)
