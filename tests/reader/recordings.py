@@ -9,6 +9,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.trace import TracerProvider
@@ -64,13 +65,20 @@ def tool_turn(index: int) -> list[dict[str, Any]]:
 class Recorder:
     """One SDK pipeline; each `chat` is one whole LLM-call span."""
 
-    def __init__(self, store: Store, scope: str = "tests.reader", **options: Any) -> None:
+    def __init__(
+        self,
+        store: Store,
+        scope: str = "tests.reader",
+        provider: TracerProvider | None = None,
+        **options: Any,
+    ) -> None:
         self.exporter = InMemorySpanExporter()
-        self.processor = ReceiptSpanProcessor(
-            SimpleSpanProcessor(self.exporter), store=store, **options
-        )
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(self.processor)
+        if provider is None:
+            provider = TracerProvider()
+            provider.add_span_processor(
+                ReceiptSpanProcessor(SimpleSpanProcessor(self.exporter), store=store, **options)
+            )
+        self.provider = provider
         # The scope decides, for the writer, whether the provider SDK's own instrumentation made
         # the span (then nothing else stood between the record and the wire).
         self.tracer = self.provider.get_tracer(scope)
@@ -140,6 +148,20 @@ class Recorder:
 
     def close(self) -> None:
         self.provider.shutdown()
+
+
+@contextmanager
+def file_recorder(path: Path, store: Store, **options: Any) -> Iterator[Recorder]:
+    """A recorder whose spans go to OTLP JSON lines at ``path`` (the provider af_otel ships for
+    that); the file is complete when the block exits."""
+    from af_otel.processor.pipeline import json_lines_provider
+
+    provider = json_lines_provider(path, store=store, service_name="reader-tests", **options)
+    made = Recorder(store, provider=provider)
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 @contextmanager

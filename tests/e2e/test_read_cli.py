@@ -1,0 +1,260 @@
+"""The reading commands end to end: a real OTLP JSON lines file written through af_otel's own
+pipeline, read back by ``af-otel served | verify | gaps | report`` (in process, and once as the
+installed command), including damaged and unreadable input."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from af_otel import names
+from af_otel.cli import main
+from af_otel.processor import run
+from af_otel.store import LocalStore
+from tests.reader.recordings import agent, file_recorder, user
+from tests.reader.sources.helpers import serve
+
+
+@pytest.fixture
+def recording(tmp_path: Path) -> tuple[Path, Path]:
+    """traces.jsonl with a 3-turn agent (one prompt holding markup) and a call whose content
+    was not captured, plus its store."""
+    traces, store_dir = tmp_path / "traces.jsonl", tmp_path / "store"
+    with file_recorder(traces, LocalStore(store_dir)) as rec:
+        agent(rec, "cli-run", 3, base={"messages": [user("<script>alert('x')</script> earlier")]})
+        with run("blind-run"):
+            rec.blind_chat(model="gpt-4o")
+    return traces, store_dir
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def edit_line(traces: Path, edit: Any) -> None:
+    lines = traces.read_text(encoding="utf-8").splitlines()
+    traces.write_text("\n".join(edit(json.loads(line)) for line in lines) + "\n", encoding="utf-8")
+
+
+def spans_of(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for resource in document.get("resourceSpans", []):
+        for scope in resource.get("scopeSpans", []):
+            yield from scope.get("spans", [])
+
+
+def attribute(span: dict[str, Any], key: str) -> Any:
+    for item in span.get("attributes", []):
+        if item["key"] == key:
+            return next(iter(item["value"].values()))
+    return None
+
+
+def test_verify_passes_a_clean_recording(
+    capsys: pytest.CaptureFixture[str], recording: Any
+) -> None:
+    """Every epoch verifies (the blind call is reconstructed): exit 0, one line per call."""
+    traces, store = recording
+    code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store))
+    assert code == 0
+    assert "cli-run epoch 3: verified" in out
+    assert "blind-run epoch 1: reconstructed" in out
+    assert out.strip().endswith("3 verified, 1 reconstructed, 0 damaged")
+
+
+def test_verify_exits_1_on_an_edited_event(
+    capsys: pytest.CaptureFixture[str], recording: Any
+) -> None:
+    """Editing a commit payload in the file makes that epoch damaged and the command exit 1."""
+    traces, store = recording
+
+    def tamper(document: dict[str, Any]) -> str:
+        for span in spans_of(document):
+            if (
+                attribute(span, names.RUN_ID) == "cli-run"
+                and int(attribute(span, names.EPOCH)) == 2
+            ):
+                for event in span.get("events", []):
+                    for item in event.get("attributes", []):
+                        if item["key"] == names.COMMIT_VALUE:
+                            text = item["value"]["stringValue"]
+                            item["value"]["stringValue"] = text.replace("question 2", "question 9")
+        return json.dumps(document)
+
+    edit_line(traces, tamper)
+    code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store), "--json")
+    assert code == 1
+    verdicts = {(v["run_id"], v["epoch"]): v for v in map(json.loads, out.splitlines())}
+    assert verdicts[("cli-run", 1)]["status"] == "verified"
+    assert verdicts[("cli-run", 2)]["status"] == "damaged"
+    assert verdicts[("cli-run", 2)]["field"] == "messages.added"
+    assert verdicts[("cli-run", 2)]["message_index"] == 5
+
+
+def test_verify_exits_2_on_input_it_cannot_read(
+    capsys: pytest.CaptureFixture[str], recording: Any, tmp_path: Path
+) -> None:
+    """A missing file, an unknown format and a cut line are errors (2), each naming the input;
+    --lenient skips the cut line, says so, and judges the rest."""
+    traces, store = recording
+    code, _, err = cli(capsys, "verify", str(tmp_path / "nope.jsonl"))
+    assert code == 2
+    assert "nope.jsonl" in err
+    (tmp_path / "notes.txt").write_text("hello world\n")
+    code, _, err = cli(capsys, "verify", str(tmp_path / "notes.txt"))
+    assert code == 2
+    assert "expected" in err.lower()
+    lines = traces.read_text(encoding="utf-8").splitlines()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join([*lines[:-1], lines[-1][: len(lines[-1]) // 2]]) + "\n")
+    code, _, err = cli(capsys, "verify", str(cut), "--store", str(store))
+    assert code == 2
+    assert f"cut.jsonl:{len(lines)}" in err
+    code, out, err = cli(capsys, "verify", str(cut), "--store", str(store), "--lenient")
+    assert code in (0, 1)
+    assert "skipped" in err
+    assert "LLM call(s)" in out
+
+
+def test_served_prints_the_view_with_its_gaps(
+    capsys: pytest.CaptureFixture[str], recording: Any
+) -> None:
+    """`served --run --epoch` prints one view: ids, verdict, sentences, messages in order."""
+    traces, store = recording
+    code, out, _ = cli(
+        capsys, "served", str(traces), "--store", str(store), "--run", "cli-run", "--epoch", "2"
+    )
+    assert code == 0
+    assert out.startswith("run cli-run · epoch 2 (parent 1)")
+    assert "verdict: verified" in out
+    assert "gap provider-defaults: Only the sampling settings" in out
+    assert "<script>alert('x')</script> earlier" in out
+    assert out.index("#0 user") < out.index("#1 user") < out.index("question 2")
+    code, out, _ = cli(capsys, "served", str(traces), "--store", str(store), "--json")
+    views = [json.loads(line) for line in out.splitlines()]
+    assert [(v["run_id"], v["epoch"]) for v in views] == [
+        ("cli-run", 1),
+        ("cli-run", 2),
+        ("cli-run", 3),
+        ("blind-run", 1),
+    ]
+    assert views[3]["messages"] is None
+    code, _, err = cli(
+        capsys, "served", str(traces), "--store", str(store), "--run", "cli-run", "--epoch", "9"
+    )
+    assert code == 2
+    assert "no epoch 9" in err
+
+
+def test_gaps_lists_calls_without_a_receipt(
+    capsys: pytest.CaptureFixture[str], recording: Any
+) -> None:
+    """`gaps --kind no-receipt-on-chart` names each such call with service, model and reason."""
+    traces, store = recording
+    code, out, _ = cli(
+        capsys, "gaps", str(traces), "--store", str(store), "--kind", "no-receipt-on-chart"
+    )
+    assert code == 0
+    assert out.startswith("no-receipt-on-chart (1 call(s), excuse)")
+    line = next(line for line in out.splitlines() if line.startswith("  - "))
+    assert "run blind-run epoch 1" in line
+    assert "service reader-tests" in line
+    assert "model gpt-4o" in line
+    assert "cause no-receipt-committed" in line
+    assert "content-not-captured" in line
+
+
+def test_report_writes_one_escaped_page(
+    capsys: pytest.CaptureFixture[str], recording: Any, tmp_path: Path
+) -> None:
+    """`report -o` writes a page holding every call, the markup in a prompt escaped."""
+    traces, store = recording
+    output = tmp_path / "out.html"
+    code, out, _ = cli(capsys, "report", str(traces), "--store", str(store), "-o", str(output))
+    assert code == 0
+    assert str(output) in out
+    page = output.read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "<script" not in page
+    assert page.count('class="epoch"') == 4
+
+
+def test_the_store_defaults_to_the_environment(
+    capsys: pytest.CaptureFixture[str], recording: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --store, AF_OTEL_STORE names the store (without it, the base reads as missing)."""
+    traces, store = recording
+    monkeypatch.chdir(traces.parent)
+    code, out, _ = cli(capsys, "verify", str(traces))
+    assert code == 0
+    assert "no-fold-base" in out
+    monkeypatch.setenv(names.ENV_STORE, str(store))
+    code, out, _ = cli(capsys, "verify", str(traces))
+    assert "3 verified" in out
+
+
+def test_keyed_receipts_read_their_key_from_the_environment(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A keyed recording verifies with AF_OTEL_KEY; without a key, verify exits 2 naming it."""
+    traces, store = tmp_path / "t.jsonl", tmp_path / "s"
+    with file_recorder(traces, LocalStore(store), key="sesame") as rec:
+        agent(rec, "keyed", 2)
+    monkeypatch.delenv(names.ENV_KEY, raising=False)
+    monkeypatch.delenv(names.ENV_KEY_FILE, raising=False)
+    code, _, err = cli(capsys, "verify", str(traces), "--store", str(store))
+    assert code == 2
+    assert names.ENV_KEY in err
+    monkeypatch.setenv(names.ENV_KEY, "sesame")
+    code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store))
+    assert code == 0
+    assert "2 verified" in out
+
+
+def test_a_trace_fetched_from_tempo(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--tempo URL --trace ID reads one trace from a Tempo API (a local server) and verifies it."""
+    traces, store = tmp_path / "t.jsonl", tmp_path / "s"
+    with (
+        file_recorder(traces, LocalStore(store)) as rec,
+        rec.tracer.start_as_current_span("invoke_agent"),
+    ):
+        agent(rec, "traced", 3)
+    documents = [json.loads(line) for line in traces.read_text(encoding="utf-8").splitlines()]
+    resource_spans = [r for d in documents for r in d["resourceSpans"]]
+    trace_id = next(s["traceId"] for d in documents for s in spans_of(d))
+    body = json.dumps({"trace": {"resourceSpans": resource_spans}}).encode()
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(serve({f"/api/v2/traces/{trace_id}": (200, body)}))
+        code, out, _ = cli(
+            capsys, "verify", "--tempo", url, "--trace", trace_id, "--store", str(store)
+        )
+        assert code == 0
+        assert "traced epoch 3: verified" in out
+        code, _, err = cli(capsys, "verify", "--tempo", url, "--trace", "0" * 31 + "1")
+    assert code == 2
+    assert "127.0.0.1" in err
+
+
+def test_the_installed_command_exits_like_a_ci_gate(recording: Any) -> None:
+    """The real `af-otel` executable: exit 0 on the clean file, progress never on a pipe."""
+    traces, store = recording
+    command = Path(sys.executable).with_name("af-otel")
+    done = subprocess.run(
+        [str(command), "verify", str(traces), "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, names.ENV_STORE: ""},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "\r" not in done.stderr
