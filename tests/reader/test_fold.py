@@ -13,6 +13,7 @@ from af_otel.model import FrozenDict
 from af_otel.reader.fold import (
     ABSENT,
     UNKNOWN,
+    ChainedTuple,
     Commit,
     KeyedFold,
     Verb,
@@ -229,3 +230,74 @@ def test_a_tree_with_a_parent_after_its_child_is_refused() -> None:
     """Parents must be earlier epochs (or the base): the log is a tree by construction."""
     with pytest.raises(ValueError):
         KeyedFold({}, {1: 2, 2: 0}, {})
+
+
+# -- ChainedTuple ----------------------------------------------------------------------------
+
+
+@given(st.lists(st.lists(st.integers(), max_size=4), max_size=40), st.integers(-60, 60))
+@settings(max_examples=100, deadline=None)
+def test_a_chain_reads_exactly_like_the_tuple_it_stands_for(
+    parts: list[list[int]], index: int
+) -> None:
+    """Length, indexing (negative too), slices, iteration, equality and hash agree with the tuple
+    built by concatenation, however many links (flattening included)."""
+    chain: Any = ()
+    flat: tuple[int, ...] = ()
+    for part in parts:
+        chain = ChainedTuple.extend(chain, tuple(part))
+        flat += tuple(part)
+    assert len(chain) == len(flat)
+    assert tuple(chain) == flat
+    assert chain == flat
+    assert flat == chain
+    assert hash(chain) == hash(flat)
+    if -len(flat) <= index < len(flat):
+        assert chain[index] == flat[index]
+    else:
+        with pytest.raises(IndexError):
+            chain[index]
+    assert chain[2:] == flat[2:]
+    assert chain[len(flat) - 3 :] == flat[len(flat) - 3 :]
+    assert chain[::2] == flat[::2]
+    assert list(chain) == list(flat)
+
+
+def test_a_chain_is_immutable_and_shares_its_head() -> None:
+    """A chain cannot be changed, holds its parent by reference, and pickles as a tuple."""
+    import pickle
+
+    head = (1, 2, 3)
+    chain = ChainedTuple.extend(head, (4,))
+    assert isinstance(chain, ChainedTuple)
+    assert chain.head is head
+    with pytest.raises(AttributeError):
+        chain._tail = (9,)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        chain[0] = 5  # type: ignore[index]
+    assert pickle.loads(pickle.dumps(chain)) == (1, 2, 3, 4)
+    assert chain + (5,) == (1, 2, 3, 4, 5)  # noqa: RUF005 - the operator is what is tested
+    assert (0,) + chain == (0, 1, 2, 3, 4)  # noqa: RUF005
+
+
+def test_a_long_chain_is_flattened_so_reads_stay_short() -> None:
+    """After `FLATTEN_DEPTH` links the earlier list is copied once, bounding every lookup."""
+    chain: Any = (0,)
+    for step in range(1, 100):
+        chain = ChainedTuple.extend(chain, (step,))
+        depth, node = 0, chain
+        while isinstance(node, ChainedTuple):
+            depth, node = depth + 1, node.head
+        assert depth <= ChainedTuple.FLATTEN_DEPTH
+    assert chain[0] == 0
+    assert chain[99] == 99
+
+
+def test_the_fold_shares_appended_lists_between_epochs() -> None:
+    """An epoch that appended holds its parent's list by reference, not a copy."""
+    commits = {e: [Commit(e, "messages", Verb.APPEND, (e,))] for e in range(1, 4)}
+    fold = KeyedFold({"messages": ("base",)}, chain(3), commits)
+    second, third = fold.value_at("messages", 2), fold.value_at("messages", 3)
+    assert isinstance(third, ChainedTuple)
+    assert third.head is second
+    assert fold.extends_parent("messages", 3)
