@@ -66,7 +66,10 @@ def turn_messages(turn: int) -> list[dict[str, Any]]:
         size = 3000 if tool == 6 else 120
         body = (f"row {turn}.{tool}: value {turn * tool} " * 200)[:size]
         out.append(
-            {"role": "tool", "parts": [{"type": "tool_call_response", "id": call, "response": body}]}
+            {
+                "role": "tool",
+                "parts": [{"type": "tool_call_response", "id": call, "response": body}],
+            }
         )
     out.append(_text("assistant", f"Answer {turn}: three regions moved; details above."))
     return out
@@ -85,7 +88,9 @@ def build_run(turns: int, store: Store) -> tuple[SpanRecord, ...]:
     base_request = Request.from_dict(base)
     base_address = store.put_json(base_request.to_dict())
     digests = ReceiptDigests()
-    parent_receipt: Receipt | None = mint_receipt(base_request, run_id=RUN_ID, epoch=0, digests=digests)
+    parent_receipt: Receipt | None = mint_receipt(
+        base_request, run_id=RUN_ID, epoch=0, digests=digests
+    )
     messages = list(base_request.to_dict()["messages"])
     trace_id = hashlib.sha256(RUN_ID.encode()).hexdigest()[:32]
     spans = []
@@ -99,7 +104,10 @@ def build_run(turns: int, store: Store) -> tuple[SpanRecord, ...]:
             request, run_id=RUN_ID, epoch=turn, parent=parent_receipt or 0, digests=digests
         )
         events = []
-        for payload, key, verb in [*(([m], "messages", "append") for m in new), (params, "params", "merge")]:
+        for payload, key, verb in [
+            *(([m], "messages", "append") for m in new),
+            (params, "params", "merge"),
+        ]:
             seq += 1
             data = canonical_json(payload)
             attrs: dict[str, Any] = {
@@ -120,7 +128,10 @@ def build_run(turns: int, store: Store) -> tuple[SpanRecord, ...]:
             names.RUN_BASE: base_address,
             names.GAPS: (names.GAP_PROVIDER_DEFAULTS,),
             names.GAP_NO_RECEIPT_ON_CHART: False,
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in receipt.to_attributes().items()},
+            **{
+                k: tuple(v) if isinstance(v, list) else v
+                for k, v in receipt.to_attributes().items()
+            },
         }
         spans.append(
             SpanRecord(
@@ -171,7 +182,12 @@ def naive_fold(by_epoch: Mapping[int, SpanRecord], epoch: int, store: Store) -> 
             attrs = event.attributes
             ref = attrs.get(names.COMMIT_REF)
             raw = store.get(str(ref)) if ref else str(attrs[names.COMMIT_VALUE]).encode()
-            _apply(state, str(attrs[names.COMMIT_KEY]), str(attrs[names.COMMIT_VERB]), orjson.loads(raw))
+            _apply(
+                state,
+                str(attrs[names.COMMIT_KEY]),
+                str(attrs[names.COMMIT_VERB]),
+                orjson.loads(raw),
+            )
     return Request.from_dict(state)
 
 
@@ -193,7 +209,9 @@ def naive_reader(
             naive_fold(by_epoch, epoch, store), run_id=RUN_ID, epoch=epoch, parent=previous
         )
         recorded = Receipt.from_attributes(by_epoch[epoch].attributes)
-        verified += isinstance(recorded, Receipt) and recorded.to_attributes() == receipt.to_attributes()
+        verified += (
+            isinstance(recorded, Receipt) and recorded.to_attributes() == receipt.to_attributes()
+        )
         previous = receipt
     return verified
 
@@ -223,7 +241,12 @@ def measure(turns: int, naive_sample: int | None, repeat: int) -> dict[str, floa
         row: dict[str, float] = {"turns": turns, "commits": commits, "keyed": keyed}
         for name, stateless in (("naive", True), ("forward", False)):
             naive, naive_ok = timed(
-                naive_reader, spans, store, epochs, repeat=1 if naive_sample else 2, stateless=stateless
+                naive_reader,
+                spans,
+                store,
+                epochs,
+                repeat=1 if naive_sample else 2,
+                stateless=stateless,
             )
             assert naive_ok == len(epochs), f"naive reader verified {naive_ok} of {len(epochs)}"
             # Sampled epochs are spread evenly: their mean stands for the run's mean epoch.

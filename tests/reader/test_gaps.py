@@ -51,7 +51,11 @@ def view_fields() -> list[str]:
 
 def test_the_catalogue_holds_every_kind_of_the_contract() -> None:
     """Exactly the nine kinds of CONTRACT §7, each with fields and a sentence."""
-    contract = {value for key, value in vars(names).items() if key.startswith("GAP_") and key != "GAP_NO_RECEIPT_ON_CHART"}
+    contract = {
+        value
+        for key, value in vars(names).items()
+        if key.startswith("GAP_") and key != "GAP_NO_RECEIPT_ON_CHART"
+    }
     assert set(SERVED_GAPS) == contract
     for kind, spec in SERVED_GAPS.items():
         assert spec.kind == kind
@@ -98,7 +102,10 @@ CODE_SHAPED = [
     (r"\b[A-Z][a-z]+[A-Z]\w*\b", "a PascalCase name"),
     (r"[`()\[\]{}]", "code punctuation"),
     (r"\b\d+\.\d+", "a version number"),
-    (r"\b(fold\w*|commit\w*|mint\w*|rewrit\w*|seed\w*|derived from|read off|af-otel|af_otel)\b", "a mechanism word"),
+    (
+        r"\b(fold\w*|commit\w*|mint\w*|rewrit\w*|seed\w*|derived from|read off|af-otel|af_otel)\b",
+        "a mechanism word",
+    ),
 ]
 
 
@@ -115,9 +122,18 @@ def test_sentences_say_what_to_conclude_without_naming_code(kind: str) -> None:
 
 def test_gaps_come_most_suspicious_first_one_per_kind() -> None:
     """Whatever order gaps are found in, a view lists them in catalogue order, once per kind."""
-    found = [gap(names.GAP_PROVIDER_DEFAULTS), gap(names.GAP_NO_RUN_LOG, "first"), gap(names.GAP_NO_RUN_LOG, "second"), gap(names.GAP_NO_FOLD_BASE)]
+    found = [
+        gap(names.GAP_PROVIDER_DEFAULTS),
+        gap(names.GAP_NO_RUN_LOG, "first"),
+        gap(names.GAP_NO_RUN_LOG, "second"),
+        gap(names.GAP_NO_FOLD_BASE),
+    ]
     ordered = order_gaps(found)
-    assert [g.kind for g in ordered] == [names.GAP_NO_FOLD_BASE, names.GAP_NO_RUN_LOG, names.GAP_PROVIDER_DEFAULTS]
+    assert [g.kind for g in ordered] == [
+        names.GAP_NO_FOLD_BASE,
+        names.GAP_NO_RUN_LOG,
+        names.GAP_PROVIDER_DEFAULTS,
+    ]
     assert ordered[1].detail == "first"
     assert list(SERVED_GAPS)[:2] == [names.GAP_NO_FOLD_BASE, names.GAP_NO_RUN_LOG]
 
@@ -181,7 +197,9 @@ def withhold_content(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Stor
 def drop_an_event(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
     span = span_of(spans, 3)
     lost = commit_events(span)[0]
-    cut = dataclasses.replace(edit_events(span, lambda e: None if e is lost else e), dropped_events_count=1)
+    cut = dataclasses.replace(
+        edit_events(span, lambda e: None if e is lost else e), dropped_events_count=1
+    )
     return replace_span(spans, span, cut), store
 
 
@@ -204,11 +222,15 @@ def seal_reasoning(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]
 
 
 def lose_the_forced_schema(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
-    return edit_commits(spans, 1, "tools", lambda tools: [{"type": "function", "name": "other"}]), store
+    return edit_commits(
+        spans, 1, "tools", lambda tools: [{"type": "function", "name": "other"}]
+    ), store
 
 
 def drop_a_dial(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
-    return edit_commits(spans, 1, "params", lambda params: {k: v for k, v in params.items() if k != "temperature"}), store
+    return edit_commits(
+        spans, 1, "params", lambda params: {k: v for k, v in params.items() if k != "temperature"}
+    ), store
 
 
 def forced_tool_recording(store: Store) -> Spans:
@@ -216,7 +238,9 @@ def forced_tool_recording(store: Store) -> Spans:
     with recorder(store) as rec, run("forced"):
         params = {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
         for turn in range(1, 4):
-            rec.openinference_chat([{"role": "user", "content": f"q{turn}"}] * turn, [weather], params)
+            rec.openinference_chat(
+                [{"role": "user", "content": f"q{turn}"}] * turn, [weather], params
+            )
         return rec.records()
 
 
@@ -247,7 +271,9 @@ def test_every_kind_has_a_damage() -> None:
 
 
 @pytest.mark.parametrize("kind", list(DAMAGES))
-def test_damage_raises_its_gap_which_covers_everything_that_moved(kind: str, tmp_path: Path) -> None:
+def test_damage_raises_its_gap_which_covers_everything_that_moved(
+    kind: str, tmp_path: Path
+) -> None:
     """Damage a real recording one way: the view at the damaged epoch gets the kind, the kind
     covers every view field that moved, and an excuse explains every receipt mismatch."""
     store = LocalStore(tmp_path / "store")
