@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +22,28 @@ from .agents import Collecting, provider_with, receipts_by_run, script
 CHILD_SECONDS = 10
 
 
+def _read_until_eof(fd: int, pid: int) -> bytes:
+    """Read the child's answer; a child that outlives its own alarm by far is killed, not awaited."""
+    deadline = time.monotonic() + CHILD_SECONDS + 30
+    chunks: list[bytes] = []
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                os.kill(pid, signal.SIGKILL)
+                break
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
 def _in_child(work: Callable[[], Any]) -> Any:
     """Run ``work`` in a forked child; return its JSON result, or fail if it hangs or crashes."""
     read, write = os.pipe()
@@ -28,7 +52,10 @@ def _in_child(work: Callable[[], Any]) -> Any:
         os.close(read)
         code = 0
         try:
-            signal.alarm(CHILD_SECONDS)  # a child stuck on a lock dies with SIGALRM
+            # Default action, whatever handler the parent had (pytest-timeout installs one): a
+            # child stuck on a lock dies of SIGALRM instead of running the parent's handler.
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(CHILD_SECONDS)
             payload = json.dumps({"ok": work()}).encode()
         except BaseException as exc:
             payload = json.dumps({"error": repr(exc)}).encode()
@@ -37,8 +64,7 @@ def _in_child(work: Callable[[], Any]) -> Any:
             out.write(payload)
         os._exit(code)
     os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
+    data = _read_until_eof(read, pid)
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         pytest.fail(
