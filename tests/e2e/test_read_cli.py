@@ -258,3 +258,22 @@ def test_the_installed_command_exits_like_a_ci_gate(recording: Any) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "\r" not in done.stderr
+
+
+def test_progress_shows_on_a_terminal_only() -> None:
+    """The counter writes to a terminal (and clears its line when done), never to a pipe."""
+    import io
+
+    from af_otel.cli.read import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal, pipe = Terminal(), io.StringIO()
+    for stream in (terminal, pipe):
+        progress = Progress("verifying", stream)
+        progress.tick(5, 10)
+        progress.done()
+    assert terminal.getvalue() == "\rverifying 5/10\r\x1b[K"
+    assert pipe.getvalue() == ""
