@@ -20,6 +20,7 @@ from af_otel.processor import ReceiptSpanProcessor
 from .agents import Collecting, provider_with, receipts_by_run, script
 
 CHILD_SECONDS = 10
+FORK_WATCHDOG = "AF_OTEL_TEST_FORK_WATCHDOG"  # read by tests/conftest.py
 
 
 def _read_until_eof(fd: int, pid: int) -> bytes:
@@ -47,7 +48,13 @@ def _read_until_eof(fd: int, pid: int) -> bytes:
 def _in_child(work: Callable[[], Any]) -> Any:
     """Run ``work`` in a forked child; return its JSON result, or fail if it hangs or crashes."""
     read, write = os.pipe()
-    pid = os.fork()
+    # tests/conftest.py arms a faulthandler watchdog in the child before any other at-fork handler
+    os.environ[FORK_WATCHDOG] = str(CHILD_SECONDS + 5)
+    try:
+        pid = os.fork()
+    finally:
+        if os.environ.get(FORK_WATCHDOG):
+            os.environ.pop(FORK_WATCHDOG, None)
     if pid == 0:  # pragma: no cover - the child's coverage is not collected
         os.close(read)
         code = 0

@@ -1,0 +1,34 @@
+"""Session-wide test guards.
+
+The fork tests (tests/reliability/test_fork.py) need a child that cannot hang silently. Handlers
+registered with ``os.register_at_fork`` run in registration order, and every BatchSpanProcessor an
+earlier test made registers one; this one is registered first, at collection, so a child forked
+while ``FORK_WATCHDOG`` is set in the environment gets a faulthandler watchdog before any other
+handler runs: a stuck child prints every thread's stack to stderr and exits instead of stalling.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures.thread  # noqa: F401 - see below
+import faulthandler
+import os
+import sys
+
+# OpenTelemetry SDK 1.45's TracerProvider re-detects its resource in a forked child from an
+# at-fork handler, through a ThreadPoolExecutor. concurrent.futures.thread holds its global
+# shutdown lock across fork() and releases it in its own after-in-child handler; handlers run in
+# registration order, so if that module is first imported after a TracerProvider exists, the
+# provider's handler runs first and waits on the still-held lock forever. Importing it here, before
+# any provider, puts its handler first. (An SDK ordering bug; docs/processor.md tells users.)
+
+FORK_WATCHDOG = "AF_OTEL_TEST_FORK_WATCHDOG"
+
+
+def _after_in_child() -> None:
+    seconds = os.environ.get(FORK_WATCHDOG)
+    if seconds:
+        faulthandler.dump_traceback_later(int(seconds), exit=True, file=sys.stderr)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_in_child)
