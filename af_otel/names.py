@@ -75,6 +75,11 @@ SCHEME_HMAC: Final = "af-1-hmac"
 METRIC_RECEIPTS: Final = "af_otel.receipts"
 METRIC_ATTR_STATE: Final = "state"
 METRIC_ATTR_REASON: Final = "reason"
+# The reader's verdicts: `af-otel verify` adds each epoch's verdict to this counter through the
+# global MeterProvider (run it under `opentelemetry-instrument` or any configured SDK to export it);
+# in Prometheus `af_otel_verdicts_total{verdict="verified"|"reconstructed"|"damaged"}`.
+METRIC_VERDICTS: Final = "af_otel.verdicts"
+METRIC_ATTR_VERDICT: Final = "verdict"
 
 # Environment variables (argument > environment > default; a bad value warns and falls back).
 ENV_STORE: Final = "AF_OTEL_STORE"  # store URL or directory; default ./.af_otel/store

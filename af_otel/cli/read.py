@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 import orjson
+from opentelemetry import metrics
 
 from af_otel import names
 from af_otel.errors import AfOtelError, ReaderError
@@ -29,7 +30,7 @@ from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
 from af_otel.store import open_store
 
-__all__ = ["demo_readback", "register"]
+__all__ = ["count_verdicts", "demo_readback", "register"]
 
 EXIT_OK: Final = 0
 EXIT_DAMAGED: Final = 1
@@ -367,6 +368,24 @@ def _verdicts_or_none(views: Sequence[ServedView], key: bytes | None) -> list[Ve
     return out
 
 
+def count_verdicts(
+    verdicts: Sequence[Verdict], provider: metrics.MeterProvider | None = None
+) -> None:
+    """Add the verdicts to the ``af_otel.verdicts`` counter (label ``verdict``) of ``provider``,
+    by default the global one: a no-op unless an SDK is configured, as under
+    ``opentelemetry-instrument af-otel verify ...``, whose exporters flush at exit."""
+    meter = (provider or metrics.get_meter_provider()).get_meter("af_otel")
+    counter = meter.create_counter(
+        names.METRIC_VERDICTS,
+        unit="{call}",
+        description="LLM calls verified by af-otel verify, by verdict",
+    )
+    for status in VerdictStatus:
+        count = sum(v.status is status for v in verdicts)
+        if count:
+            counter.add(count, {names.METRIC_ATTR_VERDICT: status.value})
+
+
 def verify_command(args: argparse.Namespace) -> int:
     views, _, where = load_views(args)
     verdicts = verify_all(views, _key(args))
@@ -376,6 +395,7 @@ def verify_command(args: argparse.Namespace) -> int:
         else:
             print(_verdict_line(verdict))
     damaged = sum(v.status is VerdictStatus.DAMAGED for v in verdicts)
+    count_verdicts(verdicts)
     if not args.json:
         counts = {s: sum(v.status is s for v in verdicts) for s in VerdictStatus}
         summary = ", ".join(f"{n} {s.value}" for s, n in counts.items())

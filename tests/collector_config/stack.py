@@ -58,8 +58,8 @@ def prometheus_name(otel_name: str) -> str:
 COLLECTOR_CALLS = "traces_span_metrics_calls_total"
 TEMPO_CALLS = "traces_spanmetrics_calls_total"  # Tempo metrics-generator, fixed name
 RECEIPTS = prometheus_name(names.METRIC_RECEIPTS) + "_total"  # counter -> _total suffix
-# The reader's verdict counter has no constant in af_otel.names yet (docs/alerting.md).
-VERDICTS = "af_otel_verdicts_total"
+# The reader's verdict counter, as Prometheus names it (af-otel verify adds to it).
+VERDICTS = names.METRIC_VERDICTS.replace(".", "_") + "_total"
 
 # The service label each source puts on its series, by alerts.yaml group.
 GROUPS: dict[str, tuple[str, str]] = {

@@ -71,6 +71,32 @@ def test_verify_passes_a_clean_recording(
     assert out.strip().endswith("3 verified, 1 reconstructed, 0 damaged")
 
 
+def test_verify_counts_its_verdicts_on_a_meter(recording: Any) -> None:
+    """The verdicts `verify` prints are the ones it adds to the af_otel.verdicts counter, by label."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from af_otel.cli.read import count_verdicts
+    from af_otel.reader import served_views, verify
+    from af_otel.reader.sources import read_spans
+
+    traces, store = recording
+    verdicts = [verify(view) for view in served_views(read_spans(traces), store=LocalStore(store))]
+    reader = InMemoryMetricReader()
+    count_verdicts(verdicts, MeterProvider(metric_readers=[reader]))
+    data = reader.get_metrics_data()
+    assert data is not None
+    points = {
+        point.attributes[names.METRIC_ATTR_VERDICT]: point.value
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == names.METRIC_VERDICTS
+        for point in metric.data.data_points
+    }
+    assert points == {"verified": 3, "reconstructed": 1}
+
+
 def test_verify_exits_1_on_an_edited_event(
     capsys: pytest.CaptureFixture[str], recording: Any
 ) -> None:
