@@ -10,7 +10,7 @@ receipt, so each rule lives here once and `docs/receipt-spec.md` restates it:
    is kept. A ``tool_call_response`` whose payload is under ``result`` is read as ``response``.
 3. OpenAI-style tools ``{"type": "function", "function": {...}}`` flatten to
    ``{"type": "function", "name", "description"?, "parameters"?}``; a tool without ``type`` is a
-   ``function``.
+   ``function``; Anthropic's ``input_schema`` is read as ``parameters`` when those are absent.
 4. ``system`` given as one string is one text part (an empty string is no part); a message given
    ``content`` instead of ``parts`` has one text part for a string, or the list as its parts; when
    both are given ``parts`` wins. A part given as a bare string is a text part. Unknown part types
@@ -152,6 +152,9 @@ def normalize_tool(tool: object, where: str) -> FrozenDict:
     else:
         merged = dict(_drop_none(raw))
     merged.setdefault("type", "function")
+    if "input_schema" in merged and "parameters" not in merged:
+        # Anthropic's spelling of the same JSON Schema (rule 3): one tool, one receipt
+        merged["parameters"] = merged.pop("input_schema")
     if not isinstance(merged.get("name"), str):
         _fail(where, "a tool needs a string 'name'")
     return FrozenDict(merged)

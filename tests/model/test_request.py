@@ -153,6 +153,18 @@ class TestNormalization:
         )
         assert request.tool_names == ("lookup", "plain")
 
+    def test_anthropic_input_schema_is_parameters(self) -> None:
+        """A tool in Anthropic's shape normalizes equal to the same tool in OpenAI's shape."""
+        schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+        anthropic = {"name": "get_weather", "description": "d", "input_schema": schema}
+        openai = {
+            "type": "function",
+            "function": {"name": "get_weather", "description": "d", "parameters": schema},
+        }
+        assert Request.from_dict({"tools": [anthropic]}) == Request.from_dict({"tools": [openai]})
+        both = {"name": "t", "parameters": {"a": 1}, "input_schema": {"b": 2}}
+        assert Request.from_dict({"tools": [both]}).tools[0]["input_schema"] == {"b": 2}
+
     def test_unknown_part_types_kept(self) -> None:
         """A part of a type af_otel does not know is kept exactly, nulls inside it included."""
         part = {"type": "image_sketch", "strokes": [1, 2, {"z": None}], "meta": {"k": None}}
