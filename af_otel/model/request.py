@@ -253,3 +253,24 @@ def forced_tool(choice: object) -> str | None:
         if choice.get("type") in ("any", "required"):
             return "required"
     return None
+
+
+# Reasoning the model read but the record cannot show (the `thinking-replay` gap): a part of a
+# redacted-reasoning type, or a reasoning part whose text is empty or that carries a signature or
+# an encrypted payload. The emitter and the reader both ask this one question.
+REASONING_TYPES: Final = frozenset({"reasoning", "thinking"})
+REDACTED_REASONING_TYPES: Final = frozenset({"redacted_thinking", "redacted_reasoning"})
+SEALED_KEYS: Final = ("signature", "encrypted_content", "encrypted", "redacted")
+
+
+def sealed_reasoning(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` replays reasoning whose content is withheld or encrypted."""
+    for part in message.get("parts", ()):
+        kind = part.get("type")
+        if kind in REDACTED_REASONING_TYPES:
+            return True
+        if kind in REASONING_TYPES and (
+            not part.get("content") or any(key in part for key in SEALED_KEYS)
+        ):
+            return True
+    return False

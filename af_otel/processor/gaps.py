@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from af_otel import names
-from af_otel.model import Request
+from af_otel.model import Request, sealed_reasoning
 from af_otel.model.request import PARAM_KEYS
 from af_otel.receipts import Receipt
 
@@ -50,9 +50,6 @@ ORDER: Final = (
     names.GAP_THINKING_REPLAY,
     names.GAP_FORCED_TOOL_SCHEMA,
 )
-_REASONING_TYPES: Final = frozenset({"reasoning", "thinking"})
-_REDACTED_TYPES: Final = frozenset({"redacted_thinking", "redacted_reasoning"})
-_SEALED_KEYS: Final = ("signature", "encrypted_content", "encrypted", "redacted")
 
 
 def gaps_of(
@@ -96,13 +93,4 @@ def captured_at_sdk(
 
 
 def _sealed_reasoning(request: Request) -> bool:
-    for message in request.messages:
-        for part in message.get("parts", ()):
-            kind = part.get("type")
-            if kind in _REDACTED_TYPES:
-                return True
-            if kind in _REASONING_TYPES and (
-                not part.get("content") or any(key in part for key in _SEALED_KEYS)
-            ):
-                return True
-    return False
+    return any(sealed_reasoning(message) for message in request.messages)

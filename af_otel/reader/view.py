@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from af_otel import names
-from af_otel.model import FrozenDict, Request
+from af_otel.model import FrozenDict, Request, sealed_reasoning
 from af_otel.model.request import PARAM_KEYS, REQUEST_KEYS, forced_tool, normalize_params
 from af_otel.reader._prefix import common_prefix
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
@@ -36,9 +36,6 @@ __all__ = ["RunContext", "ServedView", "served_views"]
 _DIALS: Final = tuple(key for key in PARAM_KEYS if key != "tool_choice")
 # Reasoning the model reads back but the record cannot show: parts without content, sealed
 # (signed or encrypted) parts and redacted-thinking parts. The same rule as the writer's.
-_REASONING_TYPES: Final = frozenset({"reasoning", "thinking"})
-_REDACTED_TYPES: Final = frozenset({"redacted_thinking", "redacted_reasoning"})
-_SEALED_KEYS: Final = ("signature", "encrypted_content", "encrypted", "redacted")
 # Gap kinds the writer records that the reader adds to its own findings. Kinds the reader finds
 # itself from the record (base, missing spans, receipts, limits) are decided here and only here;
 # the writer's word is taken for what the reader cannot see: what stood between it and the wire,
@@ -202,18 +199,6 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _sealed(message: Mapping[str, Any]) -> bool:
-    for part in message.get("parts", ()):
-        kind = part.get("type")
-        if kind in _REDACTED_TYPES:
-            return True
-        if kind in _REASONING_TYPES and (
-            not part.get("content") or any(key in part for key in _SEALED_KEYS)
-        ):
-            return True
-    return False
-
-
 def _recorded_gaps(span: SpanRecord) -> tuple[frozenset[str], bool]:
     value = span.attributes.get(names.GAPS)
     if isinstance(value, tuple):
@@ -311,7 +296,7 @@ def _run_views(run: Run) -> list[ServedView]:
         extends = fold.extends_parent("messages", epoch)
         shared = context.shared_prefix(messages, before[0], extends=extends) if before else 0
         kept = tuple(i for i in before[1] if i < shared) if before else ()
-        added = tuple(i for i in range(shared, len(messages)) if _sealed(messages[i]))
+        added = tuple(i for i in range(shared, len(messages)) if sealed_reasoning(messages[i]))
         scans[epoch] = (messages, kept + added)
         return bool(kept or added)
 
@@ -327,7 +312,7 @@ def _run_views(run: Run) -> list[ServedView]:
         if own:
             sealed = scan(record.epoch, run.fold_parents.get(record.epoch, 0), messages)
         else:
-            sealed = messages is not None and any(_sealed(m) for m in messages)
+            sealed = messages is not None and any(sealed_reasoning(m) for m in messages)
         found: list[Gap] = []
         if run.base_problem is not None:
             found.append(gap(names.GAP_NO_FOLD_BASE, run.base_problem))
