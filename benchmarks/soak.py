@@ -17,14 +17,11 @@ a ratio above 20).
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import json
-import queue
 import resource
 import sys
 import tempfile
-import threading
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -45,7 +42,13 @@ from af_otel.reader.verify import verify
 from af_otel.reader.view import served_views
 from af_otel.semconv import adapt
 from af_otel.store import LocalStore
-from tests.reliability.agents import Collecting, provider_with, receipts_by_run, script
+from tests.reliability.agents import (
+    Collecting,
+    play_concurrently,
+    provider_with,
+    receipts_by_run,
+    script,
+)
 
 QUICK = "--quick" in sys.argv
 FAILED: list[str] = []
@@ -74,38 +77,8 @@ def load(runs: int, threads: int, tasks: int) -> None:
     processor = ReceiptSpanProcessor(inner)
     tracer = provider_with(processor).get_tracer("agent")
     scripts = [script(tracer, index) for index in range(runs)]
-    work: queue.Queue[Any] = queue.Queue()
-    for item in scripts[: runs // 2]:
-        work.put(item)
-    failures: list[BaseException] = []
-
-    def worker() -> None:
-        while True:
-            try:
-                item = work.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                item.play()
-            except BaseException as exc:
-                failures.append(exc)
-
-    async def all_tasks() -> None:
-        gate = asyncio.Semaphore(tasks)
-
-        async def one(item: Any) -> None:
-            async with gate:
-                await item.play_async()
-
-        await asyncio.gather(*(one(item) for item in scripts[runs // 2 :]))
-
     started = time.perf_counter()
-    pool = [threading.Thread(target=worker) for _ in range(threads)]
-    loop = threading.Thread(target=lambda: asyncio.run(all_tasks()))
-    for thread in [*pool, loop]:
-        thread.start()
-    for thread in [*pool, loop]:
-        thread.join()
+    failures = play_concurrently(scripts, threads, tasks)
     elapsed = time.perf_counter() - started
     spans = sum(s.span_count for s in scripts)
     calls = sum(s.llm_calls for s in scripts)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -176,3 +177,46 @@ def receipts_by_run(spans: Sequence[ReadableSpan]) -> dict[str, dict[int, dict[s
 
 def _plain(value: object) -> object:
     return list(value) if isinstance(value, tuple) else value
+
+
+def play_concurrently(scripts: Sequence[Script], threads: int, tasks: int) -> list[BaseException]:
+    """Play the first half of ``scripts`` on ``threads`` threads and the second half as asyncio
+    tasks (at most ``tasks`` at once) on a loop in its own thread, all at the same time. Returns
+    whatever the scripts raised (the emit path promises nothing)."""
+    threaded, tasked = scripts[: len(scripts) // 2], scripts[len(scripts) // 2 :]
+    work: queue.Queue[Script] = queue.Queue()
+    for item in threaded:
+        work.put(item)
+    failures: list[BaseException] = []
+    start = threading.Barrier(threads + 1)
+
+    def worker() -> None:
+        start.wait()
+        while True:
+            try:
+                item = work.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                item.play()
+            except BaseException as exc:
+                failures.append(exc)
+
+    async def all_tasks() -> None:
+        gate = asyncio.Semaphore(tasks)
+
+        async def one(item: Script) -> None:
+            async with gate:
+                await item.play_async()
+
+        await asyncio.gather(*(one(item) for item in tasked))
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    loop = threading.Thread(target=lambda: asyncio.run(all_tasks()))
+    start.wait()
+    loop.start()
+    for thread in [*pool, loop]:
+        thread.join()
+    return failures

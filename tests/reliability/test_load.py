@@ -4,10 +4,7 @@ content or epochs leak into another, and state stays within its documented bound
 
 from __future__ import annotations
 
-import asyncio
 import gc
-import queue
-import threading
 import tracemalloc
 from typing import Any
 
@@ -17,7 +14,14 @@ from af_otel import ReceiptDigests, Request, mint_receipt, names
 from af_otel.processor import ReceiptSpanProcessor
 from af_otel.processor.runs import MAX_RUNS
 
-from .agents import Collecting, provider_with, receipts_by_run, run_name, script
+from .agents import (
+    Collecting,
+    play_concurrently,
+    provider_with,
+    receipts_by_run,
+    run_name,
+    script,
+)
 
 THREADS = 32
 TASKS = 1_000
@@ -39,43 +43,7 @@ def _concurrent(indexes: range, **options: Any) -> tuple[Collecting, ReceiptSpan
     processor = ReceiptSpanProcessor(inner, **options)
     tracer = provider_with(processor).get_tracer("agent")
     scripts = [script(tracer, index) for index in indexes]
-    threaded, tasked = scripts[: len(scripts) // 2], scripts[len(scripts) // 2 :]
-    work: queue.Queue[Any] = queue.Queue()
-    for item in threaded:
-        work.put(item)
-    failures: list[BaseException] = []
-    start = threading.Barrier(THREADS + 1)
-
-    def worker() -> None:
-        start.wait()
-        while True:
-            try:
-                item = work.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                item.play()
-            except BaseException as exc:
-                failures.append(exc)
-
-    async def tasks() -> None:
-        pending = list(tasked)
-        semaphore = asyncio.Semaphore(TASKS)
-
-        async def one(item: Any) -> None:
-            async with semaphore:
-                await item.play_async()
-
-        await asyncio.gather(*(one(item) for item in pending))
-
-    threads = [threading.Thread(target=worker) for _ in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    loop_thread = threading.Thread(target=lambda: asyncio.run(tasks()))
-    start.wait()
-    loop_thread.start()
-    for thread in [*threads, loop_thread]:
-        thread.join()
+    failures = play_concurrently(scripts, THREADS, TASKS)
     assert failures == []
     return inner, processor, sum(s.span_count for s in scripts)
 
