@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import import_module
 from pathlib import Path
 from typing import Any, Final
@@ -25,6 +25,13 @@ from af_otel.processor.pipeline import json_lines_provider
 
 DEFAULT_OUT: Final = "af-otel-demo"
 RUN_ID: Final = "demo-run-1"
+# A second service calls the model through an instrumentation set up without af_otel's hook and
+# with content capture off: the span reaches the exporter with nothing to mint a receipt from.
+UNHOOKED_RUN_ID: Final = "demo-run-2"
+UNHOOKED_QUESTION: Final = "Translate the summary into French."
+# The tampered copy: one word of one recorded message changed, in the commit event of this epoch.
+TAMPERED_EPOCH: Final = 3
+TAMPER: Final = ("umbrella", "sunglasses")
 QUESTIONS: Final = (
     "What's the weather in Paris?",
     "And in Oslo? Should I pack an umbrella?",
@@ -67,6 +74,7 @@ def hourly(city: str) -> str:
 class DemoCall:
     """One LLM call as the demo exported it."""
 
+    run_id: str
     epoch: int
     parent: int
     state: str
@@ -77,7 +85,7 @@ class DemoCall:
 
 @dataclass(frozen=True, slots=True)
 class DemoResult:
-    """What the demo wrote: the trace file, the store, and the calls it holds."""
+    """What the demo wrote: the trace file, its tampered copy, the store, and the calls."""
 
     out: Path
     traces: Path
@@ -85,6 +93,7 @@ class DemoResult:
     run_id: str
     spans: int
     calls: tuple[DemoCall, ...] = field(default=())
+    tampered: Path | None = None
 
 
 def register(subparsers: Any) -> None:
@@ -103,7 +112,7 @@ def register(subparsers: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     result = run_demo(Path(args.out))
     print_result(result)
-    # The reader checks what was just written: every epoch's verdict, and report.html.
+    # The reader checks what was just written, and the tampered copy; then the next commands.
     return demo_readback(result.out)
 
 
@@ -206,10 +215,54 @@ def run_demo(out: Path) -> DemoResult:
             tracer.start_as_current_span("invoke_agent travel-assistant"),
         ):
             _agent(client, hourly)
+        # The same client, now instrumented as another service would be: no af_otel hook.
+        instrumentor.uninstrument()
+        instrumentor.instrument(tracer_provider=provider, completion_hook=_NoHook())
+        with (
+            run(UNHOOKED_RUN_ID),
+            tracer.start_as_current_span("invoke_agent translator"),
+        ):
+            client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": UNHOOKED_QUESTION}]
+            )
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
-    return _summarize(out, traces, store)
+    tampered = out / "tampered.jsonl"
+    tamper_copy(traces, tampered, RUN_ID, TAMPERED_EPOCH, *TAMPER)
+    return replace(_summarize(out, traces, store), tampered=tampered)
+
+
+class _NoHook:
+    """A completion hook that records nothing: the instrumentation as set up without af_otel."""
+
+    def on_completion(self, **_: Any) -> None:
+        return None
+
+
+def tamper_copy(source: Path, target: Path, run_id: str, epoch: int, old: str, new: str) -> None:
+    """Copy ``source`` to ``target`` with ``old`` replaced by ``new`` in the inline commit values
+    of ``run_id``'s call ``epoch``: a recorded message edited after the fact."""
+    edited = 0
+    lines = []
+    for line in source.read_text(encoding="utf-8").splitlines():
+        document = json.loads(line)
+        for resource in document.get("resourceSpans", []):
+            for scope in resource.get("scopeSpans", []):
+                for span in scope.get("spans", []):
+                    attrs = {a["key"]: _value(a["value"]) for a in span.get("attributes", [])}
+                    if attrs.get(names.RUN_ID) != run_id or attrs.get(names.EPOCH) != epoch:
+                        continue
+                    for event in span.get("events", []):
+                        for item in event.get("attributes", []):
+                            text = item["value"].get("stringValue")
+                            if item["key"] == names.COMMIT_VALUE and old in (text or ""):
+                                item["value"]["stringValue"] = text.replace(old, new)
+                                edited += 1
+        lines.append(json.dumps(document, separators=(",", ":")))
+    if not edited:
+        raise SystemExit(f"af-otel demo: no commit of {run_id} epoch {epoch} holds {old!r}")
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _as_request(base: dict[str, Any]) -> dict[str, Any]:
@@ -238,6 +291,7 @@ def _summarize(out: Path, traces: Path, store: Path) -> DemoResult:
                     ]
                     calls.append(
                         DemoCall(
+                            run_id=str(attrs.get(names.RUN_ID, "")),
                             epoch=int(attrs.get(names.EPOCH, 0)),
                             parent=int(attrs.get(names.EPOCH_PARENT, 0)),
                             state=str(attrs[names.RECEIPT_STATE]),
@@ -246,7 +300,8 @@ def _summarize(out: Path, traces: Path, store: Path) -> DemoResult:
                             gaps=tuple(attrs.get(names.GAPS) or ()),
                         )
                     )
-    calls.sort(key=lambda call: call.epoch)
+    order = {RUN_ID: 0, UNHOOKED_RUN_ID: 1}
+    calls.sort(key=lambda call: (order.get(call.run_id, 2), call.run_id, call.epoch))
     return DemoResult(out, traces, store, RUN_ID, spans, tuple(calls))
 
 
@@ -263,16 +318,25 @@ def _value(value: dict[str, Any]) -> Any:
 
 def print_result(result: DemoResult) -> None:
     blobs = [p for p in result.store.rglob("*") if p.is_file()] if result.store.exists() else []
+    runs = sorted({call.run_id for call in result.calls})
     print(
-        f"af-otel demo: run {result.run_id!r}, {len(result.calls)} LLM calls in {result.spans} spans"
+        f"af-otel demo: {len(result.calls)} LLM calls in {result.spans} spans, "
+        f"runs {', '.join(repr(r) for r in runs)}"
     )
-    print(f"  traces  {result.traces}  ({result.traces.stat().st_size:,} bytes, OTLP JSON lines)")
+    print(f"  traces   {result.traces}  ({result.traces.stat().st_size:,} bytes, OTLP JSON lines)")
     print(
-        f"  store   {result.store}  ({len(blobs)} blobs, {sum(p.stat().st_size for p in blobs):,} bytes)"
+        f"  store    {result.store}  ({len(blobs)} blobs, {sum(p.stat().st_size for p in blobs):,} bytes)"
     )
-    print("  epoch  parent  receipt  messages  commits  gaps")
+    if result.tampered is not None:
+        old, new = TAMPER
+        print(
+            f"  tampered {result.tampered}  (a copy: {old!r} -> {new!r} in the commit of "
+            f"{result.run_id} epoch {TAMPERED_EPOCH})"
+        )
+    print(f"  {'run':<11} epoch  parent  receipt    messages  commits  gaps")
     for call in result.calls:
         gaps = ", ".join(call.gaps) or "-"
         print(
-            f"  {call.epoch:>5}  {call.parent:>6}  {call.state:<7}  {call.messages:>8}  {call.commits:>7}  {gaps}"
+            f"  {call.run_id:<11} {call.epoch:>5}  {call.parent:>6}  {call.state:<9}  "
+            f"{call.messages:>8}  {call.commits:>7}  {gaps}"
         )

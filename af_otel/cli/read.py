@@ -3,14 +3,16 @@
 
 Every command reads spans from a file (any format `read_spans` knows) or fetches one trace from
 Tempo or Jaeger, and takes ``--store URL`` (default ``$AF_OTEL_STORE``, else ``./.af_otel/store``).
-``verify`` is made for CI: exit 0 when nothing is damaged, 1 when something is, 2 when the input
-could not be read. Long reads report progress on stderr when it is a terminal.
+What the source itself reported (a partial trace, backend warnings) goes to stderr. Long reads
+report progress on stderr when it is a terminal. Every command exits by `EXIT_CODES`, so that
+``verify`` can gate a pipeline.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -21,22 +23,39 @@ import orjson
 from opentelemetry import metrics
 
 from af_otel import names
-from af_otel.errors import AfOtelError, ReaderError
+from af_otel.cli import EXIT_PIPE
+from af_otel.errors import AfOtelError, InvalidAddressError, ReaderError, StoreError
 from af_otel.reader.gaps import SERVED_GAPS
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.report import render_report
 from af_otel.reader.sources import JaegerSource, TempoSource, read_spans
 from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
-from af_otel.store import open_store
+from af_otel.store import Store, open_store, validate_address
 
 __all__ = ["count_verdicts", "demo_readback", "register"]
 
 EXIT_OK: Final = 0
 EXIT_DAMAGED: Final = 1
 EXIT_ERROR: Final = 2
+EXIT_NOTHING: Final = 3
+EXIT_CODES: Final = f"""\
+exit status:
+  {EXIT_OK}    every LLM call verified or reconstructed
+  {EXIT_DAMAGED}    at least one LLM call is damaged
+  {EXIT_ERROR}    the input could not be read (missing file, unknown format, a bad line without
+       --lenient, a keyed receipt without its key, an unknown --run or --epoch), or the store
+       is unusable (a --store that does not exist or is not a directory, or a store holding
+       none of the blobs the trace refers to)
+  {EXIT_NOTHING}    nothing to verify: no span carries af.* attributes (an empty file included)
+  {EXIT_PIPE}  the output pipe was closed (e.g. by head); nothing more is printed
+"""
 # Content parts longer than this print folded unless --full is given.
 FOLD_CHARS: Final = 400
+
+
+class NothingToRead(Exception):
+    """The input holds no LLM call af_otel enriched: exit `EXIT_NOTHING`, not success."""
 
 
 class Progress:
@@ -103,9 +122,15 @@ def _add_key(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_EXITS: Final[dict[str, Any]] = {
+    "epilog": EXIT_CODES,
+    "formatter_class": argparse.RawDescriptionHelpFormatter,
+}
+
+
 def register(subparsers: Any) -> None:
     """Add ``served``, ``verify``, ``gaps`` and ``report`` to the ``af-otel`` command."""
-    served = subparsers.add_parser("served", help="print what each LLM call was served")
+    served = subparsers.add_parser("served", help="print what each LLM call was served", **_EXITS)
     _add_source(served)
     _add_key(served)
     served.add_argument("--full", action="store_true", help="print long contents whole")
@@ -113,19 +138,23 @@ def register(subparsers: Any) -> None:
     served.set_defaults(func=_guarded(served_command))
 
     check = subparsers.add_parser(
-        "verify", help="recompute every receipt; exit 1 if any call is damaged (2 on error)"
+        "verify",
+        help="recompute every receipt; exit 1 if any call is damaged, 2 on error, 3 if none",
+        description="Recompute every receipt and print one verdict a call, the store read and "
+        "a summary; made to gate a pipeline.",
+        **_EXITS,
     )
     _add_source(check)
     _add_key(check)
     check.add_argument("--json", action="store_true", help="one JSON object per verdict")
     check.set_defaults(func=_guarded(verify_command))
 
-    gaps = subparsers.add_parser("gaps", help="list LLM calls by gap kind")
+    gaps = subparsers.add_parser("gaps", help="list LLM calls by gap kind", **_EXITS)
     _add_source(gaps)
     gaps.add_argument("--kind", choices=list(SERVED_GAPS), help="only this kind")
     gaps.set_defaults(func=_guarded(gaps_command))
 
-    report = subparsers.add_parser("report", help="write one self-contained HTML report")
+    report = subparsers.add_parser("report", help="write one self-contained HTML report", **_EXITS)
     _add_source(report)
     _add_key(report)
     report.add_argument("-o", "--output", default="report.html", help="where to write the page")
@@ -134,11 +163,17 @@ def register(subparsers: Any) -> None:
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Read-path errors print one line naming what failed and exit 2 (1 means damage)."""
+    """Read-path errors print one line naming what failed and exit 2 (1 means damage); input
+    with nothing to read says so and exits 3. A closed output pipe is left to `af_otel.cli.main`."""
 
     def run(args: argparse.Namespace) -> int:
         try:
             return command(args)
+        except BrokenPipeError:
+            raise
+        except NothingToRead as exc:
+            print(f"af-otel {args.command}: {exc}", file=sys.stderr)
+            return EXIT_NOTHING
         except (AfOtelError, OSError) as exc:
             print(f"af-otel {args.command}: {exc}", file=sys.stderr)
             return EXIT_ERROR
@@ -175,16 +210,103 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
     return stream, args.file, stream
 
 
+def _note_text(note: object) -> str:
+    for name in ("message", "text"):
+        text = getattr(note, name, None)
+        if isinstance(text, str):
+            return text
+    return str(note)
+
+
+def print_notes(stream: object, where: str, command: str) -> None:
+    """What the source reported about its own completeness (a partial trace, backend warnings,
+    a cut response), one stderr line each: a verdict on a cut trace must not read as complete."""
+    for note in getattr(stream, "notes", ()):
+        print(f"af-otel {command}: {where}: {_note_text(note)}", file=sys.stderr)
+
+
+def _store_named(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The store URL the arguments name, and what named it (None for the built-in default)."""
+    if args.store is not None:
+        return args.store, "--store"
+    env = os.environ.get(names.ENV_STORE)
+    if env:
+        return env, f"${names.ENV_STORE}"
+    return names.DEFAULT_STORE, None
+
+
+def referenced_blobs(records: Iterable[SpanRecord]) -> list[str]:
+    """The store addresses the spans refer to (run bases, commit payloads), valid ones, in order."""
+    found: dict[str, None] = {}
+    for span in records:
+        base = span.attributes.get(names.RUN_BASE)
+        candidates = [base] if isinstance(base, str) else []
+        for event in span.events:
+            if event.name == names.COMMIT_EVENT:
+                ref = event.attributes.get(names.COMMIT_REF)
+                if isinstance(ref, str):
+                    candidates.append(ref)
+        for address in candidates:
+            try:
+                found[validate_address(address)] = None
+            except InvalidAddressError:
+                continue  # a bad address is the fold's to report, as a gap on its call
+    return list(found)
+
+
+def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) -> Store:
+    """The store to read with, refused (StoreError naming the option) when the trace refers to
+    stored blobs and the store cannot be theirs: it does not exist, is not a directory, or holds
+    none of them. A named store that is not there while the trace needs no blob is only warned
+    about: no verdict depends on it."""
+    url, named_by = _store_named(args)
+    option = f"{named_by} {url}" if named_by else f"the default store {url} (no --store given)"
+    refs = referenced_blobs(records)
+    try:
+        store = open_store(url)
+        if named_by is None and not refs:
+            return store
+        try:
+            open_store(url, must_exist=True)
+        except StoreError as exc:
+            if refs:
+                raise
+            print(
+                f"af-otel {args.command}: {option}: {exc} (the trace refers to no stored blob, "
+                "so none is needed)",
+                file=sys.stderr,
+            )
+        if refs and not any(store.has(address) for address in refs):
+            raise StoreError(
+                f"it holds none of the {len(refs)} blob(s) the trace refers to "
+                f"(e.g. {refs[0]}): give the store the spans were written with"
+            )
+    except StoreError as exc:
+        hint = "" if named_by == "--store" else "; name the store with --store"
+        raise StoreError(f"{option}: {exc}{hint}") from exc
+    return store
+
+
 def load_views(
     args: argparse.Namespace,
 ) -> tuple[tuple[ServedView, ...], tuple[SpanRecord, ...], str]:
     """Read the spans the arguments name and rebuild the views they ask for."""
+    views, records, where, _ = load_views_and_store(args)
+    return views, records, where
+
+
+def load_views_and_store(
+    args: argparse.Namespace,
+) -> tuple[tuple[ServedView, ...], tuple[SpanRecord, ...], str, Store]:
+    """`load_views`, plus the store the views were rebuilt with. Raises `NothingToRead` when no
+    span is an LLM call af_otel enriched."""
     spans, where, stream = _spans(args)
     progress = Progress("reading spans")
     try:
         records = tuple(_counted(spans, progress))
     finally:
         progress.done()
+    print_notes(stream, where, args.command)
     skipped = getattr(stream, "skipped_lines", 0) + getattr(stream, "skipped_spans", 0)
     if skipped:
         print(
@@ -192,8 +314,20 @@ def load_views(
         )
         for problem in getattr(stream, "problems", [])[:5]:
             print(f"  {problem}", file=sys.stderr)
-    store = open_store(args.store)
+    store = open_checked_store(args, records)
     views = served_views(records, store=store)
+    if not views:
+        if skipped:  # what could not be read may have held the calls: not "nothing"
+            raise ReaderError(
+                f"no LLM call left in {where} after skipping {skipped} unreadable line(s) or "
+                "span(s)"
+            )
+        what = "nothing to verify" if args.command == "verify" else "no LLM call to show"
+        if not records:
+            raise NothingToRead(f"read no spans from {where} (empty input): {what}")
+        raise NothingToRead(
+            f"read {len(records)} span(s) from {where}, none carries af.* attributes: {what}"
+        )
     if args.run is not None:
         views = tuple(v for v in views if v.run_id == args.run)
         if not views:
@@ -204,7 +338,7 @@ def load_views(
             raise ReaderError(
                 f"no epoch {args.epoch} in {where}" + (f" run {args.run!r}" if args.run else "")
             )
-    return views, records, where
+    return views, records, where, store
 
 
 def verify_all(views: Sequence[ServedView], key: bytes | None) -> list[Verdict]:
@@ -387,7 +521,7 @@ def count_verdicts(
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    views, _, where = load_views(args)
+    views, _, where, store = load_views_and_store(args)
     verdicts = verify_all(views, _key(args))
     for verdict in verdicts:
         if args.json:
@@ -396,6 +530,8 @@ def verify_command(args: argparse.Namespace) -> int:
             print(_verdict_line(verdict))
     damaged = sum(v.status is VerdictStatus.DAMAGED for v in verdicts)
     count_verdicts(verdicts)
+    # The store the verdicts were read against: on stdout with the summary, on stderr for --json.
+    print(f"store {store.url}", file=sys.stderr if args.json else sys.stdout)
     if not args.json:
         counts = {s: sum(v.status is s for v in verdicts) for s in VerdictStatus}
         summary = ", ".join(f"{n} {s.value}" for s, n in counts.items())
@@ -413,14 +549,16 @@ def _verdict_line(verdict: Verdict) -> str:
 
 
 def gaps_command(args: argparse.Namespace) -> int:
-    views, records, _ = load_views(args)
+    views, records, where = load_views(args)
     spans = {(s.trace_id, s.span_id): s for s in records}
+    listed = 0
     for kind, spec in SERVED_GAPS.items():
         if args.kind and kind != args.kind:
             continue
         hits = [(v, g) for v in views for g in v.gaps if g.kind == kind]
         if not hits:
             continue
+        listed += len(hits)
         print(f"{kind} ({len(hits)} call(s), {spec.relation})")
         print(_indent(spec.why, "  "))
         for view, gap in hits:
@@ -439,6 +577,12 @@ def gaps_command(args: argparse.Namespace) -> int:
                 parts.append(gap.detail)
             print("  - " + " · ".join(parts))
         print()
+    if not listed:
+        which = f"gap {args.kind}" if args.kind else "gap"
+        print(
+            f"af-otel gaps: no {which} on any of the {len(views)} LLM call(s) in {where}",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
@@ -454,20 +598,61 @@ def report_command(args: argparse.Namespace) -> int:
 
 def demo_readback(out: str | os.PathLike[str], *, stream: TextIO | None = None) -> int:
     """What ``af-otel demo`` ends with: read back ``out/traces.jsonl`` with ``out/store``, print
-    every epoch's verdict and write ``out/report.html``. Returns the ``verify`` exit code."""
+    every call's verdict and gaps, write ``out/report.html``, verify the tampered copy
+    ``out/tampered.jsonl`` if there is one, and print the commands to try next. Returns 0 when
+    the trace has no damaged call and the tampered copy has one, else 1."""
     target = stream if stream is not None else sys.stdout
     folder = Path(out)
-    records = tuple(read_spans(folder / "traces.jsonl"))
-    views = served_views(records, store=open_store(folder / "store"))
-    verdicts = verify_all(views, None)
-    print("read back:", file=target)
-    for verdict in verdicts:
+    traces, store, tampered = folder / "traces.jsonl", folder / "store", folder / "tampered.jsonl"
+    views, verdicts = _demo_verdicts(traces, store)
+    print(f"read back {traces}:", file=target)
+    for view, verdict in zip(views, verdicts, strict=True):
+        gaps = ", ".join(f"{g.kind} ({g.cause})" if g.cause else g.kind for g in view.gaps)
         print(f"  {_verdict_line(verdict)}", file=target)
+        print(f"      gaps: {gaps or 'none'}", file=target)
     report = folder / "report.html"
     report.write_text(
-        render_report(views, verdicts, title="af-otel demo", source=str(folder / "traces.jsonl")),
+        render_report(views, verdicts, title="af-otel demo", source=str(traces)),
         encoding="utf-8",
     )
     print(f"  report  {report}", file=target)
-    damaged = any(v.status is VerdictStatus.DAMAGED for v in verdicts)
-    return EXIT_DAMAGED if damaged else EXIT_OK
+    clean = not any(v.status is VerdictStatus.DAMAGED for v in verdicts)
+    caught = True
+    if tampered.exists():
+        _, altered = _demo_verdicts(tampered, store)
+        print(f"read back {tampered} (the tampered copy):", file=target)
+        for verdict in altered:
+            print(f"  {_verdict_line(verdict)}", file=target)
+        caught = any(v.status is VerdictStatus.DAMAGED for v in altered)
+    print("next, try:", file=target)
+    for line in next_commands(folder, views):
+        print(f"  {line}", file=target)
+    return EXIT_OK if clean and caught else EXIT_DAMAGED
+
+
+def _demo_verdicts(traces: Path, store: Path) -> tuple[tuple[ServedView, ...], list[Verdict]]:
+    stream = read_spans(traces)
+    records = tuple(stream)
+    print_notes(stream, str(traces), "demo")
+    views = served_views(records, store=open_store(store, must_exist=True))
+    return views, verify_all(views, None)
+
+
+def next_commands(folder: Path, views: Sequence[ServedView]) -> list[str]:
+    """The reading commands to try on what the demo wrote, with its paths and store."""
+    traces, store = shlex.quote(str(folder / "traces.jsonl")), shlex.quote(str(folder / "store"))
+    tampered = shlex.quote(str(folder / "tampered.jsonl"))
+    report = shlex.quote(str(folder / "report.html"))
+    middle = views[len(views) // 2] if views else None
+    pick = (
+        f" --run {shlex.quote(middle.run_id)} --epoch {middle.epoch}"
+        if middle and middle.run_id
+        else ""
+    )
+    return [
+        f"af-otel verify {traces} --store {store}",
+        f"af-otel verify {tampered} --store {store}",
+        f"af-otel served {traces} --store {store}{pick}",
+        f"af-otel gaps {traces} --store {store}",
+        f"af-otel report {traces} --store {store} -o {report}",
+    ]

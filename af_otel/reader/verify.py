@@ -16,20 +16,24 @@ far) and splits ``added`` where the claim says, instead of requiring its own max
 from __future__ import annotations
 
 import enum
+import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias, overload
 
 from af_otel import names
 from af_otel.canonical import canonical_json, receipt_hash
 from af_otel.errors import ReaderError
 from af_otel.model import FrozenDict, forced_tool
+from af_otel.reader._args import first_of, only
 from af_otel.reader._prefix import common_prefix
 from af_otel.reader.fold import ChainedTuple
 from af_otel.reader.gaps import Gap, covers
-from af_otel.reader.view import RunContext, ServedView
+from af_otel.reader.records import SpanRecord
+from af_otel.reader.view import RunContext, ServedView, served_views
 from af_otel.receipts import Receipt, digest_preimage
+from af_otel.store import Store
 
 __all__ = ["Mismatch", "Verdict", "VerdictStatus", "recompute", "verify"]
 
@@ -38,6 +42,7 @@ CHAIN_SEED: Final = "af.messages.v1"
 # its parent) or fanning out, while a 1,000-epoch run does not hold every epoch's entries at once.
 STATES_KEPT: Final = 64
 Looks = Literal["cut", "altered"]
+StoreArg: TypeAlias = Store | str | os.PathLike[str] | None
 
 
 class VerdictStatus(enum.StrEnum):
@@ -410,13 +415,40 @@ def _excuse(gaps: Sequence[Gap], field: str) -> str | None:
     return next((g.kind for g in gaps if g.excuses and covers(g.fields, field)), None)
 
 
-def verify(view: ServedView, *, key: bytes | str | None = None) -> Verdict:
+@overload
+def verify(
+    view: ServedView, *, key: bytes | str | None = None, store: StoreArg = None
+) -> Verdict: ...
+@overload
+def verify(
+    view: Iterable[ServedView] | Iterable[SpanRecord],
+    *,
+    key: bytes | str | None = None,
+    store: StoreArg = None,
+) -> tuple[Verdict, ...]: ...
+def verify(
+    view: ServedView | Iterable[ServedView] | Iterable[SpanRecord],
+    *,
+    key: bytes | str | None = None,
+    store: StoreArg = None,
+) -> Verdict | tuple[Verdict, ...]:
     """Recompute every receipt field from ``view`` and compare: `verified`, `reconstructed` (no
     usable receipt, or each mismatch excused by a gap) or `damaged` (the first unexcused field,
     with the message index and whether the rebuild looks cut or altered).
 
     ``key`` is the HMAC secret for keyed (``af-1-hmac``) receipts; a keyed receipt without it
-    raises `ReaderError`, as does a view of a span that names no run."""
+    raises `ReaderError`, as does a view of a span that names no run.
+
+    Given views (``served_views(...)``) or span records (``read_spans(path)``) instead of one
+    view, returns one verdict a call, in view order; spans are rebuilt with ``store`` first
+    (as `served_views` does). Anything else raises TypeError saying what to pass."""
+    if not isinstance(view, ServedView):
+        first, items = first_of(view, "verify")
+        if not isinstance(first, ServedView):
+            items = iter(served_views(only(items, SpanRecord, "verify", "spans"), store=store))
+        return tuple(verify(v, key=key) for v in only(items, ServedView, "verify", "views"))
+    if store is not None:
+        raise TypeError("verify(view, store=...): a view is built with its store already")
     receipt = view.receipt
     run_id, epoch, span_id = view.run_id, view.epoch, view.span_id
     if not (isinstance(receipt, Receipt) and receipt.minted):

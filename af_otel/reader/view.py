@@ -17,6 +17,7 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import FrozenDict, Request, sealed_reasoning
 from af_otel.model.request import PARAM_KEYS, REQUEST_KEYS, forced_tool, normalize_params
+from af_otel.reader._args import spans_only
 from af_otel.reader._prefix import common_prefix
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
 from af_otel.reader.gaps import (
@@ -161,7 +162,9 @@ def served_views(
     Views come run by run (runs in order of their first call), epoch by epoch; calls that name no
     run come last. ``store`` is a `Store` or its URL; without one, ``$AF_OTEL_STORE``, else
     ``./.af_otel/store``. Data problems become gaps on the views; nothing here raises for them.
+    Anything but span records (a path, a document, views) raises TypeError saying what to pass.
     """
+    spans = spans_only(spans, "served_views")
     opened = store if store is not None and not isinstance(store, str | os.PathLike) else None
     if opened is None:
         opened = open_store(store)  # type: ignore[arg-type]

@@ -107,6 +107,15 @@ class FsspecStore:
         except Exception as exc:
             raise StoreError(f"cannot inspect blob {address} at {self._where(key)}: {exc}") from exc
 
+    def check_exists(self) -> None:
+        """Raise StoreError unless the store's root is there (on object stores: holds a key)."""
+        try:
+            found = bool(self._fs.isdir(self._root or "/"))
+        except Exception as exc:
+            raise StoreError(f"cannot inspect store {self._url}: {exc}") from exc
+        if not found:
+            raise StoreError(f"no store at {self._url}: nothing is stored under it")
+
     def put_json(self, value: object) -> str:
         return self.put(encode_json(value))
 

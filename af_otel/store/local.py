@@ -176,6 +176,15 @@ class LocalStore:
         with self._shard(shard, create=False) as directory:
             return directory is not None and self._present(directory, name)
 
+    def check_exists(self) -> None:
+        """Raise StoreError unless the root is an existing directory (a reader's check: a put
+        creates the root, a read from a root that is not there finds nothing)."""
+        if os.path.isdir(self._root):
+            return
+        if os.path.lexists(self._root):
+            raise StoreError(f"{self._root} is not a directory, so it cannot be a store")
+        raise StoreError(f"no store directory at {self._root}")
+
     def put_json(self, value: object) -> str:
         return self.put(encode_json(value))
 

@@ -25,13 +25,21 @@ _URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
 _LOCAL_HOSTS: Final = frozenset({"", "localhost"})
 
 
-def open_store(url: str | os.PathLike[str] | None = None) -> Store:
+def open_store(url: str | os.PathLike[str] | None = None, *, must_exist: bool = False) -> Store:
     """Open the store at ``url``; without one, ``$AF_OTEL_STORE``, else ``./.af_otel/store``.
 
     Nothing is created until the first put. An empty variable counts as unset; an explicit empty
     string, a ``file://`` URL naming another host, or an fsspec URL without fsspec installed
-    raises StoreError.
+    raises StoreError. ``must_exist`` (for readers) also raises StoreError when the store is not
+    there: a path that does not exist or is not a directory, a URL with nothing under it.
     """
+    store = _open(url)
+    if must_exist:
+        store.check_exists()
+    return store
+
+
+def _open(url: str | os.PathLike[str] | None) -> LocalStore | FsspecStore:
     if url is None:
         url = os.environ.get(names.ENV_STORE) or names.DEFAULT_STORE
     if not isinstance(url, str):

@@ -130,7 +130,8 @@ def test_verify_exits_2_on_input_it_cannot_read(
     capsys: pytest.CaptureFixture[str], recording: Any, tmp_path: Path
 ) -> None:
     """A missing file, an unknown format and a cut line are errors (2), each naming the input;
-    --lenient skips the cut line, says so, and judges the rest."""
+    --lenient skips the cut line, says so, and judges the rest; a file of nothing but a cut line
+    is still an error (2) under --lenient: what it held is unknown, not nothing."""
     traces, store = recording
     code, _, err = cli(capsys, "verify", str(tmp_path / "nope.jsonl"))
     assert code == 2
@@ -145,10 +146,14 @@ def test_verify_exits_2_on_input_it_cannot_read(
     code, _, err = cli(capsys, "verify", str(cut), "--store", str(store))
     assert code == 2
     assert f"cut.jsonl:{len(lines)}" in err
+    code, _, err = cli(capsys, "verify", str(cut), "--store", str(store), "--lenient")
+    assert (code, len(lines)) == (2, 1)
+    assert "after skipping 1 unreadable line(s)" in err
+    cut.write_text("\n".join([*lines, lines[-1][: len(lines[-1]) // 2]]) + "\n")
     code, out, err = cli(capsys, "verify", str(cut), "--store", str(store), "--lenient")
-    assert code in (0, 1)
-    assert "skipped" in err
-    assert "LLM call(s)" in out
+    assert code == 0
+    assert "skipped 1 unreadable line(s)" in err
+    assert "3 verified, 1 reconstructed, 0 damaged" in out
 
 
 def test_served_prints_the_view_with_its_gaps(
@@ -217,15 +222,178 @@ def test_report_writes_one_escaped_page(
 def test_the_store_defaults_to_the_environment(
     capsys: pytest.CaptureFixture[str], recording: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without --store, AF_OTEL_STORE names the store (without it, the base reads as missing)."""
+    """Without --store, AF_OTEL_STORE names the store; without either, the default store is
+    not there, the trace needs its blobs, and verify exits 2 saying so (never a pass with every
+    base missing)."""
     traces, store = recording
     monkeypatch.chdir(traces.parent)
-    code, out, _ = cli(capsys, "verify", str(traces))
-    assert code == 0
-    assert "no-fold-base" in out
+    monkeypatch.delenv(names.ENV_STORE, raising=False)
+    code, out, err = cli(capsys, "verify", str(traces))
+    assert code == 2
+    assert out == ""
+    assert f"the default store {names.DEFAULT_STORE} (no --store given)" in err
+    assert "name the store with --store" in err
     monkeypatch.setenv(names.ENV_STORE, str(store))
     code, out, _ = cli(capsys, "verify", str(traces))
+    assert code == 0
     assert "3 verified" in out
+    assert f"store {store.as_uri()}" in out
+    monkeypatch.setenv(names.ENV_STORE, str(traces.parent / "elsewhere"))
+    code, _, err = cli(capsys, "verify", str(traces))
+    assert code == 2
+    assert f"${names.ENV_STORE} {traces.parent / 'elsewhere'}: no store directory" in err
+
+
+def test_an_unusable_store_exits_2_naming_the_option_and_why(
+    capsys: pytest.CaptureFixture[str], recording: Any, tmp_path: Path
+) -> None:
+    """A --store that does not exist, is a file, is a URL with nothing under it, or holds none
+    of the trace's blobs: exit 2 from every command, naming --store and which it is."""
+    traces, store = recording
+    (tmp_path / "empty").mkdir()
+    cases = {
+        str(tmp_path / "wrong" / "path"): "no store directory at",
+        str(traces): "is not a directory, so it cannot be a store",
+        "memory://af-otel-nothing-here": "nothing is stored under it",
+        str(tmp_path / "empty"): "holds none of the 1 blob(s) the trace refers to",
+    }
+    for url, why in cases.items():
+        for command in ("verify", "served", "gaps"):
+            code, out, err = cli(capsys, command, str(traces), "--store", url)
+            assert code == 2, (command, url, err)
+            assert out == ""
+            assert err.startswith(f"af-otel {command}: --store {url}: ")
+            assert why in err
+    code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store))
+    assert code == 0
+
+
+def test_a_store_the_trace_does_not_need_is_only_warned_about(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A trace whose commits are all inline and that names no base needs no blob: a --store that
+    is not there changes no verdict, so verify says so on stderr and judges (exit 0)."""
+    traces, store = tmp_path / "t.jsonl", tmp_path / "never-written"
+    with file_recorder(traces, LocalStore(store)) as rec:
+        agent(rec, "inline", 2)
+    assert not store.exists()
+    code, out, err = cli(capsys, "verify", str(traces), "--store", str(store))
+    assert code == 0
+    assert "2 verified" in out
+    assert f"--store {store}: no store directory" in err
+    assert "so none is needed" in err
+
+
+def strip_af(document: dict[str, Any]) -> str:
+    """The document as it would be exported without af_otel: no af.* attribute, no commit."""
+    for span in spans_of(document):
+        span["attributes"] = [
+            a for a in span.get("attributes", []) if not a["key"].startswith("af.")
+        ]
+        span["events"] = [e for e in span.get("events", []) if not e["name"].startswith("af.")]
+    return json.dumps(document)
+
+
+def test_nothing_to_verify_exits_3(
+    capsys: pytest.CaptureFixture[str], recording: Any, tmp_path: Path
+) -> None:
+    """An empty file, or spans none of which carries af.* attributes: every reading command
+    says what it read and exits 3, so a gate on a broken export does not pass."""
+    traces, store = recording
+    span_count = sum(
+        1 for line in traces.read_text().splitlines() for _ in spans_of(json.loads(line))
+    )
+    edit_line(traces, strip_af)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for command in ("verify", "served", "gaps", "report"):
+        extra = ["-o", str(tmp_path / "r.html")] if command == "report" else []
+        code, out, err = cli(capsys, command, str(traces), "--store", str(store), *extra)
+        assert (code, out) == (3, ""), (command, err)
+        assert f"read {span_count} span(s) from {traces}, none carries af.* attributes" in err
+        code, out, err = cli(capsys, command, str(empty), "--store", str(store), *extra)
+        assert (code, out) == (3, ""), (command, err)
+        assert f"read no spans from {empty}" in err
+    assert "nothing to verify" in cli(capsys, "verify", str(empty))[2]
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_verify_names_the_store_it_read(capsys: pytest.CaptureFixture[str], recording: Any) -> None:
+    """The store line sits above the summary; with --json it goes to stderr, stdout staying
+    one JSON object a line."""
+    traces, store = recording
+    _, out, _ = cli(capsys, "verify", str(traces), "--store", str(store))
+    assert out.splitlines()[-2] == f"store {store.as_uri()}"
+    _, out, err = cli(capsys, "verify", str(traces), "--store", str(store), "--json")
+    assert [json.loads(line)["status"] for line in out.splitlines()].count("verified") == 3
+    assert f"store {store.as_uri()}" in err
+
+
+def test_gaps_says_when_no_call_has_the_kind(
+    capsys: pytest.CaptureFixture[str], recording: Any
+) -> None:
+    """`gaps --kind K` with no call of that kind prints nothing on stdout, says so on stderr and
+    exits 0 (the calls were read; none has the gap)."""
+    traces, store = recording
+    code, out, err = cli(
+        capsys, "gaps", str(traces), "--store", str(store), "--kind", "span-limits"
+    )
+    assert (code, out) == (0, "")
+    assert f"no gap span-limits on any of the 4 LLM call(s) in {traces}" in err
+
+
+def test_backend_notes_reach_stderr_from_every_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Tempo's PARTIAL status, in a saved response and fetched live, is printed on stderr by
+    served, verify, gaps and report alike."""
+    traces, store = tmp_path / "t.jsonl", tmp_path / "s"
+    with file_recorder(traces, LocalStore(store)) as rec:
+        agent(rec, "partial", 2)
+    documents = [json.loads(line) for line in traces.read_text(encoding="utf-8").splitlines()]
+    trace_id = next(s["traceId"] for d in documents for s in spans_of(d))
+    message = "1 of 3 blocks could not be searched"
+    body = {
+        "trace": {"resourceSpans": [r for d in documents for r in d["resourceSpans"]]},
+        "status": "PARTIAL",
+        "message": message,
+    }
+    saved = tmp_path / "tempo.json"
+    saved.write_text(json.dumps(body))
+    with serve({f"/api/v2/traces/{trace_id}": (200, json.dumps(body).encode())}) as url:
+        for source in ([str(saved)], ["--tempo", url, "--trace", trace_id]):
+            for command in ("served", "verify", "gaps", "report"):
+                extra = ["-o", str(tmp_path / "r.html")] if command == "report" else []
+                code, _, err = cli(capsys, command, *source, "--store", str(store), *extra)
+                assert code == 0, (command, err)
+                assert message in err, (command, source)
+
+
+def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    """`af-otel verify --help` lists every exit status the gate can see."""
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    out = capsys.readouterr().out
+    for line in (
+        "0    every LLM call",
+        "1    at least one",
+        "2    the input",
+        "3    nothing",
+        "141  the output pipe",
+    ):
+        assert line in out
+
+
+@pytest.mark.parametrize("argv", [["served", "--full"], ["verify"], ["gaps"]])
+def test_a_closed_pipe_ends_quietly(recording: Any, argv: list[str]) -> None:
+    """`af-otel served --full | head -1`: 141 and nothing on stderr, never 2 (which would read as
+    unreadable input) and never a traceback."""
+    from tests.e2e.test_emit_demo import closed_pipe_run
+
+    traces, store = recording
+    command = Path(sys.executable).with_name("af-otel")
+    err, code = closed_pipe_run([str(command), *argv, str(traces), "--store", str(store)])
+    assert (code, err) == (141, "")
 
 
 def test_keyed_receipts_read_their_key_from_the_environment(
