@@ -23,8 +23,9 @@ PASS_SPANS: Final = (
 
 def _hint(item: object) -> str:
     """What to pass instead of ``item``, by what it is."""
-    if isinstance(item, str | bytes | os.PathLike):
-        return f"{PASS_SPANS}, e.g. read_spans({str(item)[:60]!r})"
+    if isinstance(item, str | os.PathLike):
+        path = os.fspath(item)
+        return f"{PASS_SPANS}, e.g. read_spans({path!r})" if len(path) <= 300 else PASS_SPANS
     if isinstance(item, Mapping):
         return f"{PASS_SPANS}: a parsed JSON document goes through read_spans(document)"
     kind = type(item).__name__
