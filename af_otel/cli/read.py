@@ -42,11 +42,12 @@ EXIT_NOTHING: Final = 3
 EXIT_CODES: Final = f"""\
 exit status:
   {EXIT_OK}    every LLM call verified or reconstructed
-  {EXIT_DAMAGED}    at least one LLM call is damaged
+  {EXIT_DAMAGED}    at least one LLM call is damaged (verify only: the others show it and exit 0)
   {EXIT_ERROR}    the input could not be read (missing file, unknown format, a bad line without
-       --lenient, a keyed receipt without its key, an unknown --run or --epoch), or the store
-       is unusable (a --store that does not exist or is not a directory, or a store holding
-       none of the blobs the trace refers to)
+       --lenient, a keyed receipt without its key, an unknown --run or --epoch, a usage
+       error), or the store is unusable: the trace refers to stored blobs and the store
+       (--store, else ${names.ENV_STORE}, else {names.DEFAULT_STORE}) does not exist, is not a directory,
+       or holds none of them
   {EXIT_NOTHING}    nothing to verify: no span carries af.* attributes (an empty file included)
   {EXIT_PIPE}  the output pipe was closed (e.g. by head); nothing more is printed
 """
