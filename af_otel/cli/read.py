@@ -618,17 +618,17 @@ def demo_readback(out: str | os.PathLike[str], *, stream: TextIO | None = None) 
     )
     print(f"  report  {report}", file=target)
     clean = not any(v.status is VerdictStatus.DAMAGED for v in verdicts)
-    caught = True
+    damaged: list[Verdict] = []
     if tampered.exists():
         _, altered = _demo_verdicts(tampered, store)
         print(f"read back {tampered} (the tampered copy):", file=target)
         for verdict in altered:
             print(f"  {_verdict_line(verdict)}", file=target)
-        caught = any(v.status is VerdictStatus.DAMAGED for v in altered)
+        damaged = [v for v in altered if v.status is VerdictStatus.DAMAGED]
     print("next, try:", file=target)
-    for line in next_commands(folder, views):
+    for line in next_commands(folder, damaged[0] if damaged else None):
         print(f"  {line}", file=target)
-    return EXIT_OK if clean and caught else EXIT_DAMAGED
+    return EXIT_OK if clean and (damaged or not tampered.exists()) else EXIT_DAMAGED
 
 
 def _demo_verdicts(traces: Path, store: Path) -> tuple[tuple[ServedView, ...], list[Verdict]]:
@@ -639,21 +639,22 @@ def _demo_verdicts(traces: Path, store: Path) -> tuple[tuple[ServedView, ...], l
     return views, verify_all(views, None)
 
 
-def next_commands(folder: Path, views: Sequence[ServedView]) -> list[str]:
-    """The reading commands to try on what the demo wrote, with its paths and store."""
+def next_commands(folder: Path, damaged: Verdict | None) -> list[str]:
+    """The reading commands to try on what the demo wrote, with its paths and store; ``served``
+    shows the first damaged call of the tampered copy, when there is one."""
     traces, store = shlex.quote(str(folder / "traces.jsonl")), shlex.quote(str(folder / "store"))
     tampered = shlex.quote(str(folder / "tampered.jsonl"))
     report = shlex.quote(str(folder / "report.html"))
-    middle = views[len(views) // 2] if views else None
-    pick = (
-        f" --run {shlex.quote(middle.run_id)} --epoch {middle.epoch}"
-        if middle and middle.run_id
-        else ""
-    )
+    served = f"af-otel served {traces} --store {store}"
+    if damaged is not None and damaged.run_id:
+        served = (
+            f"af-otel served {tampered} --store {store} "
+            f"--run {shlex.quote(damaged.run_id)} --epoch {damaged.epoch}"
+        )
     return [
         f"af-otel verify {traces} --store {store}",
         f"af-otel verify {tampered} --store {store}",
-        f"af-otel served {traces} --store {store}{pick}",
+        served,
         f"af-otel gaps {traces} --store {store}",
         f"af-otel report {traces} --store {store} -o {report}",
     ]

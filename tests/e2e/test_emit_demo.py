@@ -131,6 +131,8 @@ def test_the_next_commands_run_as_printed(demo: Demo, capsys: pytest.CaptureFixt
     assert commands
     assert all(c.startswith("af-otel ") for c in commands)
     assert {shlex.split(c)[1] for c in commands} == {"verify", "served", "gaps", "report"}
+    served = next(shlex.split(c) for c in commands if shlex.split(c)[1] == "served")
+    assert served[-4:] == ["--run", RUN_ID, "--epoch", str(TAMPERED_EPOCH)]
     for command in commands:
         argv = shlex.split(command)[1:]
         assert argv[argv.index("--store") + 1] == str(demo.out / "store")
