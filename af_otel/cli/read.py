@@ -24,14 +24,15 @@ from opentelemetry import metrics
 
 from af_otel import names
 from af_otel.cli import EXIT_PIPE
-from af_otel.errors import AfOtelError, InvalidAddressError, ReaderError, StoreError
+from af_otel.errors import AfOtelError, ReaderError, StoreError
+from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import SERVED_GAPS
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.report import render_report
 from af_otel.reader.sources import JaegerSource, TempoSource, read_spans
 from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
-from af_otel.store import Store, open_store, validate_address
+from af_otel.store import Store, open_store
 
 __all__ = ["count_verdicts", "demo_readback", "register"]
 
@@ -234,25 +235,6 @@ def _store_named(args: argparse.Namespace) -> tuple[str, str | None]:
     if env:
         return env, f"${names.ENV_STORE}"
     return names.DEFAULT_STORE, None
-
-
-def referenced_blobs(records: Iterable[SpanRecord]) -> list[str]:
-    """The store addresses the spans refer to (run bases, commit payloads), valid ones, in order."""
-    found: dict[str, None] = {}
-    for span in records:
-        base = span.attributes.get(names.RUN_BASE)
-        candidates = [base] if isinstance(base, str) else []
-        for event in span.events:
-            if event.name == names.COMMIT_EVENT:
-                ref = event.attributes.get(names.COMMIT_REF)
-                if isinstance(ref, str):
-                    candidates.append(ref)
-        for address in candidates:
-            try:
-                found[validate_address(address)] = None
-            except InvalidAddressError:
-                continue  # a bad address is the fold's to report, as a gap on its call
-    return list(found)
 
 
 def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) -> Store:
