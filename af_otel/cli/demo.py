@@ -4,8 +4,10 @@ OTLP JSON lines plus a local store, so that every other subcommand has something
 The agent is the real ``openai`` client, its HTTP faked by a scripted model (no network), traced
 by the official ``opentelemetry-instrumentation-genai-openai`` with content capture off; af_otel's
 completion hook mints each receipt and `ReceiptSpanProcessor` wraps the batch processor that
-writes the file. Needs the ``test`` extra (openai, the instrumentation, the OTLP JSON file
-exporter): ``pip install 'af-otel[test]'``.
+writes the file. One more call goes through the instrumentation set up without the hook, so it
+carries no receipt (``no-receipt-on-chart``), and a copy of the file with one recorded word
+changed shows what ``verify`` says of tampering. Needs the ``test`` extra (openai, the
+instrumentation, the OTLP JSON file exporter): ``pip install 'af-otel[test]'``.
 """
 
 from __future__ import annotations
