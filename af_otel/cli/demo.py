@@ -4,7 +4,8 @@ OTLP JSON lines plus a local store, so that every other subcommand has something
 The agent is the real ``openai`` client, its HTTP faked by a scripted model (no network), traced
 by the official ``opentelemetry-instrumentation-genai-openai`` with content capture off; af_otel's
 completion hook mints each receipt and `ReceiptSpanProcessor` wraps the batch processor that
-writes the file. Needs the ``test`` extra (openai, the instrumentation, the OTLP JSON file
+writes the file. With capture off, af_otel's default puts no prompt text in the trace either: the
+commits' payloads and the run's base go to the store, the spans carry hashes and addresses. Needs the ``test`` extra (openai, the instrumentation, the OTLP JSON file
 exporter): ``pip install 'af-otel[test]'``.
 """
 
@@ -270,6 +271,7 @@ def print_result(result: DemoResult) -> None:
     print(
         f"  store   {result.store}  ({len(blobs)} blobs, {sum(p.stat().st_size for p in blobs):,} bytes)"
     )
+    print("  prompts not in the trace: capture is off, so commit payloads went to the store")
     print("  epoch  parent  receipt  messages  commits  gaps")
     for call in result.calls:
         gaps = ", ".join(call.gaps) or "-"

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import opentelemetry.util.genai.handler  # noqa: F401 - binds the real get_tracer before any patch
+import pytest
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 
 import af_otel
 from af_otel import names
-from af_otel.cli import main
+from af_otel.cli import demo, main
 from tests.processor.fakes import instrumented_openai
 
 SYSTEM = "Zebracorn-system-7731: answer as the travel desk would."
@@ -149,7 +149,9 @@ def test_no_prompt_text_on_the_trace_by_default(
     assert [c[names.RECEIPT_STATE] for c in calls] == ["minted"] * 3
     assert {c[names.RUN_ID] for c in calls} == {"private-run"}
     events = [e for span in _spans(traces) for e in span.get("events", [])]
-    commit_keys = {a["key"] for e in events if e["name"] == names.COMMIT_EVENT for a in e["attributes"]}
+    commit_keys = {
+        a["key"] for e in events if e["name"] == names.COMMIT_EVENT for a in e["attributes"]
+    }
     assert names.COMMIT_REF in commit_keys
     assert names.COMMIT_VALUE not in commit_keys
     stored = b"".join(p.read_bytes() for p in quiet.rglob("*") if p.is_file())
@@ -198,3 +200,21 @@ def test_capture_on_keeps_commits_inline(
     keys = {a["key"] for e in events if e["name"] == names.COMMIT_EVENT for a in e["attributes"]}
     assert names.COMMIT_VALUE in keys
     assert SYSTEM.encode() in _af_added(traces)
+
+
+def test_the_demo_trace_holds_no_prompt_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`af-otel demo` (capture off, default content mode) writes none of its system prompt,
+    questions, tool description or tool results into the trace file; the store holds them."""
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    monkeypatch.delenv("AF_OTEL_CONTENT", raising=False)
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 0
+    assert "prompts not in the trace" in capsys.readouterr().out
+    raw = (out / "traces.jsonl").read_bytes()
+    stored = b"".join(p.read_bytes() for p in (out / "store").rglob("*") if p.is_file())
+    texts = [demo.SYSTEM, *demo.QUESTIONS, "Current weather for a city", *demo.FORECASTS.values()]
+    for text in texts:
+        assert text.encode() not in raw, text
+        assert json.dumps(text)[1:-1].encode() in stored, text

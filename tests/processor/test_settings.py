@@ -99,7 +99,9 @@ def test_environment_over_default_and_argument_over_environment(
     assert getattr(from_argument, option) == expected
 
 
-def test_store_from_environment_and_argument(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_store_from_environment_and_argument(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """AF_OTEL_STORE names the store; store= overrides it."""
     monkeypatch.setenv("AF_OTEL_STORE", str(tmp_path / "env-store"))
     assert resolve_settings().store.url == (tmp_path / "env-store").as_uri()  # type: ignore[union-attr]
