@@ -6,7 +6,8 @@ reads `CallFacts` and returns an `Enrichment` (attributes plus commit events) th
 applies its own way: to a copy of the ended span, or to the live span before it ends.
 
 Place in the run (CONTRACT §2): the run id is the explicit `af_otel.run` (captured where the call
-started), else the span's ``af.run.id`` attribute, else its trace id in hex. Epochs follow start
+started, or for the exporter recorded at the start by `RunTagger`), else the span's ``af.run.id``
+attribute, else its trace id in hex. Epochs follow start
 order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it
 can only tell at the end (and every call the exporter sees) is numbered then, and when that breaks
 start order (a call that started earlier was already numbered later) the span says so with
