@@ -44,10 +44,9 @@ def declared_base(run_id: str) -> Request | None:
 MAX_TAGGED: Final = 65_536
 _tagged: OrderedDict[tuple[int, int], tuple[str, Request | None]] = OrderedDict()
 _tagged_lock = threading.Lock()
-# `af_otel.run` blocks entered while no tagger was live: the exporter form would file their calls
-# under their trace, so it says so instead (see `exporter.py`).
-_untagged_entries = 0
-_taggers = 0
+# How many `af_otel.run` blocks were entered: an exporter without a tagger that sees this grow
+# knows it cannot place calls in their runs, and says so (see `exporter.py`).
+_entries = 0
 
 
 def tag(key: tuple[int, int], run_id: str) -> None:
@@ -71,26 +70,13 @@ def untag(keys: list[tuple[int, int]]) -> None:
             _tagged.pop(key, None)
 
 
-def tagger_started() -> None:
-    global _taggers
-    with _tagged_lock:
-        _taggers += 1
-
-
-def tagger_stopped() -> None:
-    global _taggers
-    with _tagged_lock:
-        _taggers = max(0, _taggers - 1)
-
-
 def run_entered() -> None:
-    """An `af_otel.run` block opened; count it when no tagger can record its spans."""
-    global _untagged_entries
+    """An `af_otel.run` block opened."""
+    global _entries
     with _tagged_lock:
-        if _taggers == 0:
-            _untagged_entries += 1
+        _entries += 1
 
 
-def untagged_entries() -> int:
+def run_entries() -> int:
     with _tagged_lock:
-        return _untagged_entries
+        return _entries

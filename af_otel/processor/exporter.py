@@ -12,9 +12,10 @@ What the exporter cannot know, it is told or it says:
   run block it started in and the base that block declared, in a bounded in-process table the
   exporter reads; so a run gets the same run id, epochs, parents and receipts as in the processor
   form, across any number of batches. A call carrying ``af.run.id`` (`llm_call` and the completion
-  hook write one) needs no tagger. Without a tagger, once an `af_otel.run` block has been entered
-  the exporter cannot tell which calls were in it: such a call is filed under its trace, carries
-  ``no-run-log``, and the exporter logs a warning once.
+  hook write one) needs no tagger. An exporter with no tagger around it (it knows: the tagger
+  marks the exporter of the processor it wraps, and a tagged span marks it too) cannot tell,
+  once an `af_otel.run` block has been entered, which calls were in it: such a call is filed
+  under its trace, carries ``no-run-log``, and the exporter logs a warning once.
 * It sees no ``on_start``, so it numbers each batch's LLM calls by their start time. A call that
   started before one already numbered in an earlier batch (overlapping calls split across
   batches) is numbered after it, and its span carries ``no-run-log``: the epoch order is not the
@@ -79,7 +80,10 @@ class ReceiptSpanExporter(SpanExporter):
         # SimpleSpanProcessor exports from every application thread at once; one batch at a time
         # keeps a batch's numbering and commit sequence together.
         self._lock = threading.Lock()
-        self._untagged_at_start = run_context.untagged_entries()
+        # Set by a `RunTagger` wrapping the batch processor this exporter is in, or on the first
+        # span a tagger recorded.
+        self.tagged = False
+        self._entries_at_start = run_context.run_entries()
         self._warned = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -101,7 +105,7 @@ class ReceiptSpanExporter(SpanExporter):
         calls = []
         unplaced: set[tuple[int, int]] = set()
         with guard("ReceiptSpanExporter.number"):
-            runs_unseen = run_context.untagged_entries() > self._untagged_at_start
+            runs_unseen = not self.tagged and run_context.run_entries() > self._entries_at_start
             for span in spans:
                 context = span.context
                 attributes = span.attributes or {}
@@ -136,9 +140,11 @@ class ReceiptSpanExporter(SpanExporter):
 
     def _unplaced(self, key: tuple[int, int], attributes: Mapping[str, Any]) -> bool:
         """No tagger, no run attribute, no run context: the call's run is not known."""
+        if run_context.tagged(key) is not None:
+            self.tagged = True
+            return False
         return (
             current_run.get() is None
-            and run_context.tagged(key) is None
             and not self.engine.knows(key)
             and names.RUN_ID not in attributes
         )
@@ -168,8 +174,10 @@ class RunTagger(SpanProcessor):
 
     def __init__(self, inner: SpanProcessor) -> None:
         self._inner = inner
-        self._live = True
-        run_context.tagger_started()
+        # SimpleSpanProcessor and BatchSpanProcessor both name their exporter `span_exporter`.
+        exporter = getattr(inner, "span_exporter", None)
+        if isinstance(exporter, ReceiptSpanExporter):
+            exporter.tagged = True
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         run_id = current_run.get()
@@ -188,9 +196,6 @@ class RunTagger(SpanProcessor):
         self._inner.on_end(span)
 
     def shutdown(self) -> None:
-        if self._live:
-            self._live = False
-            run_context.tagger_stopped()
         self._inner.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

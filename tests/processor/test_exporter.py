@@ -324,3 +324,13 @@ def test_tagger_passes_every_span_through(store: Store) -> None:
     assert [s.name for s in memory.get_finished_spans()] == ["outside", "inside"]
     assert all(not af(s) for s in memory.get_finished_spans())
     provider.shutdown()
+
+
+def test_a_tagger_elsewhere_does_not_hide_a_missing_one(store: Store) -> None:
+    """A RunTagger on another provider does not vouch for this exporter: its calls in a run block
+    still carry no-run-log."""
+    other = TracerProvider()
+    other.add_span_processor(RunTagger(SimpleSpanProcessor(InMemorySpanExporter())))
+    spans = _tagged_batches(store, 3, tagger=False)
+    assert all(names.GAP_NO_RUN_LOG in af(s)[names.GAPS] for s in llm_spans(spans))
+    other.shutdown()
