@@ -34,5 +34,8 @@ bench: $(STAMP)
 soak: $(STAMP)
 	$(BIN)/python benchmarks/soak.py
 
+# Side venvs and Hypothesis caches of the tests live outside the repository (tests/semconv/envs.py).
+TEST_CACHE ?= $(or $(AF_OTEL_TEST_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/af-otel-tests)
+
 clean:
-	rm -rf $(VENV) af-otel-demo .af_otel
+	rm -rf $(VENV) af-otel-demo .af_otel report.html .hypothesis .venv-openllmetry-* "$(TEST_CACHE)"

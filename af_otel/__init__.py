@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from af_otel.processor import (
         ReceiptSpanExporter,
         ReceiptSpanProcessor,
+        RunTagger,
         completion_hook,
         llm_call,
         run,
@@ -29,7 +30,14 @@ if TYPE_CHECKING:
 # The emit side imports the OpenTelemetry SDK; it loads on first use so that the pure core
 # (canonical, model, receipts) imports without OpenTelemetry installed.
 _EMIT = frozenset(
-    {"ReceiptSpanExporter", "ReceiptSpanProcessor", "completion_hook", "llm_call", "run"}
+    {
+        "ReceiptSpanExporter",
+        "ReceiptSpanProcessor",
+        "RunTagger",
+        "completion_hook",
+        "llm_call",
+        "run",
+    }
 )
 
 __all__ = [
@@ -42,6 +50,7 @@ __all__ = [
     "ReceiptSpanExporter",
     "ReceiptSpanProcessor",
     "Request",
+    "RunTagger",
     "canonical_json",
     "completion_hook",
     "llm_call",

@@ -38,7 +38,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from af_otel import names
 from af_otel.canonical import canonical_json
 from af_otel.model import Request
-from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, run
+from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, RunTagger, run
 
 TURNS = 100
 REPEATS = 5
@@ -129,7 +129,7 @@ def pipeline(form: str, store: Path, **options: Any) -> tuple[TracerProvider, Si
         )
     else:
         provider.add_span_processor(
-            BatchSpanProcessor(ReceiptSpanExporter(sink, store=store, **options))
+            RunTagger(BatchSpanProcessor(ReceiptSpanExporter(sink, store=store, **options)))
         )
     return provider, sink
 

@@ -1,5 +1,14 @@
 """Session-wide test guards.
 
+Strict mode: af_otel re-raises its own internal errors only when asked (``AF_OTEL_STRICT=1``);
+the project's tests ask, so a bug fails a test instead of hiding in a log line. Tests that check
+the lenient behaviour unset it.
+
+No test writes into the repository: every test gets its own store through ``AF_OTEL_STORE``, so
+an engine that falls back to the environment (the completion hook or `llm_call` with no
+processor) never writes ``./.af_otel/store``; Hypothesis keeps no example database and its
+caches go to the test cache folder outside the repository (see tests/semconv/envs.py).
+
 The fork tests (tests/reliability/test_fork.py) need a child that cannot hang silently. Handlers
 registered with ``os.register_at_fork`` run in registration order, and every BatchSpanProcessor an
 earlier test made registers one; this one is registered first, at collection, so a child forked
@@ -13,6 +22,13 @@ import concurrent.futures.thread  # noqa: F401 - see below
 import faulthandler
 import os
 import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import settings as hypothesis_settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+from tests.semconv.envs import cache_dir
 
 # OpenTelemetry SDK 1.45's TracerProvider re-detects its resource in a forked child from an
 # at-fork handler, through a ThreadPoolExecutor. concurrent.futures.thread holds its global
@@ -22,6 +38,21 @@ import sys
 # any provider, puts its handler first. (An SDK ordering bug; docs/processor.md tells users.)
 
 FORK_WATCHDOG = "AF_OTEL_TEST_FORK_WATCHDOG"
+
+os.environ["AF_OTEL_STRICT"] = "1"
+# Hypothesis keeps caches in ./.hypothesis unless told otherwise: keep them with the side venvs.
+set_hypothesis_home_dir(cache_dir() / "hypothesis")
+hypothesis_settings.register_profile("af-otel-tests", database=None)
+hypothesis_settings.load_profile("af-otel-tests")
+
+
+@pytest.fixture(autouse=True)
+def _store_outside_the_repository(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    store = tmp_path_factory.mktemp("af-otel-store")
+    monkeypatch.setenv("AF_OTEL_STORE", str(store))
+    return store
 
 
 def _after_in_child() -> None:

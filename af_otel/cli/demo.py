@@ -4,10 +4,12 @@ OTLP JSON lines plus a local store, so that every other subcommand has something
 The agent is the real ``openai`` client, its HTTP faked by a scripted model (no network), traced
 by the official ``opentelemetry-instrumentation-genai-openai`` with content capture off; af_otel's
 completion hook mints each receipt and `ReceiptSpanProcessor` wraps the batch processor that
-writes the file. One more call goes through the instrumentation set up without the hook, so it
-carries no receipt (``no-receipt-on-chart``), and a copy of the file with one recorded word
-changed shows what ``verify`` says of tampering. Needs the ``test`` extra (openai, the
-instrumentation, the OTLP JSON file exporter): ``pip install 'af-otel[test]'``.
+writes the file. With capture off, af_otel's default puts no prompt text in the trace either: the
+commits' payloads and the run's base go to the store, the spans carry hashes and addresses. One
+more call goes through the instrumentation set up without the hook, so it carries no receipt
+(``no-receipt-on-chart``), and a tampered copy of the file shows what ``verify`` says of
+tampering. Needs the ``test`` extra (openai, the instrumentation, the OTLP JSON file exporter):
+``pip install 'af-otel[test]'``.
 """
 
 from __future__ import annotations
@@ -329,6 +331,7 @@ def print_result(result: DemoResult) -> None:
     print(
         f"  store    {result.store}  ({len(blobs)} blobs, {sum(p.stat().st_size for p in blobs):,} bytes)"
     )
+    print("  prompts not in the trace: capture is off, so commit payloads went to the store")
     if result.tampered is not None:
         old, new = TAMPER
         print(

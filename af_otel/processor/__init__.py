@@ -2,7 +2,7 @@
 explicit API. The only package that imports ``opentelemetry.sdk``."""
 
 from af_otel.processor.api import LLMCall, llm_call, run
-from af_otel.processor.exporter import ReceiptSpanExporter
+from af_otel.processor.exporter import ReceiptSpanExporter, RunTagger
 from af_otel.processor.hook import ReceiptCompletionHook, completion_hook, load_completion_hook
 from af_otel.processor.processor import ReceiptSpanProcessor
 
@@ -11,6 +11,7 @@ __all__ = [
     "ReceiptCompletionHook",
     "ReceiptSpanExporter",
     "ReceiptSpanProcessor",
+    "RunTagger",
     "completion_hook",
     "llm_call",
     "load_completion_hook",

@@ -8,8 +8,9 @@ stored once and named on every call span as ``af.run.base``.
 
 ``with af_otel.llm_call(model=..., provider=..., messages=...) as call:`` opens a GenAI-convention
 span (``chat {model}``, kind CLIENT) through the global tracer provider and hands the request to
-af_otel directly, so no content attribute is written unless ``capture_content=True``. The
-receipt is minted on the span when the block exits, before the span ends: it needs no processor,
+af_otel directly, so no content attribute is written unless ``capture_content=True``; without it,
+the default ``content=auto`` writes the call's commits to the store, so the span holds no prompt
+text at all. The receipt is minted on the span when the block exits, before the span ends: it needs no processor,
 and a processor or exporter passes it through. ``call.set_response(...)`` records the answer.
 """
 
@@ -25,7 +26,7 @@ from opentelemetry import trace
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.processor.context import current_run, declare_base
+from af_otel.processor.context import current_run, declare_base, run_entered
 from af_otel.processor.engine import CallFacts, Supplied, engine_for, live_engines
 from af_otel.processor.guard import guard, report, strict
 from af_otel.processor.hook import write_on_span
@@ -54,6 +55,7 @@ def run(run_id: str, *, base: Mapping[str, Any] | None = None) -> Iterator[str]:
     if request is not None:
         declare_base(run_id, request)
     token = current_run.set(run_id)
+    run_entered()
     try:
         yield run_id
     finally:
@@ -149,10 +151,10 @@ def llm_call(
             yield LLMCall(span, capture_content)
         finally:
             if not sdk_disabled():
-                _mint(span, request)
+                _mint(span, request, capture_content)
 
 
-def _mint(span: trace.Span, request: Mapping[str, Any]) -> None:
+def _mint(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -> None:
     failure: Exception | None = None
     try:
         if not span.is_recording():
@@ -170,7 +172,10 @@ def _mint(span: trace.Span, request: Mapping[str, Any]) -> None:
             scope="af_otel",
         )
         # af_otel sees what the caller says it sends, not the wire: cache-transform stays raised.
-        write_on_span(span, engine.enrich(facts, Supplied(request, direct=False)))
+        # With content capture off (the default) the request is not on the span, so the default
+        # content mode writes its commits to the store: no prompt text on the trace.
+        supplied = Supplied(request, direct=False, on_span=capture_content)
+        write_on_span(span, engine.enrich(facts, supplied))
     except Exception as exc:
         failure = exc
     if failure is not None:

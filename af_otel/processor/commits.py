@@ -20,7 +20,7 @@ from af_otel.errors import StoreError
 from af_otel.model import Request
 from af_otel.model.request import REQUEST_KEYS
 from af_otel.processor.guard import report
-from af_otel.processor.settings import Settings
+from af_otel.processor.settings import Settings, WriteMode, note_written
 
 Verb = Literal["set", "append", "delete"]
 # A state no call has: what the first call of a run without a base diffs against.
@@ -85,12 +85,19 @@ def _is_prefix(before: list[Any] | tuple[Any, ...], value: list[Any]) -> bool:
     return all(a is b or a == b for a, b in zip(before, value, strict=False))
 
 
-def event_attributes(change: Change, seq: int, settings: Settings) -> dict[str, Any]:
-    """One commit's event attributes: the payload inline up to the limit, else a store address.
+def event_attributes(
+    change: Change, seq: int, settings: Settings, mode: WriteMode | None = None
+) -> dict[str, Any]:
+    """One commit's event attributes, written the call's way (``mode``, see
+    `Settings.write_mode`): ``inline`` puts the payload on the event up to the inline limit and
+    stores larger ones; ``store`` stores every payload, the event holds its size and address.
 
-    ``content="none"`` writes key, verb and size only (no value, no ref): the reader sees which
-    keys changed when, and that the content was withheld on purpose. A store that fails leaves the
-    same shape (logged once): an outage costs the payload, never the span or its receipt."""
+    ``none`` writes key, verb and size only (no value, no ref): the reader sees which keys changed
+    when, and that the content was withheld on purpose. A store that fails, or could not be
+    opened, leaves the same shape (logged once): an outage costs the payload, never the span or
+    its receipt, and never puts on the event a payload meant for the store."""
+    if mode is None:
+        mode = settings.write_mode(False)
     attrs: dict[str, Any] = {
         names.COMMIT_SEQ: seq,
         names.COMMIT_KEY: change.key,
@@ -101,17 +108,18 @@ def event_attributes(change: Change, seq: int, settings: Settings) -> dict[str, 
         return attrs
     data = canonical_json(change.payload)
     attrs[names.COMMIT_BYTES] = len(data)
-    if settings.content == "none":
+    if mode == "none":
         return attrs
-    if settings.content == "inline" and len(data) <= settings.inline_limit:
+    if mode == "inline" and (len(data) <= settings.inline_limit or settings.store is None):
+        # Over the limit with no store: keep the record whole rather than lose the payload.
         attrs[names.COMMIT_VALUE] = data.decode("utf-8")
         return attrs
     if settings.store is None:
-        # No store could be opened: keep the record whole rather than lose the payload.
-        attrs[names.COMMIT_VALUE] = data.decode("utf-8")
         return attrs
     try:
         attrs[names.COMMIT_REF] = settings.store.put(data)
     except (StoreError, OSError) as exc:
         report("store", exc)
+        return attrs
+    note_written(settings.store)
     return attrs

@@ -33,3 +33,50 @@ def declared_base(run_id: str) -> Request | None:
     """The base an open `af_otel.run` block declared for ``run_id``, if any."""
     with _declared_lock:
         return _declared.get(run_id)
+
+
+# -- what the exporter form cannot see: which run each span started in -------------------------
+#
+# The exporter runs on the export thread, after the `af_otel.run` block may have exited, and sees
+# no span start. `RunTagger` (around the batch processor) records, for each span started inside a
+# block, its run and the base that block declared; the exporter reads and drops the entry when it
+# exports the span. Bounded: spans never exported (dropped by a full queue) are evicted oldest first.
+MAX_TAGGED: Final = 65_536
+_tagged: OrderedDict[tuple[int, int], tuple[str, Request | None]] = OrderedDict()
+_tagged_lock = threading.Lock()
+# How many `af_otel.run` blocks were entered: an exporter without a tagger that sees this grow
+# knows it cannot place calls in their runs, and says so (see `exporter.py`).
+_entries = 0
+
+
+def tag(key: tuple[int, int], run_id: str) -> None:
+    """Record that span ``key`` started inside `af_otel.run` block ``run_id``."""
+    base = declared_base(run_id)
+    with _tagged_lock:
+        _tagged[key] = (run_id, base)
+        if len(_tagged) > MAX_TAGGED:
+            _tagged.popitem(last=False)
+
+
+def tagged(key: tuple[int, int]) -> tuple[str, Request | None] | None:
+    """The run (and declared base) span ``key`` started in, if a tagger saw it start."""
+    with _tagged_lock:
+        return _tagged.get(key)
+
+
+def untag(keys: list[tuple[int, int]]) -> None:
+    with _tagged_lock:
+        for key in keys:
+            _tagged.pop(key, None)
+
+
+def run_entered() -> None:
+    """An `af_otel.run` block opened."""
+    global _entries
+    with _tagged_lock:
+        _entries += 1
+
+
+def run_entries() -> int:
+    with _tagged_lock:
+        return _entries

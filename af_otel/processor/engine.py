@@ -6,7 +6,8 @@ reads `CallFacts` and returns an `Enrichment` (attributes plus commit events) th
 applies its own way: to a copy of the ended span, or to the live span before it ends.
 
 Place in the run (CONTRACT §2): the run id is the explicit `af_otel.run` (captured where the call
-started), else the span's ``af.run.id`` attribute, else its trace id in hex. Epochs follow start
+started, or for the exporter recorded at the start by `RunTagger`), else the span's ``af.run.id``
+attribute, else its trace id in hex. Epochs follow start
 order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it
 can only tell at the end (and every call the exporter sees) is numbered then, and when that breaks
 start order (a call that started earlier was already numbered later) the span says so with
@@ -28,7 +29,8 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import Request
 from af_otel.processor import commits, context, gaps, guard, metrics
-from af_otel.processor.context import current_run, declared_base
+from af_otel.processor import settings as settings_module
+from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
 from af_otel.processor.runs import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
@@ -53,6 +55,7 @@ class CallFacts:
     attributes: Mapping[str, Any]
     scope: str | None = None
     dropped: bool = False
+    run_unknown: bool = False  # the exporter cannot tell which `af_otel.run` the call was in
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,7 @@ class Supplied:
     absent_reason: str | None = None
     direct: bool = False  # nothing but the provider SDK stands between (see gaps.py)
     content_keys: tuple[str, ...] = ()
+    on_span: bool = False  # the span itself already carries this request's content
 
 
 def error_enrichment(reason: str = names.REASON_INTERNAL_ERROR) -> Enrichment:
@@ -144,7 +148,12 @@ class Engine:
     def run_of(self, key: SpanKey, attributes: Mapping[str, Any], *, pop: bool) -> str:
         with self._open_lock:
             found = self._open.pop(key, None) if pop else self._open.get(key)
-        return found or current_run.get() or _attribute_run(attributes) or trace_run_id(key[0])
+        if found is None:
+            found = current_run.get()
+        if found is None:
+            tag = tagged(key)
+            found = tag[0] if tag is not None else None
+        return found or _attribute_run(attributes) or trace_run_id(key[0])
 
     def number(self, facts: CallFacts) -> None:
         """Number a call at the end (the exporter numbers a batch in start order first)."""
@@ -163,10 +172,14 @@ class Engine:
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
             provider = _text(adapted.request.get("provider")) if adapted.request else None
-            direct = gaps.captured_at_sdk(facts.scope, facts.attributes, provider)
+            direct = gaps.captured_at_sdk(
+                facts.scope, facts.attributes, provider, self.settings.trusted_hosts
+            )
+            on_span = True  # read off the span's own attributes
         else:
             request_in, reason = supplied.request, supplied.absent_reason
             content_keys, direct = supplied.content_keys, supplied.direct
+            on_span = supplied.on_span
         request: Request | None = None
         if request_in is not None:
             request = _parse(request_in)
@@ -175,7 +188,7 @@ class Engine:
         run_id = self.run_of(facts.key, facts.attributes, pop=True)
         run = self.runs.get(run_id)
         with run.lock:
-            enrichment = self._finish(run, facts, request, reason, content_keys, direct)
+            enrichment = self._finish(run, facts, request, reason, content_keys, direct, on_span)
         self.runs.settle(run)
         metrics.count_receipt(
             enrichment.state, enrichment.attributes.get(names.RECEIPT_ABSENT_REASON)
@@ -190,6 +203,7 @@ class Engine:
         reason: str | None,
         content_keys: tuple[str, ...],
         direct: bool,
+        on_span: bool = True,
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
         parent = run.parent_of(facts.start_time)
@@ -202,7 +216,7 @@ class Engine:
             parent_state = commits.state_of(parent.request) if parent.request else None
         else:
             if run.base is None and not run.started_empty and request is not None:
-                self._decide_base(run, request)
+                self._decide_base(run, request, facts.key)
             if run.base is not None:
                 parent_state = commits.state_of(run.base.request)
                 parent_receipt = run.base.receipt
@@ -221,11 +235,15 @@ class Engine:
                 key=key,
             )
         events: list[tuple[str, dict[str, Any]]] = []
+        mode = self.settings.write_mode(on_span)
         if receipt.minted and request is not None:
             for change in commits.changes(parent_state, request):
                 seq = run.next_seq()
                 events.append(
-                    (names.COMMIT_EVENT, commits.event_attributes(change, seq, self.settings))
+                    (
+                        names.COMMIT_EVENT,
+                        commits.event_attributes(change, seq, self.settings, mode),
+                    )
                 )
         minted = receipt.minted
         run.finish(
@@ -239,7 +257,7 @@ class Engine:
         )
         # A payload the store refused leaves its commit without value or ref: this epoch's
         # changes are incomplete, so the span says `no-run-log` itself, not only the reader.
-        lost = self.settings.content != "none" and any(
+        lost = mode != "none" and any(
             commit.get(names.COMMIT_VERB) != "delete"
             and names.COMMIT_VALUE not in commit
             and names.COMMIT_REF not in commit
@@ -250,7 +268,7 @@ class Engine:
             request=request,
             dropped=facts.dropped,
             direct_capture=direct,
-            order_unknown=out_of_order or lost,
+            order_unknown=out_of_order or lost or facts.run_unknown,
         )
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,
@@ -264,12 +282,13 @@ class Engine:
         attributes[names.GAP_NO_RECEIPT_ON_CHART] = not minted
         return Enrichment(attributes, tuple(events), content_keys, receipt.state)
 
-    def _decide_base(self, run: RunState, request: Request) -> None:
+    def _decide_base(self, run: RunState, request: Request, key: SpanKey) -> None:
         """The first call of a run decides its base: the one its `af_otel.run` block declared, else
         the call's own state when it already carries earlier turns (stored once instead of
         inlined); otherwise the run starts empty."""
         store = self.settings.store
-        declared = declared_base(run.run_id)
+        found = tagged(key)
+        declared = found[1] if found is not None else declared_base(run.run_id)
         if self.settings.content == "none" or store is None:
             run.started_empty = True
             return
@@ -284,6 +303,7 @@ class Engine:
             report("store", exc)
             run.started_empty = True
             return
+        settings_module.note_written(store)
         pseudo = mint_receipt(
             request, run_id=run.run_id, epoch=0, digests=run.digests, key=self.settings.key
         )
@@ -360,6 +380,8 @@ def _after_fork_in_child() -> None:
     global _default_lock
     _default_lock = threading.Lock()
     context._declared_lock = threading.Lock()
+    context._tagged_lock = threading.Lock()
+    settings_module._lock = threading.Lock()
     guard._logged_lock = threading.Lock()
     metrics._lock = threading.Lock()
     for engine in list(_live):

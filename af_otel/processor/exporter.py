@@ -1,15 +1,25 @@
-"""`ReceiptSpanExporter`: the same enrichment as the processor, done on the export thread.
+"""`ReceiptSpanExporter`: the same enrichment as the processor, done on the export thread; and
+`RunTagger`, which lets it see the `af_otel.run` blocks.
 
-Wrap the exporter instead of the processor (``BatchSpanProcessor(ReceiptSpanExporter(otlp))``)
-and the minting leaves the application's thread. What the exporter cannot know, it says:
+Wrap the exporter instead of the processor and the minting leaves the application's thread:
 
+    provider.add_span_processor(af_otel.RunTagger(BatchSpanProcessor(af_otel.ReceiptSpanExporter(otlp))))
+
+What the exporter cannot know, it is told or it says:
+
+* It runs on another thread, after the `af_otel.run` block may have exited, and sees no span
+  start. `RunTagger` (a pass-through around the batch processor) records at each span's start the
+  run block it started in and the base that block declared, in a bounded in-process table the
+  exporter reads; so a run gets the same run id, epochs, parents and receipts as in the processor
+  form, across any number of batches. A call carrying ``af.run.id`` (`llm_call` and the completion
+  hook write one) needs no tagger. An exporter with no tagger around it (it knows: the tagger
+  marks the exporter of the processor it wraps, and a tagged span marks it too) cannot tell,
+  once an `af_otel.run` block has been entered, which calls were in it: such a call is filed
+  under its trace, carries ``no-run-log``, and the exporter logs a warning once.
 * It sees no ``on_start``, so it numbers each batch's LLM calls by their start time. A call that
   started before one already numbered in an earlier batch (overlapping calls split across
   batches) is numbered after it, and its span carries ``no-run-log``: the epoch order is not the
   start order there.
-* It runs on another thread, so it sees no `af_otel.run` context: a run reaches it only through
-  an ``af.run.id`` attribute (`llm_call` writes one; the hook writes one on every call it mints),
-  otherwise the run is the trace.
 
 A failure enriching one span exports that span unenriched with ``af.receipt.state=error``; the
 batch always reaches ``inner`` whole and ``inner``'s result is returned as it is.
@@ -17,33 +27,43 @@ batch always reaches ``inner`` whole and ``inner``'s result is returned as it is
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from af_otel import names
+from af_otel.processor import context as run_context
+from af_otel.processor.context import current_run
 from af_otel.processor.engine import Engine
 from af_otel.processor.guard import guard, report, strict
 from af_otel.processor.processor import enrich_span, error_copy, facts_of
 from af_otel.processor.settings import resolve_settings
 from af_otel.store import Store
 
+_logger = logging.getLogger("af_otel")
+
 
 class ReceiptSpanExporter(SpanExporter):
-    """Enrich each batch exactly as `ReceiptSpanProcessor` enriches each span; thread-safe."""
+    """Enrich each batch exactly as `ReceiptSpanProcessor` enriches each span; thread-safe.
+
+    Takes the processor's options (argument > ``AF_OTEL_*`` variable > default)."""
 
     def __init__(
         self,
         inner: SpanExporter,
         *,
         store: Store | str | os.PathLike[str] | None = None,
-        content: str = "inline",
-        strip_instrumentation_content: bool = False,
-        inline_limit: int = names.DEFAULT_INLINE_LIMIT,
+        content: str | None = None,
+        strip_instrumentation_content: bool | None = None,
+        inline_limit: int | None = None,
         key: bytes | str | None = None,
+        trusted_hosts: str | Iterable[str] | None = None,
     ) -> None:
         self._inner = inner
         self._settings = resolve_settings(
@@ -52,6 +72,7 @@ class ReceiptSpanExporter(SpanExporter):
             strip_instrumentation_content=strip_instrumentation_content,
             inline_limit=inline_limit,
             key=key,
+            trusted_hosts=trusted_hosts,
         )
         # Exports arrive after the `af_otel.run` block that made them may have exited: such a
         # block must not free this engine's run state, only idle expiry and root spans do.
@@ -59,6 +80,11 @@ class ReceiptSpanExporter(SpanExporter):
         # SimpleSpanProcessor exports from every application thread at once; one batch at a time
         # keeps a batch's numbering and commit sequence together.
         self._lock = threading.Lock()
+        # Set by a `RunTagger` wrapping the batch processor this exporter is in, or on the first
+        # span a tagger recorded.
+        self.tagged = False
+        self._entries_at_start = run_context.run_entries()
+        self._warned = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._settings.disabled:
@@ -77,7 +103,9 @@ class ReceiptSpanExporter(SpanExporter):
         self, spans: Sequence[ReadableSpan], failures: list[Exception]
     ) -> list[ReadableSpan]:
         calls = []
+        unplaced: set[tuple[int, int]] = set()
         with guard("ReceiptSpanExporter.number"):
+            runs_unseen = not self.tagged and run_context.run_entries() > self._entries_at_start
             for span in spans:
                 context = span.context
                 attributes = span.attributes or {}
@@ -86,21 +114,88 @@ class ReceiptSpanExporter(SpanExporter):
                     and names.RECEIPT_STATE not in attributes
                     and self.engine.is_llm_call(span.name, attributes)
                 ):
-                    calls.append(facts_of(span, (context.trace_id, context.span_id), attributes))
+                    key = (context.trace_id, context.span_id)
+                    calls.append(facts_of(span, key, attributes))
+                    if runs_unseen and self._unplaced(key, attributes):
+                        unplaced.add(key)
             calls.sort(key=lambda facts: facts.start_time)
             for facts in calls:
                 self.engine.number(facts)
+            if unplaced:
+                self._warn_unplaced()
         out: list[ReadableSpan] = []
         for span in spans:
+            context = span.context
+            key = (context.trace_id, context.span_id) if context is not None else (0, 0)
             try:
-                out.append(enrich_span(self.engine, span))
+                out.append(enrich_span(self.engine, span, run_unknown=key in unplaced))
             except Exception as exc:
                 failures.append(exc)
                 out.append(error_copy(span))
+        with guard("ReceiptSpanExporter.untag"):
+            run_context.untag(
+                [(s.context.trace_id, s.context.span_id) for s in spans if s.context is not None]
+            )
         return out
+
+    def _unplaced(self, key: tuple[int, int], attributes: Mapping[str, Any]) -> bool:
+        """No tagger, no run attribute, no run context: the call's run is not known."""
+        if run_context.tagged(key) is not None:
+            self.tagged = True
+            return False
+        return (
+            current_run.get() is None
+            and not self.engine.knows(key)
+            and names.RUN_ID not in attributes
+        )
+
+    def _warn_unplaced(self) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        _logger.warning(
+            "af_otel: af_otel.run blocks were entered but ReceiptSpanExporter cannot see which "
+            "spans started in them; wrap its batch processor in af_otel.RunTagger(...). Until "
+            "then their calls are filed under their trace and carry no-run-log"
+        )
 
     def shutdown(self) -> None:
         self.engine.close()
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return bool(self._inner.force_flush(timeout_millis))
+
+
+class RunTagger(SpanProcessor):
+    """Pass-through around the exporter form's batch processor: records the `af_otel.run` block
+    each span starts in, for `ReceiptSpanExporter` to read. Every call reaches ``inner`` with the
+    very span it was given; outside a run block ``on_start`` costs one context-variable read."""
+
+    def __init__(self, inner: SpanProcessor) -> None:
+        self._inner = inner
+        # SimpleSpanProcessor and BatchSpanProcessor both name their exporter `span_exporter`.
+        exporter = getattr(inner, "span_exporter", None)
+        if isinstance(exporter, ReceiptSpanExporter):
+            exporter.tagged = True
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        run_id = current_run.get()
+        if run_id is not None:
+            with guard("RunTagger.on_start"):
+                context = span.get_span_context()
+                run_context.tag((context.trace_id, context.span_id), run_id)
+        self._inner.on_start(span, parent_context=parent_context)
+
+    def _on_ending(self, span: Span) -> None:
+        ending = getattr(self._inner, "_on_ending", None)
+        if ending is not None:
+            ending(span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self._inner.on_end(span)
+
+    def shutdown(self) -> None:
         self._inner.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

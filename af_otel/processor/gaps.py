@@ -83,13 +83,21 @@ def gaps_of(
 
 
 def captured_at_sdk(
-    scope: str | None, attributes: Mapping[str, object], provider: str | None
+    scope: str | None,
+    attributes: Mapping[str, object],
+    provider: str | None,
+    trusted_hosts: frozenset[str] = frozenset(),
 ) -> bool:
-    """Nothing but the provider SDK stood between the record and the provider (module rule)."""
+    """Nothing but the provider SDK stood between the record and the provider (module rule).
+
+    ``trusted_hosts`` (setting ``trusted_hosts``, ``AF_OTEL_TRUSTED_HOSTS``): gateways the user
+    declares pass requests to the provider unchanged; they count as the provider's own host."""
     if scope not in SDK_SCOPES or provider is None:
         return False
     host = attributes.get("server.address")
-    return isinstance(host, str) and host in PROVIDER_HOSTS.get(provider, frozenset())
+    if not isinstance(host, str):
+        return False
+    return host in PROVIDER_HOSTS.get(provider, frozenset()) or host.lower() in trusted_hosts
 
 
 def _sealed_reasoning(request: Request) -> bool:

@@ -1,30 +1,26 @@
 """The one guard around every emit-path hook: internal errors never reach the application.
 
-Like logfire, the guard re-raises when strictness is on, so that a bug fails the test suite loudly
-instead of hiding behind a log line: strict when running under pytest (``PYTEST_CURRENT_TEST`` is
-set) or when ``AF_OTEL_STRICT=1``. Otherwise each site logs its first failure once, with the
-traceback, and stays quiet after that (a hook that fails on every span must not flood the log).
+Strict mode re-raises instead, so that a bug fails a test suite loudly: only on request
+(``AF_OTEL_STRICT=1``; the project's own tests set it), never because of where af_otel runs, since
+an application's own test suite is still an application. Otherwise each site logs its first
+failure once, with the traceback, and stays quiet after that (a hook that fails on every span must
+not flood the log).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final
 
-ENV_STRICT: Final = "AF_OTEL_STRICT"  # "1": re-raise internal errors (also implied under pytest)
+from af_otel.processor.settings import ENV_STRICT, strict
+
+__all__ = ["ENV_STRICT", "guard", "report", "strict"]
 
 _logger = logging.getLogger("af_otel")
 _logged: set[str] = set()
 _logged_lock = threading.Lock()
-
-
-def strict() -> bool:
-    """Whether internal errors re-raise: under pytest, or with ``AF_OTEL_STRICT=1``."""
-    return os.environ.get(ENV_STRICT) == "1" or "PYTEST_CURRENT_TEST" in os.environ
 
 
 def report(site: str, exc: BaseException) -> None:

@@ -8,6 +8,12 @@ writes the evidence onto the live span. A processor or exporter that sees ``af.r
 already present passes the span through; the engine the hook uses is the one that numbered the
 span at its start, so both agree on epochs and the commit sequence.
 
+Privacy: the request the hook reads is content the instrumentation was told to keep off the span
+(capture off). With the default ``content=auto`` the hook's commits then go to the store and the
+span gets hashes, sizes and addresses only; inline only when the span already carries the same
+content (capture on). Its settings are those of the engine it uses (the processor's or exporter's,
+else the environment's: docs/processor.md lists them).
+
 util-genai has one hook slot. To keep its ``upload`` hook as well, set ``AF_OTEL_CHAIN_HOOK=upload``
 (any name of the ``opentelemetry_genai_completion_hook`` entry-point group): af_otel mints first,
 then calls that hook with the same arguments.
@@ -32,10 +38,10 @@ from af_otel import names
 from af_otel.processor import gaps
 from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for
 from af_otel.processor.guard import guard
-from af_otel.processor.settings import sdk_disabled
+from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
 from af_otel.semconv import adapt
 
-ENV_CHAIN: Final = "AF_OTEL_CHAIN_HOOK"  # entry-point name of a hook to call after af_otel's
+ENV_CHAIN: Final = ENV_CHAIN_HOOK  # entry-point name of a hook to call after af_otel's
 GROUP: Final = "opentelemetry_genai_completion_hook"
 ENTRY_POINT: Final = "af_otel"
 _INPUT: Final = "gen_ai.input.messages"
@@ -142,8 +148,11 @@ def mint_on_span(
             getattr(scope, "name", None),
             attributes,
             provider if isinstance(provider, str) else None,
+            engine.settings.trusted_hosts,
         ),
         content_keys=(),
+        # Capture on: util-genai wrote these same attributes before calling the hook.
+        on_span=bool(content) and all(key in attributes for key in content),
     )
     facts = CallFacts(
         key=key,

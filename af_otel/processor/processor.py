@@ -4,6 +4,7 @@ LLM-call span (every other span passes through as the same object)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from opentelemetry.context import Context
@@ -21,12 +22,19 @@ from af_otel.store import Store
 class ReceiptSpanProcessor(SpanProcessor):
     """Mint receipts at each LLM call's end and hand ``inner`` the enriched copy.
 
-    ``content``: ``"inline"`` puts each commit payload on its event up to ``inline_limit`` bytes
-    and larger ones in the store; ``"store"`` puts every payload in the store (the trace holds
-    hashes and addresses only); ``"none"`` records receipts and which keys changed, no content.
-    ``strip_instrumentation_content=True`` drops the instrumentation's own content attributes from
-    the exported copy. ``key`` (or ``AF_OTEL_KEY`` / ``AF_OTEL_KEY_FILE``) makes receipts keyed
-    HMACs. With ``OTEL_SDK_DISABLED=true`` every span passes through untouched.
+    ``content``: ``"auto"`` (default) follows the instrumentation: a call whose span carries its
+    request content gets its commit payloads inline, any other call (completion hook with
+    capture off, `llm_call`) gets them in the store, so af_otel never adds prompt text the
+    instrumentation kept off the trace; ``"inline"`` puts each payload on its event up to
+    ``inline_limit`` bytes and larger ones in the store; ``"store"`` puts every payload in the
+    store (the trace holds hashes, sizes and addresses only); ``"none"`` records receipts and
+    which keys changed, no content. ``strip_instrumentation_content=True`` drops the
+    instrumentation's own content attributes from the exported copy. ``key`` makes receipts keyed
+    HMACs. ``trusted_hosts``: gateways that pass requests to the provider unchanged.
+
+    Every option left out comes from its ``AF_OTEL_*`` variable, else its default (the table in
+    docs/processor.md); a bad argument raises ``ValueError``. With ``OTEL_SDK_DISABLED=true``
+    every span passes through untouched.
     """
 
     def __init__(
@@ -34,10 +42,11 @@ class ReceiptSpanProcessor(SpanProcessor):
         inner: SpanProcessor,
         *,
         store: Store | str | os.PathLike[str] | None = None,
-        content: str = "inline",
-        strip_instrumentation_content: bool = False,
-        inline_limit: int = names.DEFAULT_INLINE_LIMIT,
+        content: str | None = None,
+        strip_instrumentation_content: bool | None = None,
+        inline_limit: int | None = None,
         key: bytes | str | None = None,
+        trusted_hosts: str | Iterable[str] | None = None,
     ) -> None:
         self._inner = inner
         self._settings = resolve_settings(
@@ -46,6 +55,7 @@ class ReceiptSpanProcessor(SpanProcessor):
             strip_instrumentation_content=strip_instrumentation_content,
             inline_limit=inline_limit,
             key=key,
+            trusted_hosts=trusted_hosts,
         )
         self.engine = Engine(self._settings)
 
@@ -91,7 +101,9 @@ class ReceiptSpanProcessor(SpanProcessor):
         return bool(self._inner.force_flush(timeout_millis))
 
 
-def enrich_span(engine: Engine, span: ReadableSpan, *, numbered: bool = True) -> ReadableSpan:
+def enrich_span(
+    engine: Engine, span: ReadableSpan, *, numbered: bool = True, run_unknown: bool = False
+) -> ReadableSpan:
     """The span to forward: an enriched copy for an LLM call, the span itself otherwise.
 
     Shared by the processor and the exporter (``numbered=False``: no ``on_start`` saw it, so
@@ -110,7 +122,7 @@ def enrich_span(engine: Engine, span: ReadableSpan, *, numbered: bool = True) ->
             if keys:
                 out = copy_span(span, drop=keys)
     elif engine.is_llm_call(span.name, attributes):
-        facts = facts_of(span, key, attributes)
+        facts = facts_of(span, key, attributes, run_unknown=run_unknown)
         enrichment = engine.enrich(facts)
         drop = enrichment.content_keys if engine.settings.strip_instrumentation_content else ()
         out = copy_span(span, enrichment.attributes, enrichment.events, drop=drop)
@@ -122,7 +134,9 @@ def enrich_span(engine: Engine, span: ReadableSpan, *, numbered: bool = True) ->
     return out
 
 
-def facts_of(span: ReadableSpan, key: tuple[int, int], attributes: Any) -> CallFacts:
+def facts_of(
+    span: ReadableSpan, key: tuple[int, int], attributes: Any, *, run_unknown: bool = False
+) -> CallFacts:
     scope = span.instrumentation_scope
     return CallFacts(
         key=key,
@@ -132,6 +146,7 @@ def facts_of(span: ReadableSpan, key: tuple[int, int], attributes: Any) -> CallF
         attributes=attributes,
         scope=scope.name if scope is not None else None,
         dropped=bool(span.dropped_attributes or span.dropped_events),
+        run_unknown=run_unknown,
     )
 
 

@@ -1,37 +1,106 @@
-"""What the emit path is configured with: argument > environment > default, resolved once.
+"""Every option of the emit path, in one place: argument > environment > default.
 
-A bad value never stops the application: an unknown ``content`` mode, a negative inline limit or an
-unreadable key file warns and falls back to the default (the OTel SDK's habit for its variables).
+The processor, the exporter, the completion hook and the explicit API all take their settings
+from `resolve_settings` (the hook and `llm_call` through the engine that numbered their span, or
+through the default engine, which is resolved from the environment alone). docs/processor.md
+lists every option in one table.
+
+A bad *argument* is a mistake in code and raises ``ValueError`` naming the argument and what it
+accepts. A bad *environment* value must not stop an application that was deployed with it: it
+warns once and the default is used (the OTel SDK's habit for its own variables).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal, get_args
+from typing import Final, Literal, TypeVar, get_args
 
 from af_otel import names
 from af_otel.store import Store, open_store
 
-ContentMode = Literal["inline", "store", "none"]
+ContentMode = Literal["auto", "inline", "store", "none"]
+WriteMode = Literal["inline", "store", "none"]
 CONTENT_MODES: Final[tuple[str, ...]] = get_args(ContentMode)
-ENV_DISABLED: Final = "OTEL_SDK_DISABLED"  # "true": every af_otel hook is a pass-through
+
+ENV_CONTENT: Final = "AF_OTEL_CONTENT"
+ENV_STORE: Final = names.ENV_STORE
+ENV_STRIP: Final = "AF_OTEL_STRIP_CONTENT"
+ENV_INLINE_LIMIT: Final = "AF_OTEL_INLINE_LIMIT"
+ENV_TRUSTED_HOSTS: Final = "AF_OTEL_TRUSTED_HOSTS"
+ENV_KEY: Final = names.ENV_KEY
+ENV_KEY_FILE: Final = names.ENV_KEY_FILE
+ENV_STRICT: Final = "AF_OTEL_STRICT"
+ENV_CHAIN_HOOK: Final = "AF_OTEL_CHAIN_HOOK"
+ENV_DISABLED: Final = "OTEL_SDK_DISABLED"
+DEFAULT_STORE: Final = names.DEFAULT_STORE
+
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off"})
+_HOST_FORBIDDEN: Final = frozenset(" \t/\\@?#,")
+_MAX_NOTED: Final = 1024
 
 _logger = logging.getLogger("af_otel")
+_warned: set[tuple[str, str]] = set()
+_noted: set[str] = set()
+_lock = threading.Lock()
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """The resolved configuration of one processor, exporter or hook."""
+    """The resolved configuration of one processor, exporter or default engine."""
 
     store: Store | None
-    content: ContentMode = "inline"
+    content: ContentMode = "auto"
     strip_instrumentation_content: bool = False
     inline_limit: int = names.DEFAULT_INLINE_LIMIT
     key: bytes | None = None
+    trusted_hosts: frozenset[str] = frozenset()
     disabled: bool = False
+
+    def write_mode(self, on_span: bool) -> WriteMode:
+        """How one call's commit payloads are written. ``auto`` follows the instrumentation:
+        inline only when the span already carries the request content (``on_span``), else the
+        store, so af_otel never puts on the trace text the instrumentation kept off it."""
+        if self.content == "auto":
+            return "inline" if on_span else "store"
+        return self.content
+
+
+def resolve_settings(
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+    content: str | None = None,
+    strip_instrumentation_content: bool | None = None,
+    inline_limit: int | None = None,
+    key: bytes | str | None = None,
+    trusted_hosts: str | Iterable[str] | None = None,
+) -> Settings:
+    """Each option from its argument, else its environment variable, else its default.
+
+    Raises ``ValueError`` for a bad argument; a bad environment value warns once and falls back."""
+    mode: ContentMode = _choose("content", content, ENV_CONTENT, _content, "auto")
+    return Settings(
+        store=None if mode == "none" else _store(store),
+        content=mode,
+        strip_instrumentation_content=_choose(
+            "strip_instrumentation_content", strip_instrumentation_content, ENV_STRIP, _flag, False
+        ),
+        inline_limit=_choose(
+            "inline_limit", inline_limit, ENV_INLINE_LIMIT, _size, names.DEFAULT_INLINE_LIMIT
+        ),
+        key=_key(key),
+        trusted_hosts=_choose(
+            "trusted_hosts", trusted_hosts, ENV_TRUSTED_HOSTS, _hosts, frozenset()
+        ),
+        disabled=sdk_disabled(),
+    )
 
 
 def sdk_disabled() -> bool:
@@ -39,65 +108,146 @@ def sdk_disabled() -> bool:
     return os.environ.get(ENV_DISABLED, "").strip().lower() == "true"
 
 
-def resolve_settings(
-    *,
-    store: Store | str | os.PathLike[str] | None = None,
-    content: str = "inline",
-    strip_instrumentation_content: bool = False,
-    inline_limit: int = names.DEFAULT_INLINE_LIMIT,
-    key: bytes | str | None = None,
-) -> Settings:
-    """Resolve arguments against ``AF_OTEL_*``; never raises."""
-    mode: ContentMode = "inline"
-    if content in CONTENT_MODES:
-        mode = content  # type: ignore[assignment]
-    else:
-        _logger.warning(
-            "af_otel: content=%r is not one of %s; using 'inline'", content, CONTENT_MODES
-        )
-    limit = inline_limit
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-        _logger.warning(
-            "af_otel: inline_limit=%r is not a size; using %d", limit, names.DEFAULT_INLINE_LIMIT
-        )
-        limit = names.DEFAULT_INLINE_LIMIT
-    return Settings(
-        store=_store(store) if mode != "none" else None,
-        content=mode,
-        strip_instrumentation_content=bool(strip_instrumentation_content),
-        inline_limit=limit,
-        key=_key(key),
-        disabled=sdk_disabled(),
+def strict() -> bool:
+    """``AF_OTEL_STRICT=1``: internal errors re-raise instead of being logged once. Only ever on
+    request (the project's own tests set it); never inferred from the environment it runs in."""
+    raw = os.environ.get(ENV_STRICT, "")
+    try:
+        return _flag(raw) if raw.strip() else False
+    except ValueError:
+        warn_once(ENV_STRICT, raw, "off")
+        return False
+
+
+def warn_once(variable: str, value: str, fallback: object) -> None:
+    """Log a bad environment value once per (variable, value)."""
+    with _lock:
+        if (variable, value) in _warned or len(_warned) >= _MAX_NOTED:
+            return
+        _warned.add((variable, value))
+    _logger.warning("af_otel: %s=%r is not valid; using %s", variable, value, fallback)
+
+
+def note_written(store: Store) -> None:
+    """Say once, at INFO, where a store's first payload went (the default is a directory in the
+    working directory, which nobody should discover by accident)."""
+    try:
+        url = store.url
+    except Exception:
+        url = repr(store)
+    with _lock:
+        if url in _noted or len(_noted) >= _MAX_NOTED:
+            return
+        _noted.add(url)
+    _logger.info(
+        "af_otel: writing payloads and run bases to the store at %s (set %s or store= to move it)",
+        url,
+        ENV_STORE,
     )
 
 
-def _store(store: Store | str | os.PathLike[str] | None) -> Store | None:
-    if store is not None and not isinstance(store, str | os.PathLike):
-        return store
+# -- one option each -------------------------------------------------------------------------
+
+
+def _choose(
+    argument: str, value: object, variable: str, parse: Callable[[object], T], default: T
+) -> T:
+    if value is not None:
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise ValueError(f"{argument}={value!r}: {exc}") from None
+    raw = os.environ.get(variable, "")
+    if not raw.strip():
+        return default
     try:
-        return open_store(store)
-    except Exception as exc:
-        _logger.warning("af_otel: store %r cannot be opened (%s); commits stay inline", store, exc)
-        return None
+        return parse(raw)
+    except ValueError:
+        warn_once(variable, raw, repr(default))
+        return default
 
 
-def _key(key: bytes | str | None) -> bytes | None:
+def _content(value: object) -> ContentMode:
+    text = value.strip().lower() if isinstance(value, str) else value
+    if text not in CONTENT_MODES:
+        raise ValueError(f"not one of {', '.join(map(repr, CONTENT_MODES))}")
+    return text  # type: ignore[return-value]
+
+
+def _flag(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    raise ValueError("not True or False (in the environment: 1/true/yes/on or 0/false/no/off)")
+
+
+def _size(value: object) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError("not a whole number of bytes, 0 or more")
+    return value
+
+
+def _hosts(value: object) -> frozenset[str]:
+    items: Iterable[object]
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, Iterable) and not isinstance(value, bytes | bytearray):
+        items = value
+    else:
+        raise ValueError("not host names (a list, or one string separated by commas)")
+    out: set[str] = set()
+    for item in items:
+        host = item.strip().lower() if isinstance(item, str) else None
+        if host == "" and isinstance(value, str):
+            continue
+        if not host or _HOST_FORBIDDEN.intersection(host):
+            raise ValueError(f"{item!r} is not a host name (give e.g. 'gateway.example.com')")
+        out.add(host)
+    return frozenset(out)
+
+
+def _store(store: object) -> Store:
+    if store is not None:
+        if isinstance(store, str | os.PathLike):
+            try:
+                return open_store(store)
+            except Exception as exc:
+                raise ValueError(f"store={store!r}: {exc}") from None
+        if callable(getattr(store, "put", None)) and callable(getattr(store, "put_json", None)):
+            return store  # type: ignore[return-value]
+        raise ValueError(f"store={store!r}: give a Store, a directory or an fsspec URL")
+    raw = os.environ.get(ENV_STORE, "")
+    if raw.strip():
+        try:
+            return open_store(raw)
+        except Exception:
+            warn_once(ENV_STORE, raw, DEFAULT_STORE)
+    return open_store(DEFAULT_STORE)
+
+
+def _key(key: object) -> bytes | None:
     if key is not None:
-        return key.encode("utf-8") if isinstance(key, str) else bytes(key)
-    secret = os.environ.get(names.ENV_KEY)
+        if isinstance(key, str):
+            key = key.encode("utf-8")
+        if not isinstance(key, bytes | bytearray) or not key:
+            raise ValueError("key: not a non-empty str or bytes")
+        return bytes(key)
+    secret = os.environ.get(ENV_KEY)
     if secret:
         return secret.encode("utf-8")
-    path = os.environ.get(names.ENV_KEY_FILE)
+    path = os.environ.get(ENV_KEY_FILE)
     if path:
         try:
             data = Path(path).read_bytes().strip()
-        except OSError as exc:
-            _logger.warning(
-                "af_otel: %s=%s cannot be read (%s); receipts are plain",
-                names.ENV_KEY_FILE,
-                path,
-                exc,
-            )
+        except OSError:
+            warn_once(ENV_KEY_FILE, path, "plain receipts (the file cannot be read)")
             return None
         return data or None
     return None

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     SimpleSpanProcessor,
@@ -17,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Tracer
 
 from af_otel import names
-from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor
+from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, RunTagger, run
 from af_otel.store import Store
 from tests.processor.helpers import (
     af,
@@ -183,7 +184,7 @@ def test_one_failing_span_does_not_cost_the_batch(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A span af_otel fails on is exported unenriched with state error; the rest are enriched."""
-    monkeypatch.delenv("PYTEST_CURRENT_TEST")
+    monkeypatch.delenv("AF_OTEL_STRICT")
     keep = Keep(SpanExportResult.FAILURE)
     exporter = ReceiptSpanExporter(keep, store=store)
     memory = InMemorySpanExporter()
@@ -234,3 +235,102 @@ def test_sdk_disabled_exports_the_batch_untouched(
     ReceiptSpanExporter(keep, store=store).export(spans)
     assert keep.batches == [spans]
     assert commits(keep.batches[0][0]) == []
+
+
+BASE = {"messages": [user("earlier question"), assistant("earlier answer")]}
+
+
+def _in_run(tracer: Tracer) -> None:
+    """Seven calls of run r1 (three of them under an agent span), with a declared base; no call
+    carries af.run.id, so only the run block says which run they are in."""
+    history = [*BASE["messages"], user("q0")]
+    with run("r1", base=BASE):
+        for turn in range(7):
+            if turn in (2, 3, 4):
+                with tracer.start_as_current_span("agent step"):
+                    chat(tracer, history)
+            else:
+                chat(tracer, history)
+            history = [*history, assistant(f"a{turn}"), user(f"q{turn + 1}")]
+
+
+def _run_evidence(spans: Sequence[ReadableSpan]) -> list[tuple[Any, ...]]:
+    keys = (
+        names.RUN_ID,
+        names.EPOCH,
+        names.EPOCH_PARENT,
+        names.RUN_BASE,
+        names.RECEIPT_DIGEST,
+        names.RECEIPT_MESSAGES_CHAIN,
+        names.GAPS,
+    )
+    return sorted(tuple(af(s).get(k) for k in keys) for s in llm_spans(spans))
+
+
+def _tagged_batches(store: Store, batch_size: int, tagger: bool) -> list[ReadableSpan]:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    batch: SpanProcessor = BatchSpanProcessor(
+        ReceiptSpanExporter(memory, store=store),
+        max_export_batch_size=batch_size,
+        schedule_delay_millis=60_000,
+    )
+    provider.add_span_processor(RunTagger(batch) if tagger else batch)
+    _in_run(provider.get_tracer("t"))
+    provider.force_flush()
+    spans = list(memory.get_finished_spans())
+    provider.shutdown()
+    return spans
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 512])
+def test_run_block_gives_the_same_evidence_in_both_forms(batch_size: int, store: Store) -> None:
+    """Inside af_otel.run("r1"), the exporter form behind RunTagger gets the processor form's run
+    id, epochs, parents, base and digests, also when batches are smaller than the run."""
+    processor_spans = _record(_in_run, store, form="processor")
+    exporter_spans = _tagged_batches(store, batch_size, tagger=True)
+    want = _run_evidence(processor_spans)
+    assert [row[:3] for row in want] == [("r1", epoch, epoch - 1) for epoch in range(1, 8)]
+    assert all(row[3] for row in want)  # the declared base, stored once and named
+    assert _run_evidence(exporter_spans) == want
+    assert states(exporter_spans, store, BASE) == states(processor_spans, store, BASE)
+
+
+def test_without_a_tagger_the_exporter_says_it_cannot_place_the_run(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No RunTagger: the exporter cannot see the run block, so the calls are filed under their
+    traces with no-run-log, and one warning names the fix; never a silent wrong run."""
+    with caplog.at_level(logging.WARNING, logger="af_otel"):
+        spans = _tagged_batches(store, 2, tagger=False)
+    calls = llm_spans(spans)
+    assert len(calls) == 7
+    assert all(af(s)[names.RUN_ID] != "r1" for s in calls)
+    assert all(names.GAP_NO_RUN_LOG in af(s)[names.GAPS] for s in calls)
+    warnings = [r for r in caplog.records if "RunTagger" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_tagger_passes_every_span_through(store: Store) -> None:
+    """RunTagger hands the inner processor the very spans it gets, in and out of run blocks."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(RunTagger(SimpleSpanProcessor(memory)))
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span("outside"):
+        pass
+    with run("tagged"), tracer.start_as_current_span("inside"):
+        pass
+    assert [s.name for s in memory.get_finished_spans()] == ["outside", "inside"]
+    assert all(not af(s) for s in memory.get_finished_spans())
+    provider.shutdown()
+
+
+def test_a_tagger_elsewhere_does_not_hide_a_missing_one(store: Store) -> None:
+    """A RunTagger on another provider does not vouch for this exporter: its calls in a run block
+    still carry no-run-log."""
+    other = TracerProvider()
+    other.add_span_processor(RunTagger(SimpleSpanProcessor(InMemorySpanExporter())))
+    spans = _tagged_batches(store, 3, tagger=False)
+    assert all(names.GAP_NO_RUN_LOG in af(s)[names.GAPS] for s in llm_spans(spans))
+    other.shutdown()

@@ -112,7 +112,7 @@ def test_hook_failure_never_reaches_the_application(
     pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Outside strict mode a failing mint leaves the call, and the span, intact."""
-    monkeypatch.delenv("PYTEST_CURRENT_TEST")
+    monkeypatch.delenv("AF_OTEL_STRICT")
 
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("boom")

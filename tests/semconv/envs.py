@@ -1,8 +1,9 @@
 """Where each instrumentation runs, and the captures the live tests and the fixtures are made of.
 
 OTel's genai-openai and OpenInference run in the project's venv; the two OpenLLMetry eras cannot
-share it (one package name, two versions), so each gets a pinned side venv at the repo root,
-created from PyPI on first use and reused while its pins are unchanged. Every capture is its own
+share it (one package name, two versions), so each gets a pinned side venv in a cache folder
+outside the repository (``$AF_OTEL_TEST_CACHE``, else ``${XDG_CACHE_HOME:-~/.cache}/af-otel-tests``),
+created from PyPI on first use and reused while its pins are unchanged; ``make clean`` removes it. Every capture is its own
 subprocess, so no two instrumentations ever wrap the same openai module.
 
     python tests/semconv/envs.py refresh    # re-capture every fixture under fixtures/
@@ -24,6 +25,18 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 HERE: Final = Path(__file__).resolve().parent
 CAPTURE: Final = HERE / "capture.py"
 FIXTURES: Final = HERE / "fixtures"
+
+
+def cache_dir() -> Path:
+    """Where the side venvs live: outside the repository, so tests leave it as they found it."""
+    explicit = os.environ.get("AF_OTEL_TEST_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "af-otel-tests"
+
+
+CACHE: Final = cache_dir()
 
 # Pins: the OpenLLMetry releases either side of its 0.55 format change, with the openai and SDK
 # releases they were checked against. Bumping a pin rebuilds that venv on the next run.
@@ -51,12 +64,12 @@ class Env:
 MAIN: Final = Env("main", None)
 OPENLLMETRY_NEW: Final = Env(
     "openllmetry-new",
-    ROOT / ".venv-openllmetry-new",
+    CACHE / "venv-openllmetry-new",
     ("opentelemetry-instrumentation-openai==0.62.4", *_SIDE_COMMON),
 )
 OPENLLMETRY_OLD: Final = Env(
     "openllmetry-old",
-    ROOT / ".venv-openllmetry-old",
+    CACHE / "venv-openllmetry-old",
     ("opentelemetry-instrumentation-openai==0.52.6", *_SIDE_COMMON),
 )
 
