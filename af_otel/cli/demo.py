@@ -26,6 +26,7 @@ from af_otel import names
 from af_otel.cli.read import demo_readback
 from af_otel.processor import completion_hook, run
 from af_otel.processor.pipeline import json_lines_provider
+from af_otel.store.local import LocalStore
 
 DEFAULT_OUT: Final = "af-otel-demo"
 RUN_ID: Final = "demo-run-1"
@@ -233,7 +234,7 @@ def run_demo(out: Path) -> DemoResult:
         instrumentor.uninstrument()
         provider.shutdown()
     tampered = out / "tampered.jsonl"
-    tamper_copy(traces, tampered, RUN_ID, TAMPERED_EPOCH, *TAMPER)
+    tamper_copy(traces, tampered, store, RUN_ID, TAMPERED_EPOCH, *TAMPER)
     return replace(_summarize(out, traces, store), tampered=tampered)
 
 
@@ -244,9 +245,14 @@ class _NoHook:
         return None
 
 
-def tamper_copy(source: Path, target: Path, run_id: str, epoch: int, old: str, new: str) -> None:
-    """Copy ``source`` to ``target`` with ``old`` replaced by ``new`` in the inline commit values
-    of ``run_id``'s call ``epoch``: a recorded message edited after the fact."""
+def tamper_copy(
+    source: Path, target: Path, store: Path, run_id: str, epoch: int, old: str, new: str
+) -> None:
+    """Copy ``source`` to ``target`` with ``old`` replaced by ``new`` in what ``run_id``'s call
+    ``epoch`` committed: a recorded message edited after the fact. An inline value is edited in
+    place; a payload in the store is edited into a new blob and the copy points at it, as someone
+    who can write to both the trace and the store would do."""
+    blobs = LocalStore(store)
     edited = 0
     lines = []
     for line in source.read_text(encoding="utf-8").splitlines():
@@ -259,10 +265,16 @@ def tamper_copy(source: Path, target: Path, run_id: str, epoch: int, old: str, n
                         continue
                     for event in span.get("events", []):
                         for item in event.get("attributes", []):
-                            text = item["value"].get("stringValue")
-                            if item["key"] == names.COMMIT_VALUE and old in (text or ""):
+                            text = item["value"].get("stringValue") or ""
+                            if item["key"] == names.COMMIT_VALUE and old in text:
                                 item["value"]["stringValue"] = text.replace(old, new)
                                 edited += 1
+                            elif item["key"] == names.COMMIT_REF and text:
+                                payload = blobs.get(text).decode("utf-8")
+                                if old in payload:
+                                    changed = payload.replace(old, new).encode("utf-8")
+                                    item["value"]["stringValue"] = blobs.put(changed)
+                                    edited += 1
         lines.append(json.dumps(document, separators=(",", ":")))
     if not edited:
         raise SystemExit(f"af-otel demo: no commit of {run_id} epoch {epoch} holds {old!r}")
