@@ -15,7 +15,7 @@ from typing import Final
 
 from af_otel.errors import AfOtelError
 
-COMMAND_MODULES: Final = ("demo", "read")
+COMMAND_MODULES: Final = ("demo", "read", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
