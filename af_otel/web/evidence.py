@@ -234,7 +234,7 @@ class Evidence:
                 verdicts.append(verify(view, key=self._key))
             except ReaderError:  # a keyed receipt and no key: shown, not checked
                 verdicts.append(None)
-        notes = list(stream.notes)
+        notes = [str(note) for note in stream.notes]  # SourceNote or text: str() is the text
         if stream.skipped:
             notes.append(f"{stream.skipped} unreadable line(s) or span(s) skipped")
         return _Loaded(tuple(views), tuple(verdicts), stream.source, tuple(notes))
