@@ -29,8 +29,10 @@ __all__ = ["TRACES_KEPT", "Evidence", "Shown", "TraceSource", "check_ids"]
 # Traces kept after a fetch: a person clicking through spans revisits a handful; each entry holds
 # one trace's views (every message of every LLM call), so the bound is small.
 TRACES_KEPT: Final = 32
-_TRACE_ID: Final = re.compile(r"[0-9a-f]{32}")
-_SPAN_ID: Final = re.compile(r"[0-9a-f]{16}")
+# Up to 32 (16) hex digits: Jaeger writes a 128-bit trace id without the high half's leading
+# zeros, and some Tempo views shorten ids the same way; they are padded back.
+_TRACE_ID: Final = re.compile(r"[0-9a-f]{1,32}")
+_SPAN_ID: Final = re.compile(r"[0-9a-f]{1,16}")
 # How the HTTP sources word a trace the backend does not have (``get_json`` on a 404).
 _NOT_FOUND: Final = "(HTTP 404)"
 
@@ -80,16 +82,17 @@ class _Loaded:
 
 
 def check_ids(trace_id: str, span_id: str | None = None) -> tuple[str, str | None]:
-    """Trace and span ids as lowercase hex, or `ValueError` saying which one is not an id."""
+    """Trace and span ids as 32 and 16 lowercase hex digits, or `ValueError` saying which one is
+    not an id."""
     trace = trace_id.lower()
     if not _TRACE_ID.fullmatch(trace):
-        raise ValueError(f"{trace_id!r} is not a trace id (32 hex digits)")
+        raise ValueError(f"{trace_id!r} is not a trace id (up to 32 hex digits)")
     if span_id is None:
-        return trace, None
+        return trace.rjust(32, "0"), None
     span = span_id.lower()
     if not _SPAN_ID.fullmatch(span):
-        raise ValueError(f"{span_id!r} is not a span id (16 hex digits)")
-    return trace, span
+        raise ValueError(f"{span_id!r} is not a span id (up to 16 hex digits)")
+    return trace.rjust(32, "0"), span.rjust(16, "0")
 
 
 def _check_store(store: str | None) -> None:

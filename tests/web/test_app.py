@@ -140,6 +140,7 @@ def test_the_home_page_says_what_is_read(client: TestClient, recorded: Recorded)
         (span_path("0" * 31 + "1", "0" * 15 + "1"), 404, "no LLM call of trace"),
         (span_path("not-a-trace", "0" * 15 + "1"), 400, "is not a trace id"),
         (span_path("0" * 31 + "1", "xyz"), 400, "is not a span id"),
+        (span_path("1" * 33, "0" * 15 + "1"), 400, "is not a trace id"),
         (epoch_path("no such run", 1), 404, "no LLM call of run"),
         (epoch_path(RUN, 99), 404, "has no epoch 99"),
         ("/runs/x/epochs/one", 404, "No page at"),
@@ -320,3 +321,13 @@ def test_backend_failures_are_pages_with_their_status(
 
 def test_paths_are_built_for_any_run_id() -> None:
     assert epoch_path("a b/c", 2, "ff") == f"/runs/{quote('a b/c', safe='')}/epochs/2?trace=ff"
+
+
+def test_ids_shortened_by_a_ui_are_padded(client: TestClient, recorded: Recorded) -> None:
+    """A trace id without its leading zeros (as Jaeger writes 128-bit ids whose high half starts
+    with zeros) reaches the same page."""
+    view = recorded.view(RUN, 1)
+    short = view.trace_id.lstrip("0") or "0"
+    response = client.get(span_path(short.upper(), view.span_id))
+    assert response.status_code == 200
+    assert 'data-epoch="1"' in response.text
