@@ -7,11 +7,15 @@ arrays and maps become JSON text; a trace id whose high half is zero prints as 1
 Array text is turned back into a tuple only for the af_otel keys known to be arrays, since any
 other string tag may legitimately look like JSON. Dropped-attribute and dropped-event counts do
 not survive the translator: records read from this format carry 0.
+
+``/api/v3`` is OTLP, but Jaeger 2.x on Elasticsearch, OpenSearch, Cassandra or Badger stores spans
+in the same tag model and serves arrays and maps back as JSON text (``stringValue``); the same
+af_otel array keys are turned back there too. A map stays JSON text either way: the attribute
+model has no maps.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -26,7 +30,13 @@ from af_otel.reader.records import (
     freeze_attributes,
 )
 from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url
-from af_otel.reader.sources._values import Problem, base64_text, int_value
+from af_otel.reader.sources._values import (
+    Problem,
+    array_text,
+    base64_text,
+    int_value,
+    message_field,
+)
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import SourceFormat, SpanStream
 
@@ -79,7 +89,11 @@ def jaeger_v3_records(
         stream.problem(f"{origin}: result must be an object", unit="line")
         return iter(())
     return resource_spans_records(
-        result.get("resourceSpans"), origin, stream, path="result.resourceSpans"
+        message_field(result, "resourceSpans"),
+        origin,
+        stream,
+        path="result.resourceSpans",
+        text_arrays=ARRAY_KEYS,
     )
 
 
@@ -263,7 +277,7 @@ def _tag_value(key: str, vtype: object, value: object, what: str) -> AttrValue:
     if vtype == "string":
         if not isinstance(value, str):
             raise Problem(f"{where} must be a string")
-        return _array(value) if key in ARRAY_KEYS else value
+        return array_text(value) if key in ARRAY_KEYS else value
     if vtype == "bool":
         if isinstance(value, bool):
             return value
@@ -284,19 +298,6 @@ def _tag_value(key: str, vtype: object, value: object, what: str) -> AttrValue:
     if vtype == "binary":
         return base64_text(value, where)
     raise Problem(f"{where} has unknown type {vtype!r}")
-
-
-def _array(text: str) -> AttrValue:
-    """A known array key's JSON text back as a tuple; text that is not a JSON array stays text."""
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return text
-    if not isinstance(parsed, list) or any(
-        item is not None and not isinstance(item, str | bool | int | float) for item in parsed
-    ):
-        return text
-    return tuple(parsed)
 
 
 @dataclass(frozen=True, slots=True)

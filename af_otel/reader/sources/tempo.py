@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url
+from af_otel.reader.sources._values import message_field
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import SourceFormat, SpanStream
 
@@ -47,7 +48,7 @@ def tempo_v2_records(
         stream.problem(f"{origin}: trace must be an object", unit="line")
         return iter(())
     return resource_spans_records(
-        trace.get("resourceSpans"), origin, stream, path="trace.resourceSpans"
+        message_field(trace, "resourceSpans"), origin, stream, path="trace.resourceSpans"
     )
 
 
