@@ -16,13 +16,21 @@ from af_otel.reader.sources.documents import open_document
 from af_otel.reader.sources.files import read_file
 from af_otel.reader.sources.jaeger import ARRAY_KEYS, JaegerSource
 from af_otel.reader.sources.sdk import is_readable_span, sdk_records
-from af_otel.reader.sources.stream import SourceFormat, SpanStream, expected_formats
+from af_otel.reader.sources.stream import (
+    NoteKind,
+    SourceFormat,
+    SourceNote,
+    SpanStream,
+    expected_formats,
+)
 from af_otel.reader.sources.tempo import TempoSource
 
 __all__ = [
     "ARRAY_KEYS",
     "JaegerSource",
+    "NoteKind",
     "SourceFormat",
+    "SourceNote",
     "SpanStream",
     "TempoSource",
     "read_spans",

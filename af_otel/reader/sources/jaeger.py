@@ -16,6 +16,7 @@ model has no maps.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -38,7 +39,7 @@ from af_otel.reader.sources._values import (
     message_field,
 )
 from af_otel.reader.sources.otlp import resource_spans_records
-from af_otel.reader.sources.stream import SourceFormat, SpanStream
+from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
 if TYPE_CHECKING:
     import httpx
@@ -56,6 +57,12 @@ ARRAY_KEYS: Final = frozenset(
         names.RECEIPT_TOOLS_HASHES,
     }
 )
+
+# Where Jaeger 2.x puts its query warnings on an OTLP span, and the one it writes on a trace cut
+# at ``max_trace_size`` ("trace has more than N spans, showing first N spans only").
+_WARNINGS_ATTRIBUTE: Final = "@jaeger@warnings"
+_TRUNCATED: Final = re.compile(r"trace has more than \d+ spans|truncated")
+_V3_TEXT_ARRAYS: Final = ARRAY_KEYS | {_WARNINGS_ATTRIBUTE}
 
 _KINDS: Final = {
     "internal": SpanKind.INTERNAL,
@@ -81,20 +88,36 @@ _NO_SERVICE: Final = "OTLPResourceNoServiceName"
 def jaeger_v3_records(
     doc: Mapping[str, object], origin: str, stream: SpanStream
 ) -> Iterator[SpanRecord]:
-    """Records of a ``GET /api/v3/traces/<id>`` body: ``{"result": {"resourceSpans": [...]}}``."""
+    """Records of a ``GET /api/v3/traces/<id>`` body: ``{"result": {"resourceSpans": [...]}}``.
+
+    Jaeger's query adjusters explain themselves in the span attribute ``@jaeger@warnings``; each
+    warning becomes a note (a trace cut at the query's ``max_trace_size`` a truncation note).
+    """
     result = doc.get("result")
     if result is None:
-        return iter(())
+        return
     if not isinstance(result, dict):
         stream.problem(f"{origin}: result must be an object", unit="line")
-        return iter(())
-    return resource_spans_records(
+        return
+    for record in resource_spans_records(
         message_field(result, "resourceSpans"),
         origin,
         stream,
         path="result.resourceSpans",
-        text_arrays=ARRAY_KEYS,
-    )
+        text_arrays=_V3_TEXT_ARRAYS,
+    ):
+        warnings = record.attributes.get(_WARNINGS_ATTRIBUTE)
+        for warning in warnings if isinstance(warnings, tuple) else (warnings,):
+            if warning is not None:
+                stream.note(
+                    f"{origin}: Jaeger warning on span {record.span_id}: {warning}",
+                    _warning_kind(str(warning)),
+                )
+        yield record
+
+
+def _warning_kind(warning: str) -> NoteKind:
+    return NoteKind.TRUNCATED if _TRUNCATED.search(warning) else NoteKind.WARNING
 
 
 def jaeger_v1_records(
@@ -102,7 +125,7 @@ def jaeger_v1_records(
 ) -> Iterator[SpanRecord]:
     """Records of a ``GET /api/traces/<id>`` (or search) body: ``{"data": [{"spans", ...}]}``."""
     for error in _list(doc.get("errors")):
-        stream.note(f"{origin}: Jaeger reported an error: {error}")
+        stream.note(f"{origin}: Jaeger reported an error: {error}", NoteKind.ERROR)
     data = doc.get("data")
     if data is None:
         return
@@ -115,12 +138,14 @@ def jaeger_v1_records(
             stream.problem(f"{origin}: data[{t}] must be an object", unit="span")
             continue
         for warning in _list(trace.get("warnings")):
-            stream.note(f"{origin}: Jaeger warning on data[{t}]: {warning}")
+            text = f"{origin}: Jaeger warning on data[{t}]: {warning}"
+            stream.note(text, _warning_kind(str(warning)))
         processes = _Processes(trace.get("processes"))
         for k, span in enumerate(_list(trace.get("spans"))):
             # Jaeger's adjusters (clock skew, duplicate ids) explain themselves per span.
             for warning in _list(span.get("warnings") if isinstance(span, dict) else None):
-                stream.note(f"{origin}: Jaeger warning on data[{t}].spans[{k}]: {warning}")
+                text = f"{origin}: Jaeger warning on data[{t}].spans[{k}]: {warning}"
+                stream.note(text, _warning_kind(str(warning)))
             try:
                 record = _span(span, processes, origin)
             except Problem as exc:

@@ -15,7 +15,7 @@ from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url
 from af_otel.reader.sources._values import message_field
 from af_otel.reader.sources.otlp import resource_spans_records
-from af_otel.reader.sources.stream import SourceFormat, SpanStream
+from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
 if TYPE_CHECKING:
     import httpx
@@ -39,7 +39,8 @@ def tempo_v2_records(
     if doc.get("status") in ("PARTIAL", 1):
         message = doc.get("message")
         stream.note(
-            f"{origin}: Tempo returned a partial trace" + (f" ({message})" if message else "")
+            f"{origin}: Tempo returned a partial trace" + (f" ({message})" if message else ""),
+            NoteKind.PARTIAL,
         )
     trace = doc.get("trace")
     if trace is None:
