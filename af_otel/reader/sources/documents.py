@@ -13,6 +13,7 @@ from af_otel.errors import UnknownFormatError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources.jaeger import jaeger_v1_records, jaeger_v3_records
 from af_otel.reader.sources.otlp import resource_spans_records
+from af_otel.reader.sources.phoenix import phoenix_records
 from af_otel.reader.sources.stream import SourceFormat, SpanStream, expected_formats
 from af_otel.reader.sources.tempo import tempo_v1_records, tempo_v2_records
 
@@ -34,6 +35,7 @@ _SHAPES: Final[tuple[tuple[str, SourceFormat, _Decoder], ...]] = (
     ("batches", SourceFormat.TEMPO_V1, tempo_v1_records),
     ("trace", SourceFormat.TEMPO_V2, tempo_v2_records),
     ("result", SourceFormat.JAEGER_V3, jaeger_v3_records),
+    ("next_cursor", SourceFormat.PHOENIX, phoenix_records),  # before Jaeger's "data"
     ("data", SourceFormat.JAEGER_V1, jaeger_v1_records),
 )
 

@@ -21,7 +21,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+import orjson
+
 from af_otel import names
+from af_otel.errors import SourceError
 from af_otel.reader.records import (
     AttrValue,
     EventRecord,
@@ -30,7 +33,14 @@ from af_otel.reader.records import (
     StatusCode,
     freeze_attributes,
 )
-from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url
+from af_otel.reader.sources._http import (
+    expect_body,
+    get_bytes,
+    get_json,
+    parse_json,
+    trace_id_for_url,
+    with_query,
+)
 from af_otel.reader.sources._values import (
     Problem,
     array_text,
@@ -38,13 +48,23 @@ from af_otel.reader.sources._values import (
     int_value,
     message_field,
 )
+from af_otel.reader.sources._window import Window
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ARRAY_KEYS", "JaegerSource", "jaeger_v1_records", "jaeger_v3_records"]
+__all__ = [
+    "ARRAY_KEYS",
+    "DEFAULT_SEARCH_LIMIT",
+    "JaegerSource",
+    "jaeger_v1_records",
+    "jaeger_v3_records",
+]
+
+# Traces one search may return; reaching it is noted as a truncation (narrow the window).
+DEFAULT_SEARCH_LIMIT: Final = 1000
 
 # The af_otel attributes that are string arrays on the span (CONTRACT §5); Jaeger shows them as
 # JSON text and the reader turns them back.
@@ -356,3 +376,87 @@ class JaegerSource:
         body = expect_body(doc, url, "data", SourceFormat.JAEGER_V1)
         stream = SpanStream(url, SourceFormat.JAEGER_V1, lenient=lenient)
         return stream.feed(jaeger_v1_records(body, url, stream))
+
+    def search_url(self, window: Window, service: str, limit: int) -> str:
+        """The FindTraces URL ``window`` asks for ``service``."""
+        if self.api == "v3":
+            # The snake_case parameter names: every Jaeger with /api/v3 accepts them (2.x reads
+            # them as aliases of its camelCase ones).
+            params: dict[str, str | int] = {
+                "query.service_name": service,
+                "query.start_time_min": window.start_iso,
+                "query.start_time_max": window.end_iso,
+                "query.num_traces": limit,
+            }
+            return with_query(self.url.rstrip("/") + "/api/v3/traces", params)
+        params = {
+            "service": service,
+            "start": window.start_ns // 1000,
+            "end": window.end_ns // 1000,
+            "limit": limit,
+        }
+        return with_query(self.url.rstrip("/") + "/api/traces", params)
+
+    def window(
+        self,
+        window: Window,
+        service: str,
+        *,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        lenient: bool = False,
+    ) -> SpanStream:
+        """Find ``service``'s traces that started in ``window`` (Jaeger's FindTraces) now.
+
+        Jaeger answers a search with the found traces whole, in one body (``/api/v3``: one
+        ``{"result": ...}`` document, or one per line from the older streaming gateway), so
+        memory follows ``limit``, not the window. A search that finds nothing is zero spans; one
+        that returns ``limit`` traces is noted as truncated.
+        """
+        if not service:
+            raise SourceError(f"{self.url}: a Jaeger search needs a service name")
+        url = self.search_url(window, service, limit)
+        body = get_bytes(
+            url, headers=self.headers, timeout=self.timeout, client=self.client, not_found=None
+        )
+        fmt = SourceFormat.JAEGER_SEARCH if self.api == "v3" else SourceFormat.JAEGER_V1
+        stream = SpanStream(url, fmt, lenient=lenient)
+        return stream.feed(self._found(body, url, stream, window, limit))
+
+    def _found(
+        self, body: bytes | None, url: str, stream: SpanStream, window: Window, limit: int
+    ) -> Iterator[SpanRecord]:
+        traces: set[str] = set()
+        for doc in _chunks(body, url):
+            if self.api == "v3":
+                records = jaeger_v3_records(
+                    expect_body(doc, url, "result", stream.format), url, stream
+                )
+            else:
+                records = jaeger_v1_records(
+                    expect_body(doc, url, "data", stream.format), url, stream
+                )
+            for record in records:
+                if record.trace_id not in traces:
+                    traces.add(record.trace_id)
+                    stream.traces_read = len(traces)
+                yield record
+        if len(traces) >= limit:
+            stream.note(
+                f"{url}: Jaeger returned {len(traces)} traces, the search limit; traces beyond it "
+                f"in {window} were not read (narrow the window or raise the limit)",
+                NoteKind.TRUNCATED,
+            )
+
+
+def _chunks(body: bytes | None, url: str) -> Iterator[object]:
+    """The JSON documents of a body: one, or one per line (a streamed gRPC-gateway answer)."""
+    if body is None:
+        return
+    try:
+        yield orjson.loads(body)
+        return
+    except orjson.JSONDecodeError:
+        pass
+    for line in body.splitlines():
+        if line.strip():
+            yield parse_json(line, url)

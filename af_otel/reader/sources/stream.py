@@ -92,6 +92,8 @@ class SpanStream(Iterator[SpanRecord]):
         "skipped_lines",
         "skipped_spans",
         "source",
+        "traces_expected",
+        "traces_read",
     )
 
     def __init__(self, source: str, fmt: SourceFormat, *, lenient: bool) -> None:
@@ -102,6 +104,9 @@ class SpanStream(Iterator[SpanRecord]):
         self.skipped_spans = 0
         self.problems: list[str] = []
         self.notes: list[SourceNote] = []
+        # Window reads count whole traces too, for a progress line: None when not known.
+        self.traces_read = 0
+        self.traces_expected: int | None = None
         self._records: Iterator[SpanRecord] = iter(())
 
     def feed(self, records: Iterator[SpanRecord]) -> SpanStream:
@@ -136,6 +141,15 @@ class SpanStream(Iterator[SpanRecord]):
         """Keep something the source reported about its own completeness."""
         if len(self.notes) < MAX_MESSAGES:
             self.notes.append(SourceNote(kind, message))
+
+    def absorb(self, other: SpanStream) -> None:
+        """Add what reading ``other`` (one trace of a window) skipped and noted to this stream."""
+        self.skipped_lines += other.skipped_lines
+        self.skipped_spans += other.skipped_spans
+        room = MAX_MESSAGES - len(self.problems)
+        self.problems.extend(other.problems[: max(room, 0)])
+        room = MAX_MESSAGES - len(self.notes)
+        self.notes.extend(other.notes[: max(room, 0)])
 
     def __iter__(self) -> SpanStream:
         return self
