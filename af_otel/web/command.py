@@ -15,7 +15,7 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.cli.read import _add_key, _key
 from af_otel.errors import AfOtelError
-from af_otel.reader.sources import JaegerSource, TempoSource
+from af_otel.reader.sources import JaegerSource, PhoenixSource, TempoSource
 from af_otel.web.evidence import TRACES_KEPT, Evidence, TraceSource
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "evidence_from", "register"]
@@ -39,6 +39,10 @@ def register(subparsers: Any) -> None:
     serve.add_argument("file", nargs="?", metavar="FILE", help="a trace file to serve from")
     serve.add_argument("--tempo", metavar="URL", help="fetch each trace from Tempo at URL")
     serve.add_argument("--jaeger", metavar="URL", help="fetch each trace from Jaeger at URL")
+    serve.add_argument("--phoenix", metavar="URL", help="fetch each trace from Phoenix at URL")
+    serve.add_argument(
+        "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
+    )
     serve.add_argument(
         "--store",
         metavar="URL",
@@ -67,9 +71,11 @@ def register(subparsers: Any) -> None:
 
 def evidence_from(args: argparse.Namespace) -> Evidence:
     """The `Evidence` the arguments name; `AfOtelError` when they name no single backend."""
-    chosen = [name for name in ("file", "tempo", "jaeger") if getattr(args, name, None)]
+    chosen = [name for name in ("file", "tempo", "jaeger", "phoenix") if getattr(args, name, None)]
     if len(chosen) != 1:
-        raise AfOtelError("give one of: a trace FILE, --tempo URL, --jaeger URL")
+        raise AfOtelError("give one of: a trace FILE, --tempo URL, --jaeger URL, --phoenix URL")
+    if args.project and not args.phoenix:
+        raise AfOtelError("--project names a Phoenix project: add --phoenix URL")
     options: dict[str, Any] = {
         "store": args.store,
         "key": _key(args),
@@ -81,8 +87,12 @@ def evidence_from(args: argparse.Namespace) -> Evidence:
     source: TraceSource
     if args.tempo:
         source, label = TempoSource(args.tempo), f"Tempo at {args.tempo}"
-    else:
+    elif args.jaeger:
         source, label = JaegerSource(args.jaeger), f"Jaeger at {args.jaeger}"
+    else:
+        project = args.project or "default"
+        source = PhoenixSource(args.phoenix, project=project)
+        label = f"Phoenix at {args.phoenix} (project {project})"
     return Evidence(source=source, label=label, **options)
 
 

@@ -33,8 +33,9 @@ TRACES_KEPT: Final = 32
 # zeros, and some Tempo views shorten ids the same way; they are padded back.
 _TRACE_ID: Final = re.compile(r"[0-9a-f]{1,32}")
 _SPAN_ID: Final = re.compile(r"[0-9a-f]{1,16}")
-# How the HTTP sources word a trace the backend does not have (``get_json`` on a 404).
-_NOT_FOUND: Final = "(HTTP 404)"
+# How the backend sources word a trace the backend does not have (Tempo and Jaeger answer 404,
+# Phoenix an empty page); a missing project or API is a failed backend, not an unknown id.
+_NOT_FOUND: Final = ": trace not found ("
 
 
 class TraceSource(Protocol):
@@ -214,7 +215,7 @@ class Evidence:
         try:
             loaded = self._load(self.source.trace(trace_id, lenient=self.lenient))
         except SourceError as exc:
-            if str(exc).endswith(_NOT_FOUND):
+            if _NOT_FOUND in str(exc):
                 raise ReaderError(f"{self.label} has no trace {trace_id}") from None
             raise
         with self._lock:
