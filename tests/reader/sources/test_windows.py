@@ -260,6 +260,11 @@ def test_progress_counts_traces_on_a_terminal() -> None:
     stream.feed(iter(sdk_records()[:1]))
     list(_fetching(stream, quiet))
     assert quiet.getvalue() == ""
+    pages = SpanStream("project", SourceFormat.PHOENIX, lenient=False)
+    pages.feed(iter(sdk_records()[:2]))
+    shown = Terminal()
+    list(_fetching(pages, shown))
+    assert "fetching spans 1" in shown.getvalue()  # no trace count: Phoenix pages spans
 
 
 @pytest.mark.parametrize(
