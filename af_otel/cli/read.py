@@ -28,6 +28,7 @@ from af_otel.reader.report import render_report
 from af_otel.reader.sources import (
     JaegerSource,
     PhoenixSource,
+    SourceFormat,
     SpanStream,
     TempoSource,
     Window,
@@ -282,11 +283,16 @@ def _window_stream(
 
 
 def _fetching(stream: SpanStream, out: TextIO | None = None) -> Iterator[SpanRecord]:
-    """The window's records, with a trace count on stderr when it is a terminal."""
-    progress = Progress("fetching traces", out)
+    """The window's records, with a count on stderr when it is a terminal: traces done of those
+    found, or spans for a source that pages through spans (Phoenix)."""
+    by_span = stream.format is SourceFormat.PHOENIX
+    progress = Progress("fetching spans" if by_span else "fetching traces", out)
     try:
-        for record in stream:
-            progress.tick(stream.traces_read, stream.traces_expected)
+        for count, record in enumerate(stream, start=1):
+            if by_span:
+                progress.tick(count)
+            else:
+                progress.tick(stream.traces_read, stream.traces_expected)
             yield record
     finally:
         progress.done()

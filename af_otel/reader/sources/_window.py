@@ -14,7 +14,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from af_otel.errors import SourceError
@@ -29,6 +30,8 @@ DEFAULT_WORKERS: Final = 4
 _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION: Final = re.compile(r"([0-9]+)([smhdw])")
 _NS: Final = 1_000_000_000
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_FRACTION: Final = re.compile(r"(?P<head>.*T\d\d:\d\d:\d\d)[.,](?P<digits>\d+)(?P<zone>.*)")
 
 
 def parse_duration(text: str) -> int:
@@ -44,12 +47,20 @@ def parse_duration(text: str) -> int:
 
 
 def parse_instant(text: str) -> int:
-    """An ISO 8601 time (``2026-11-30T14:00:00Z``; no zone means UTC) or Unix seconds, in ns."""
+    """An ISO 8601 time (``2026-11-30T14:00:00Z``; no zone means UTC) or Unix seconds, in ns.
+
+    Exact to the nanosecond: fractions are read as decimals, never through a float.
+    """
     stripped = text.strip()
     try:
-        return round(float(stripped) * _NS)
-    except ValueError:
+        return int(Decimal(stripped) * _NS)
+    except (InvalidOperation, ValueError):
         pass
+    fraction = 0
+    parts = _FRACTION.fullmatch(stripped)
+    if parts is not None:  # datetime keeps microseconds only; the digits past them are kept here
+        stripped = parts["head"] + parts["zone"]
+        fraction = int(parts["digits"][:9].ljust(9, "0"))
     try:
         moment = datetime.fromisoformat(stripped)
     except ValueError:
@@ -58,7 +69,7 @@ def parse_instant(text: str) -> int:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return round(moment.timestamp() * _NS)
+    return (moment - _EPOCH) // timedelta(seconds=1) * _NS + fraction
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +110,10 @@ class Window:
 
 
 def _iso(ns: int) -> str:
+    """RFC 3339 in UTC with nanoseconds, as Jaeger's time parameters take it."""
     seconds, rest = divmod(ns, _NS)
-    stamp = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{stamp}.{rest:09d}Z"
+    moment = _EPOCH + timedelta(seconds=seconds)
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{rest:09d}Z"
 
 
 _Fetched = tuple[list[SpanRecord], SpanStream | None, SourceError | None]

@@ -85,8 +85,9 @@ def _json_layout(path: str) -> _Layout:
     """Tell JSON lines from one document by the first few lines.
 
     Lines when one of the first ``_LOOKAHEAD`` non-blank lines is a whole document of a known
-    shape (a torn first line does not hide the rest) and some other non-blank line follows: a
-    file whose only line is a document is that document (an API response saved by curl).
+    shape (a torn first line does not hide the rest) and some other non-blank line follows. A
+    file whose only line is a backend's answer (Tempo, Jaeger, Phoenix, as curl saves it) is that
+    document; an OTLP request alone on its line is an export file after one export.
     Otherwise a document only when the first line opens one the way pretty-printers do (``{``
     alone, or ending in ``{`` or ``[``): a run of torn lines is still JSON lines, to be skipped
     one by one.
@@ -94,6 +95,7 @@ def _json_layout(path: str) -> _Layout:
     first: bytes | None = None
     seen = 0
     whole = False
+    fmt: SourceFormat | None = None
     with _open(path) as file:
         for raw in file:
             line = raw.strip(_SPACE).removeprefix(_BOM)
@@ -106,13 +108,16 @@ def _json_layout(path: str) -> _Layout:
             if seen > _LOOKAHEAD:
                 break
             try:
-                whole = document_format(orjson.loads(line)) is not None
+                fmt = document_format(orjson.loads(line))
             except orjson.JSONDecodeError:
-                whole = False
+                fmt = None
+            whole = fmt is not None
             if whole and seen > 1:
                 return "lines"
     if whole:
-        return "line"
+        # An OTLP request on one line is what an exporter writes after one export; any other
+        # shape on one line is a backend's answer saved as is (curl -o).
+        return "lines" if fmt is SourceFormat.OTLP_JSON else "line"
     if first is not None and (first == b"{" or first.endswith((b"{", b"["))):
         return "document"
     return "lines"

@@ -5,7 +5,8 @@ OTLP JSON spans with the protobuf field names (``trace_id``, ``start_time_unix_n
 member of a value written as ``null``, newest span first, at most 1,000 a page. Phoenix keeps
 less than OTLP carries, and records read from it show it: no resource (so no service name) and no
 scope; the kind is always INTERNAL; times are rounded through a float (sub-microsecond digits
-drift); dropped counts are absent (0). It adds ``openinference.span.kind`` to spans it classifies.
+drift); dropped counts are absent (0). It adds its own OpenInference reading of GenAI attributes
+(``openinference.span.kind``, ``llm.model_name``, ``llm.provider``, ...) next to the span's own.
 """
 
 from __future__ import annotations
