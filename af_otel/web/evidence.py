@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
 
+from af_otel import names
 from af_otel.errors import ReaderError, SourceError, StoreError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import SpanStream, read_spans
@@ -72,9 +73,6 @@ class _Loaded:
         )
         return Shown(view, self.verdicts[index], run, self.source, self.notes)
 
-    def find_span(self, span_id: str) -> int | None:
-        return next((i for i, v in enumerate(self.views) if v.span_id == span_id), None)
-
     def find_epoch(self, run_id: str, epoch: int) -> int | None:
         return next(
             (i for i, v in enumerate(self.views) if v.run_id == run_id and v.epoch == epoch),
@@ -99,13 +97,15 @@ def check_ids(trace_id: str, span_id: str | None = None) -> tuple[str, str | Non
 def _check_store(store: str | None) -> None:
     """A local store that is not a directory names nothing a trace refers to: say so, instead
     of showing every epoch with a missing base. URLs are the store backend's to judge."""
-    if store is None or "://" in store or "::" in store:
+    url = store if store is not None else (os.environ.get(names.ENV_STORE) or names.DEFAULT_STORE)
+    if "://" in url or "::" in url:
         return
-    path = Path(store)
+    what = f"--store {url}" if store is not None else f"the store {url} (no --store given)"
+    path = Path(url)
     if not path.exists():
-        raise StoreError(f"--store {store}: no such directory")
+        raise StoreError(f"{what}: no such directory")
     if not path.is_dir():
-        raise StoreError(f"--store {store}: not a directory")
+        raise StoreError(f"{what}: not a directory")
 
 
 class Evidence:
@@ -127,7 +127,7 @@ class Evidence:
         traces_kept: int = TRACES_KEPT,
     ) -> None:
         if (file is None) == (source is None):
-            raise ValueError("give a trace file or a backend source, not both")
+            raise ValueError("give either a trace file or a backend source")
         self.file = os.fspath(file) if file is not None else None
         self.source = source
         self.label = label or (f"the trace file {self.file}" if self.file else "the backend")

@@ -331,3 +331,14 @@ def test_ids_shortened_by_a_ui_are_padded(client: TestClient, recorded: Recorded
     response = client.get(span_path(short.upper(), view.span_id))
     assert response.status_code == 200
     assert 'data-epoch="1"' in response.text
+
+
+def test_a_missing_default_store_is_named(
+    recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --store, the store the default resolves to is checked and named."""
+    monkeypatch.setenv("AF_OTEL_STORE", str(tmp_path / "unset-store"))
+    client = TestClient(create_app(Evidence(file=recorded.traces, store=None)))
+    response = client.get(epoch_path(RUN, 1))
+    assert response.status_code == 500
+    assert f"the store {tmp_path / 'unset-store'} (no --store given)" in response.text
