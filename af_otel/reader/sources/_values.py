@@ -32,6 +32,7 @@ __all__ = [
     "int_value",
     "message_field",
     "optional_id_hex",
+    "proto_name",
     "python_value",
 ]
 
@@ -52,7 +53,8 @@ class Problem(ValueError):
 
 
 @cache
-def _proto_name(json_name: str) -> str:
+def proto_name(json_name: str) -> str:
+    """The protobuf field name of a lowerCamelCase JSON name (``traceId`` -> ``trace_id``)."""
     return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), json_name)
 
 
@@ -63,7 +65,7 @@ def message_field(message: Mapping[str, Any], json_name: str) -> Any:
     """
     value = message.get(json_name)
     if value is None:
-        value = message.get(_proto_name(json_name))
+        value = message.get(proto_name(json_name))
     return value
 
 
@@ -173,22 +175,24 @@ def _double(value: object, what: str) -> float:
     raise Problem(f"{what} must be a number, got {value!r}")
 
 
-# AnyValue's oneof, both spellings of each member; the first one set (not null) is the value.
-_ANY_FIELDS: Final = tuple(
-    (name, kind)
+# AnyValue's oneof, both spellings of each member; the member set (not null) is the value.
+_ANY_KINDS: Final = {
+    name: kind
     for kind in ("string", "int", "bool", "double", "array", "kvlist", "bytes")
     for name in (f"{kind}Value", f"{kind}_value")
-)
+}
 
 
 def _set_field(value: object, what: str) -> tuple[str | None, Any]:
     """Which member of an AnyValue's oneof is set, and its content; (None, None) when none is."""
     if not isinstance(value, dict):
         raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
-    for name, kind in _ANY_FIELDS:
-        content = value.get(name)
+    # Walk the object's own keys: one in OTLP JSON, seven (six null) from Phoenix.
+    for name, content in value.items():
         if content is not None:
-            return kind, content
+            kind = _ANY_KINDS.get(name)
+            if kind is not None:
+                return kind, content
     return None, None
 
 
@@ -247,6 +251,9 @@ def any_value(value: object, what: str) -> AttrValue | None:
     Arrays of scalars become tuples; an array or map nested in an array, and a map itself, become a
     JSON string (the attribute model has no nested values); bytes become base64 text.
     """
+    text = value.get("stringValue") if isinstance(value, dict) else None
+    if type(text) is str:  # most attributes: one lookup, no walk
+        return text
     kind, content = _set_field(value, what)
     if kind == "string":
         return _string(content, what)

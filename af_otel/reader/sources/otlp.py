@@ -9,7 +9,7 @@ lowerCamelCase or proto field names, null for absent) and in Tempo 1.x's
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final, NamedTuple
 
 from af_otel.reader.records import (
     AttrValue,
@@ -28,10 +28,33 @@ from af_otel.reader.sources._values import (
     int_value,
     message_field,
     optional_id_hex,
+    proto_name,
 )
 from af_otel.reader.sources.stream import SpanStream
 
 __all__ = ["resource_spans_records", "span_record", "spans_list"]
+
+
+class _SpanKeys(NamedTuple):
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    start: str
+    end: str
+    dropped_attributes: str
+    dropped_events: str
+
+
+_CAMEL: Final = _SpanKeys(
+    "traceId",
+    "spanId",
+    "parentSpanId",
+    "startTimeUnixNano",
+    "endTimeUnixNano",
+    "droppedAttributesCount",
+    "droppedEventsCount",
+)
+_PROTO: Final = _SpanKeys(*(proto_name(name) for name in _CAMEL))
 
 
 def resource_spans_records(
@@ -133,25 +156,25 @@ def span_record(
     events = span.get("events")
     if events is not None and not isinstance(events, list):
         raise Problem("events must be a list")
+    # One spelling per span, chosen once: a writer uses lowerCamelCase or proto names throughout.
+    key = _CAMEL if "traceId" in span else _PROTO
     return SpanRecord(
-        trace_id=id_hex(message_field(span, "traceId"), 16, "traceId"),
-        span_id=id_hex(message_field(span, "spanId"), 8, "spanId"),
-        parent_span_id=optional_id_hex(message_field(span, "parentSpanId"), 8, "parentSpanId"),
+        trace_id=id_hex(span.get(key.trace_id), 16, "traceId"),
+        span_id=id_hex(span.get(key.span_id), 8, "spanId"),
+        parent_span_id=optional_id_hex(span.get(key.parent_span_id), 8, "parentSpanId"),
         name=name,
         kind=enum_value(span.get("kind"), SpanKind, "kind"),
-        start_ns=int_value(message_field(span, "startTimeUnixNano"), "startTimeUnixNano", 0),
-        end_ns=int_value(message_field(span, "endTimeUnixNano"), "endTimeUnixNano", 0),
+        start_ns=int_value(span.get(key.start), "startTimeUnixNano", 0),
+        end_ns=int_value(span.get(key.end), "endTimeUnixNano", 0),
         attributes=_attributes(span.get("attributes"), "attributes", text_arrays),
         events=tuple(_event(e, f"events[{k}]", text_arrays) for k, e in enumerate(events or ())),
         resource=resource,
         scope=scope,
         status_code=enum_value(status.get("code"), StatusCode, "status.code"),
         dropped_attributes_count=int_value(
-            message_field(span, "droppedAttributesCount"), "droppedAttributesCount", 0
+            span.get(key.dropped_attributes), "droppedAttributesCount", 0
         ),
-        dropped_events_count=int_value(
-            message_field(span, "droppedEventsCount"), "droppedEventsCount", 0
-        ),
+        dropped_events_count=int_value(span.get(key.dropped_events), "droppedEventsCount", 0),
         origin=origin,
     )
 

@@ -6,7 +6,8 @@ member of a value written as ``null``, newest span first, at most 1,000 a page. 
 less than OTLP carries, and records read from it show it: no resource (so no service name) and no
 scope; the kind is always INTERNAL; times are rounded through a float (sub-microsecond digits
 drift); dropped counts are absent (0). It adds its own OpenInference reading of GenAI attributes
-(``openinference.span.kind``, ``llm.model_name``, ``llm.provider``, ...) next to the span's own.
+(``openinference.span.kind``, ``llm.model_name``, ``llm.provider``, ...) next to the span's own,
+and (20.26) refuses to store a span carrying a bytes attribute: such a span is simply absent.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from af_otel import names
 from af_otel.cli.demo import run_demo
 from af_otel.processor import run
 from af_otel.reader.gaps import gap_why
+from af_otel.reader.records import SpanKind
 from af_otel.reader.sources import NoteKind, SourceFormat, SourceNote, read_spans
 from af_otel.reader.verify import verify
 from af_otel.reader.view import served_views
@@ -175,3 +176,32 @@ def test_a_document_saved_on_one_line_is_a_document(
     two = tmp_path / "two.jsonl"
     two.write_bytes(orjson.dumps(doc) + b"\n" + orjson.dumps(doc) + b"\n")
     assert read_spans(two).format is SourceFormat.OTLP_JSON_LINES
+
+
+def test_a_page_a_real_phoenix_served_reads_as_its_spans() -> None:
+    """The committed page (the fixture spans through a real Phoenix) reads to the spans sent,
+    minus exactly what Phoenix does not keep; the span with a bytes attribute Phoenix refused."""
+    stream = read_spans(FIXTURES / "phoenix-spans.json")
+    remote = by_id(stream)
+    assert stream.format is SourceFormat.PHOENIX
+    sent = by_id(sdk_records())
+    refused = set(sent) - set(remote)
+    assert [sent[k].name for k in refused] == ["execute_tool get_weather"]  # a bytes attribute
+    for key, record in remote.items():
+        mine = sent[key]
+        assert record.kind is SpanKind.INTERNAL
+        assert (record.resource, record.scope) == ({}, "")
+        assert (record.dropped_attributes_count, record.dropped_events_count) == (0, 0)
+        assert abs(record.start_ns - mine.start_ns) < 1000  # rounded through a float
+        assert abs(record.end_ns - mine.end_ns) < 1000
+        assert (record.name, record.parent_span_id, record.status_code) == (
+            mine.name,
+            mine.parent_span_id,
+            mine.status_code,
+        )
+        assert {k: record.attributes.get(k) for k in mine.attributes} == dict(mine.attributes)
+        added = set(record.attributes) - set(mine.attributes)
+        assert all(k.startswith(("llm.", "openinference.")) for k in added), added
+        assert [(e.name, dict(e.attributes)) for e in record.events] == [
+            (e.name, dict(e.attributes)) for e in mine.events
+        ]
