@@ -192,9 +192,7 @@ class Engine:
         run_id = self.run_of(facts.key, facts.attributes, pop=True)
         run = self.runs.get(run_id)
         with run.lock:
-            enrichment = self._finish(
-                run, facts, request, reason, content_keys, direct, unrecorded
-            )
+            enrichment = self._finish(run, facts, request, reason, content_keys, direct, unrecorded)
         self.runs.settle(run)
         metrics.count_receipt(
             enrichment.state, enrichment.attributes.get(names.RECEIPT_ABSENT_REASON)

@@ -155,12 +155,12 @@ _CATALOGUE: Final = (
     GapKind(
         names.GAP_UNRECORDED,
         ("tools", "tools.forced", "params", "messages", "bytes", "digest"),
-        ("tools", "params", "messages"),
+        ("tools", "params", "messages", "unrecorded"),
         "caveat",
-        "The instrumentation that recorded this call does not record some fields of a request "
-        "(named here), so what the model got in them is not on record: an empty or missing "
-        "value there is not proof the request had none. The fingerprints cover only what was "
-        "recorded; use an instrumentation that records these fields to check them.",
+        "The instrumentation that recorded this call does not record the fields named here, so "
+        "what the model got in them is not on record: an empty or missing value there is not "
+        "proof the request had none. The fingerprints cover only what was recorded; use an "
+        "instrumentation that records these fields to check them.",
         partial=True,
     ),
     GapKind(
@@ -227,6 +227,8 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "view.service": "the resource that exported the span; it says where to look, not what "
         "was sent.",
         "view.name": "the span's name, for finding the call; not part of the request.",
+        "view.recorded_by": "the instrumentation scope that wrote the span; it says who recorded "
+        "the call, not what was sent.",
         "view.origin": "where this reader found the span (file and line, URL); not a recorded fact.",
         "view.gaps": "the account itself, not a fact about the request.",
         "view.context": "the reader's working memory for the run (other epochs' views, "

@@ -134,7 +134,8 @@ def written(request: Request) -> frozenset[str]:
 def unrecorded(request: Request, scope: str | None, convention: Convention) -> tuple[str, ...]:
     """The fields of ``request`` its instrumentation could not show (module docstring)."""
     entry = entry_for(scope, convention)
-    recorded = entry.recorded if entry is not None else written(request)
+    # What the span shows is on record whatever the ledger says (a newer release may record more).
+    recorded = written(request) | (entry.recorded if entry is not None else frozenset())
     return fields.unrecorded(request, recorded)
 
 
