@@ -137,17 +137,22 @@ def facts_of(span: ReadableSpan, key: tuple[int, int], attributes: Any) -> CallF
 
 
 def limits_of(span: Any) -> Limits:
-    """The span limits a span's attributes were recorded under, as the span carries them (the
-    SDK's bounded attributes know their count and length limits); the environment's where the
-    span does not say."""
-    container = getattr(span, "attributes", None)
-    dropped = getattr(span, "dropped_attributes", 0)
-    if not hasattr(container, "max_value_len"):
+    """The span limits a span's attributes were recorded under, as the span carries them: the
+    SDK's span keeps its `SpanLimits`, and its bounded attributes know their own bounds; the
+    environment's where the span says neither (a span built elsewhere)."""
+    count: object = None
+    length: object = None
+    limits = getattr(span, "_limits", None)
+    bounded = getattr(span, "_attributes", None)
+    if limits is not None and hasattr(limits, "max_span_attribute_length"):
+        count = limits.max_span_attributes
+        length = limits.max_span_attribute_length
+    elif bounded is not None and hasattr(bounded, "max_value_len"):
+        count, length = getattr(bounded, "maxlen", None), bounded.max_value_len
+    else:
         default = environment_limits()
         count, length = default.max_attributes, default.max_value_length
-    else:
-        count = getattr(container, "maxlen", None)
-        length = getattr(container, "max_value_len", None)
+    dropped = getattr(span, "dropped_attributes", 0)
     return Limits(
         max_attributes=count if isinstance(count, int) else None,
         max_value_length=length if isinstance(length, int) else None,

@@ -126,7 +126,9 @@ def adapt(
         reader = _reader(attrs, text(span_name) or "")
         convention = reader.name
         adapted = reader.adapt(attrs)
-        cut = cut_by(attrs, limits) if limits is not None and adapted.request else None
+        # A value cut at the length limit often no longer parses: say it was cut, not unreadable.
+        readable = adapted.request is not None or adapted.absent_reason == names.REASON_UNREADABLE
+        cut = cut_by(attrs, limits) if limits is not None and readable else None
         if cut is not None:
             return replace(adapted, request=None, absent_reason=names.REASON_CUT, cut=cut)
         return adapted
