@@ -20,10 +20,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from af_otel import names
 from af_otel.cli.read import print_view
-from af_otel.processor import ReceiptSpanProcessor, run
-from af_otel.processor import engine as engine_module
 from af_otel.errors import ReaderError
 from af_otel.model import Request
+from af_otel.processor import ReceiptSpanProcessor, run
+from af_otel.processor import engine as engine_module
 from af_otel.reader.verify import VerdictStatus, recompute, verify
 from af_otel.reader.view import served_views
 from af_otel.receipts import Receipt, mint_receipt
