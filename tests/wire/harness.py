@@ -1,0 +1,279 @@
+"""One wire scenario end to end: the loopback server, the agent in its own Python, af_otel's reader
+over the trace it wrote, and every epoch's verdict held against the request the server received.
+
+The finding that matters is an *overclaim*: an epoch `verify` calls `verified` whose served view is
+not the wire request. An epoch that is not verified may differ from the wire, but only in a field
+some gap on it names (an *unnamed* difference otherwise). Two verified epochs that carry one
+receipt digest for two different wire requests are a *collision*.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import af_otel
+from af_otel.reader.verify import VerdictStatus
+from tests.wire import envs
+from tests.wire.convert import Comparable, Difference, differences, from_view, from_wire
+from tests.wire.server import WireRequest, WireServer
+
+AGENT: Final = Path(__file__).resolve().parent / "agent.py"
+ROOT: Final = Path(__file__).resolve().parents[2]
+# Variables that steer capture; the parent's values are dropped so a developer's shell cannot
+# change what a scenario sees.
+_STEERING_PREFIXES: Final = ("OTEL_", "OPENINFERENCE_", "TRACELOOP_", "AF_OTEL_")
+# Span limits high enough that no call of the agent reaches them; the value length stays at the
+# SDK's default (no limit) unless a scenario sets one.
+RAISED: Final = {"max_span_attributes": 100_000, "max_events": 100_000}
+_GENAI_CONTENT: Final = {
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
+    "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    instrumentation: str  # a key of agent.INSTRUMENTORS
+    limits: Mapping[str, int] | None = field(default_factory=lambda: RAISED)  # None: SDK defaults
+    profile: str = "plain"  # openai: plain | dials (tool_choice, parallel_tool_calls, ...)
+    env_vars: Mapping[str, str] = field(default_factory=dict)
+    control: bool = False  # every epoch must verify
+
+    @property
+    def env(self) -> envs.Env:
+        return {
+            "openai-v2": envs.OPENAI_V2,
+            "openllmetry-anthropic": envs.OPENLLMETRY_ANTHROPIC,
+        }.get(self.instrumentation, envs.MAIN)
+
+    @property
+    def calls(self) -> int:
+        return 21 if "anthropic" in self.instrumentation else 30
+
+
+SCENARIOS: Final = (
+    Scenario("openai-control", "genai-openai", env_vars=_GENAI_CONTENT, control=True),
+    Scenario("openai-openinference-default-limits", "openinference-openai", limits=None),
+    Scenario(
+        "openai-openinference-value-limit",
+        "openinference-openai",
+        limits={**RAISED, "max_span_attribute_length": 1500},
+    ),
+    Scenario(
+        "openai-genai-value-limit",
+        "genai-openai",
+        limits={**RAISED, "max_span_attribute_length": 1500},
+        env_vars=_GENAI_CONTENT,
+    ),
+    Scenario("openai-v2-no-tool-definitions", "openai-v2", env_vars=_GENAI_CONTENT),
+    Scenario("openai-genai-forced-tool", "genai-openai", profile="dials", env_vars=_GENAI_CONTENT),
+    Scenario("openai-openinference-forced-tool", "openinference-openai", profile="dials"),
+    Scenario("anthropic-genai", "genai-anthropic", env_vars=_GENAI_CONTENT),
+    Scenario(
+        "anthropic-hook",
+        "genai-anthropic",
+        env_vars={"OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK": "af_otel"},
+    ),
+    Scenario("anthropic-openinference", "openinference-anthropic"),
+    Scenario("anthropic-openinference-default-limits", "openinference-anthropic", limits=None),
+    Scenario("anthropic-openllmetry", "openllmetry-anthropic"),
+)
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """One LLM call: its verdict, its gaps and how its served view differs from the wire."""
+
+    epoch: int
+    parent: int
+    span_id: str
+    wire_seq: int
+    status: str
+    reason: str
+    gaps: tuple[tuple[str, str], ...]  # (kind, detail)
+    differences: tuple[Difference, ...]
+    unnamed: tuple[Difference, ...]
+    digest: str | None
+    wire: Comparable
+
+    @property
+    def overclaims(self) -> tuple[Difference, ...]:
+        return self.differences if self.status == VerdictStatus.VERIFIED else ()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    scenario: Scenario
+    versions: Mapping[str, str]
+    wire_requests: int
+    epochs: tuple[Epoch, ...]
+    collisions: tuple[tuple[int, int], ...]  # epochs sharing a digest, different on the wire
+
+    def count(self, status: str) -> int:
+        return sum(1 for e in self.epochs if e.status == status)
+
+    @property
+    def overclaims(self) -> list[tuple[Epoch, Difference]]:
+        return [(e, d) for e in self.epochs for d in e.overclaims]
+
+    @property
+    def unnamed(self) -> list[tuple[Epoch, Difference]]:
+        return [(e, d) for e in self.epochs for d in e.unnamed]
+
+
+def _agent_env(scenario: Scenario) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_STEERING_PREFIXES)}
+    env |= dict(scenario.env_vars)
+    env["AF_OTEL_STRICT"] = "1"  # an internal error of af_otel fails the scenario loudly
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def run_agent(scenario: Scenario, tmp: Path, port: int) -> dict[str, Any]:
+    config = {
+        "instrumentation": scenario.instrumentation,
+        "profile": scenario.profile,
+        "port": port,
+        "trace": str(tmp / "trace.jsonl"),
+        "store": str(tmp / "store"),
+        "run_id": f"wire-{scenario.name}",
+        "limits": dict(scenario.limits) if scenario.limits is not None else None,
+    }
+    done = subprocess.run(
+        [str(envs.ensure(scenario.env)), str(AGENT), json.dumps(config)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_agent_env(scenario),
+        cwd=tmp,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"agent {scenario.name} failed:\n{done.stderr[-6000:]}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def _listed(detail: str) -> set[str] | None:
+    """The fields a gap's detail enumerates ("not recorded: a, b"), if it enumerates any."""
+    found = re.search(r"not (?:on )?record(?:ed)?[^:]*: (.+)$", detail)
+    if found is None:
+        return None
+    return {item.strip().strip("'\"") for item in re.split(r"[,;]", found.group(1))}
+
+
+def names_field(kind: str, detail: str, name: str) -> bool:
+    """Whether a gap of ``kind`` with ``detail`` names the view field ``name`` (``params.seed``
+    is named by a gap covering ``params`` that lists no fields, or lists ``seed``)."""
+    spec = af_otel.SERVED_GAPS[kind]
+    top, _, leaf = name.partition(".")
+    if not any(top == f or top.startswith(f + ".") for f in spec.view_fields):
+        return False
+    listed = _listed(detail)
+    return listed is None or top in listed or (bool(leaf) and leaf in listed)
+
+
+def _match(
+    views: tuple[Any, ...], requests: list[WireRequest], spans: Mapping[str, Mapping[str, Any]]
+) -> dict[str, WireRequest]:
+    """Each view's wire request: by the span id the transport sent along, else by the response
+    id the server answered with (chatcmpl-w<seq>, msg_w<seq>) found among the span's attributes."""
+    by_span = {r.span_id: r for r in requests if r.span_id}
+    by_reply = {f"chatcmpl-w{r.seq}": r for r in requests} | {f"msg_w{r.seq}": r for r in requests}
+    matched: dict[str, WireRequest] = {}
+    for view in views:
+        request = by_span.get(view.span_id)
+        if request is None:
+            values = spans.get(view.span_id, {}).values()
+            ids = [v for v in values if isinstance(v, str) and v in by_reply]
+            ids += [x for v in values if isinstance(v, tuple) for x in v if x in by_reply]
+            if len(set(ids)) == 1:
+                request = by_reply[ids[0]]
+        if request is None:
+            raise AssertionError(f"no wire request found for span {view.span_id}")
+        matched[view.span_id] = request
+    if len({r.seq for r in matched.values()}) != len(matched):
+        raise AssertionError("two spans matched one wire request")
+    return matched
+
+
+def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
+    with WireServer() as server:
+        result = run_agent(scenario, tmp, server.port)
+        requests = list(server.requests)
+    spans = list(af_otel.read_spans(tmp / "trace.jsonl"))
+    attributes = {span.span_id: span.attributes for span in spans}
+    views = af_otel.served_views(spans, store=tmp / "store")
+    matched = _match(views, requests, attributes)
+    epochs = []
+    for view in views:
+        request = matched[view.span_id]
+        verdict = af_otel.verify(view)
+        wire = from_wire(request.path, request.body)
+        found = tuple(differences(wire, from_view(view)))
+        gaps = tuple((g.kind, g.detail) for g in view.gaps)
+        unnamed = ()
+        if verdict.status != VerdictStatus.VERIFIED:
+            unnamed = tuple(
+                d for d in found if not any(names_field(k, detail, d.field) for k, detail in gaps)
+            )
+        receipt = view.receipt
+        epochs.append(
+            Epoch(
+                view.epoch,
+                view.parent,
+                view.span_id,
+                request.seq,
+                str(verdict.status),
+                verdict.reason,
+                gaps,
+                found,
+                unnamed,
+                getattr(receipt, "digest", None) if view.minted else None,
+                wire,
+            )
+        )
+    collisions = []
+    verified = [e for e in epochs if e.status == VerdictStatus.VERIFIED and e.digest]
+    for index, first in enumerate(verified):
+        for second in verified[index + 1 :]:
+            if first.digest == second.digest and first.wire != second.wire:
+                collisions.append((first.epoch, second.epoch))
+    return Outcome(scenario, result["versions"], len(requests), tuple(epochs), tuple(collisions))
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe(outcome: Outcome) -> str:
+    """A readable account of one scenario: counts, then every overclaim, unnamed difference and
+    collision with the wire value, the served value and the gaps on the epoch."""
+    s = outcome.scenario
+    lines = [
+        f"### {s.name} ({s.instrumentation}, limits={dict(s.limits) if s.limits else 'SDK defaults'})",
+        f"wire requests {outcome.wire_requests}, epochs {len(outcome.epochs)}: "
+        + ", ".join(f"{status} {outcome.count(status)}" for status in VerdictStatus)
+        + f"; overclaims {len(outcome.overclaims)}, unnamed {len(outcome.unnamed)},"
+        f" collisions {len(outcome.collisions)}",
+    ]
+    for label, items in (("OVERCLAIM", outcome.overclaims), ("UNNAMED", outcome.unnamed)):
+        for epoch, diff in items:
+            where = f"[{diff.where}]" if diff.where is not None else ""
+            lines.append(
+                f"- {label} epoch {epoch.epoch} (wire #{epoch.wire_seq}, {epoch.status}) "
+                f"{diff.field}{where} {diff.aspect}: wire {_short(diff.wire)} / served {_short(diff.served)}; "
+                f"gaps {[k for k, _ in epoch.gaps]}"
+            )
+    for first, second in outcome.collisions:
+        lines.append(f"- COLLISION epochs {first} and {second}: one digest, two wire requests")
+    return "\n".join(lines)
