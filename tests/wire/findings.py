@@ -42,6 +42,11 @@ def _section(outcome: Outcome) -> list[str]:
             f"wire `{_short(diff.wire)}` / served `{_short(diff.served)}`; "
             f"gaps on it: {[k for k, _ in epoch.gaps] or 'none'}"
         )
+    for epoch in outcome.wrong_parents:
+        lines.append(
+            f"- **parent** epoch {epoch.epoch} names epoch {epoch.parent} as its parent; its wire "
+            f"request grew from epoch {epoch.expected_parent}"
+        )
     for first, second in outcome.collisions:
         lines.append(f"- **collision**: epochs {first} and {second} share a digest, not a request")
     return [*lines, ""]
@@ -57,14 +62,15 @@ def main(names: list[str]) -> None:
             outcomes.append(run_scenario(scenario, Path(directory)))
     seconds = time.monotonic() - started
     print(
-        "| scenario | calls | verified | reconstructed | damaged | overclaims | unnamed | collisions |"
+        "| scenario | calls | verified | reconstructed | damaged | overclaims | unnamed "
+        "| collisions | wrong parents |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for o in outcomes:
         counts = " | ".join(str(o.count(status)) for status in VerdictStatus)
         print(
             f"| {o.scenario.name} | {o.wire_requests} | {counts} | {len(o.overclaims)} "
-            f"| {len(o.unnamed)} | {len(o.collisions)} |"
+            f"| {len(o.unnamed)} | {len(o.collisions)} | {len(o.wrong_parents)} |"
         )
     print(f"\n({len(outcomes)} scenarios in {seconds:.0f} s)\n")
     for o in outcomes:

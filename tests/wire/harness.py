@@ -103,6 +103,7 @@ class Epoch:
     unnamed: tuple[Difference, ...]
     digest: str | None
     wire: Comparable
+    expected_parent: int | None  # by the wire (see `_expected_parents`); None: no earlier prefix
 
     @property
     def overclaims(self) -> tuple[Difference, ...]:
@@ -116,6 +117,15 @@ class Outcome:
     wire_requests: int
     epochs: tuple[Epoch, ...]
     collisions: tuple[tuple[int, int], ...]  # epochs sharing a digest, different on the wire
+
+    @property
+    def wrong_parents(self) -> list[Epoch]:
+        """Epochs whose parent is not the call their wire request grew from."""
+        return [
+            e
+            for e in self.epochs
+            if e.expected_parent is not None and e.parent != e.expected_parent
+        ]
 
     def count(self, status: str) -> int:
         return sum(1 for e in self.epochs if e.status == status)
@@ -205,6 +215,29 @@ def _match(
     return matched
 
 
+def _expected_parents(
+    views: tuple[Any, ...], matched: Mapping[str, WireRequest], spans: Mapping[str, Any]
+) -> dict[str, int]:
+    """The parent each call should name, from the wire: among the calls that finished before it
+    started, the one whose message list is the longest prefix of its own (ties: the latest to
+    finish). Calls with no such earlier call are left out."""
+    found: dict[str, int] = {}
+    for view in views:
+        mine = matched[view.span_id].body["messages"]
+        start = spans[view.span_id].start_ns
+        best: tuple[int, int, int] | None = None  # (prefix length, end time, epoch)
+        for other in views:
+            theirs = matched[other.span_id].body["messages"]
+            end = spans[other.span_id].end_ns
+            if other is view or end > start or mine[: len(theirs)] != theirs:
+                continue
+            if best is None or (len(theirs), end) > best[:2]:
+                best = (len(theirs), end, other.epoch)
+        if best is not None:
+            found[view.span_id] = best[2]
+    return found
+
+
 def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
     with WireServer() as server:
         result = run_agent(scenario, tmp, server.port)
@@ -213,6 +246,7 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
     attributes = {span.span_id: span.attributes for span in spans}
     views = af_otel.served_views(spans, store=tmp / "store")
     matched = _match(views, requests, attributes)
+    parents = _expected_parents(views, matched, {span.span_id: span for span in spans})
     epochs = []
     for view in views:
         request = matched[view.span_id]
@@ -239,6 +273,7 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
                 unnamed,
                 getattr(receipt, "digest", None) if view.minted else None,
                 wire,
+                parents.get(view.span_id),
             )
         )
     collisions = []
@@ -274,6 +309,10 @@ def describe(outcome: Outcome) -> str:
                 f"{diff.field}{where} {diff.aspect}: wire {_short(diff.wire)} / served {_short(diff.served)}; "
                 f"gaps {[k for k, _ in epoch.gaps]}"
             )
+    for epoch in outcome.wrong_parents:
+        lines.append(
+            f"- PARENT epoch {epoch.epoch} names {epoch.parent}, grew from {epoch.expected_parent}"
+        )
     for first, second in outcome.collisions:
         lines.append(f"- COLLISION epochs {first} and {second}: one digest, two wire requests")
     return "\n".join(lines)
