@@ -402,7 +402,9 @@ class AnthropicAgent:
         self.calls = 0
         self.results = 0
 
-    def _kwargs(self, messages: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
+    def _kwargs(
+        self, messages: list[dict[str, Any]], stream: bool, dials_of: int | None = None
+    ) -> dict[str, Any]:
         self.calls += 1
         last = messages[-1]["content"]
         fresh = isinstance(last, str)
@@ -411,15 +413,18 @@ class AnthropicAgent:
             "system": SYSTEM_BLOCKS,
             "messages": copy.deepcopy(messages),
             "tools": ANTHROPIC_TOOLS,
-            **_anthropic_params(self.calls, fresh),
+            **_anthropic_params(dials_of or self.calls, fresh),
         }
         if stream:
             kwargs["stream"] = True
         return kwargs
 
-    def call(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def call(
+        self, messages: list[dict[str, Any]], dials_of: int | None = None
+    ) -> list[dict[str, Any]]:
+        """One call; ``dials_of``: send the dials of that earlier call number."""
         stream = (self.calls + 1) % 3 == 0
-        reply = self.client.messages.create(**self._kwargs(messages, stream))
+        reply = self.client.messages.create(**self._kwargs(messages, stream, dials_of))
         return _anthropic_streamed(reply) if stream else _blocks(reply.content)
 
     async def acall(self, messages: list[dict[str, Any]], stream: bool) -> list[dict[str, Any]]:
@@ -480,10 +485,10 @@ def anthropic_agent(anthropic: Any, http: Any, port: int) -> int:
     agent.settle(messages, agent.call(messages))
     turn += 1
     messages.append({"role": "user", "content": QUESTIONS[turn % len(QUESTIONS)]})
-    while agent.calls < CALLS_ANTHROPIC - 1:
+    while agent.calls < CALLS_ANTHROPIC - 2:
         turn_pair()
-    # A forged signature: the last request again with one replayed signature changed. The model
-    # would reject it; the record must not make it the same request as the genuine one.
+    # A forged signature: the same request twice, the second with one replayed signature changed.
+    # The model would reject the second; the record must not make the two one request.
     forged = copy.deepcopy(messages)
     for message in reversed(forged):
         thinking = [
@@ -492,7 +497,8 @@ def anthropic_agent(anthropic: Any, http: Any, port: int) -> int:
         if message["role"] == "assistant" and thinking:
             thinking[0]["signature"] = "forged" + thinking[0]["signature"]
             break
-    agent.settle(forged, agent.call(forged))
+    agent.call(messages)
+    agent.call(forged, dials_of=agent.calls)
     return agent.calls
 
 

@@ -48,7 +48,9 @@ def _section(outcome: Outcome) -> list[str]:
             f"request grew from epoch {epoch.expected_parent}"
         )
     for first, second in outcome.collisions:
-        lines.append(f"- **collision**: epochs {first} and {second} share a digest, not a request")
+        lines.append(
+            f"- **collision**: epochs {first} and {second} share a receipt fingerprint, not a wire request"
+        )
     return [*lines, ""]
 
 
@@ -62,14 +64,14 @@ def main(names: list[str]) -> None:
             outcomes.append(run_scenario(scenario, Path(directory)))
     seconds = time.monotonic() - started
     print(
-        "| scenario | calls | verified | reconstructed | damaged | overclaims | unnamed "
+        "| scenario | calls | verified | reconstructed | damaged | overclaiming epochs (differences) | unnamed "
         "| collisions | wrong parents |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for o in outcomes:
         counts = " | ".join(str(o.count(status)) for status in VerdictStatus)
         print(
-            f"| {o.scenario.name} | {o.wire_requests} | {counts} | {len(o.overclaims)} "
+            f"| {o.scenario.name} | {o.wire_requests} | {counts} | {len({e.epoch for e, _ in o.overclaims})} ({len(o.overclaims)}) "
             f"| {len(o.unnamed)} | {len(o.collisions)} | {len(o.wrong_parents)} |"
         )
     print(f"\n({len(outcomes)} scenarios in {seconds:.0f} s)\n")

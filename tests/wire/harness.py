@@ -3,8 +3,9 @@ over the trace it wrote, and every epoch's verdict held against the request the 
 
 The finding that matters is an *overclaim*: an epoch `verify` calls `verified` whose served view is
 not the wire request. An epoch that is not verified may differ from the wire, but only in a field
-some gap on it names (an *unnamed* difference otherwise). Two verified epochs that carry one
-receipt digest for two different wire requests are a *collision*.
+some gap on it names (an *unnamed* difference otherwise). Two verified epochs whose receipts
+fingerprint one request (same system, messages chain, tools, params and model) for two different
+wire requests are a *collision*.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class Scenario:
 
     @property
     def calls(self) -> int:
-        return 21 if "anthropic" in self.instrumentation else 30
+        return 20 if "anthropic" in self.instrumentation else 30
 
 
 SCENARIOS: Final = (
@@ -101,7 +102,7 @@ class Epoch:
     gaps: tuple[tuple[str, str], ...]  # (kind, detail)
     differences: tuple[Difference, ...]
     unnamed: tuple[Difference, ...]
-    digest: str | None
+    fingerprint: tuple[Any, ...] | None  # the receipt's request fields, without the run position
     wire: Comparable
     expected_parent: int | None  # by the wire (see `_expected_parents`); None: no earlier prefix
 
@@ -116,7 +117,7 @@ class Outcome:
     versions: Mapping[str, str]
     wire_requests: int
     epochs: tuple[Epoch, ...]
-    collisions: tuple[tuple[int, int], ...]  # epochs sharing a digest, different on the wire
+    collisions: tuple[tuple[int, int], ...]  # one fingerprint, two different wire requests
 
     @property
     def wrong_parents(self) -> list[Epoch]:
@@ -238,6 +239,20 @@ def _expected_parents(
     return found
 
 
+def _fingerprint(receipt: Any) -> tuple[Any, ...]:
+    """What a receipt says about the request itself. The digest also covers the call's place in
+    the run (epoch, parent), so two calls never share one; these fields do when the record cannot
+    tell two requests apart."""
+    return (
+        receipt.model,
+        receipt.system_hash,
+        receipt.messages_chain,
+        receipt.tools_hashes,
+        receipt.tools_forced,
+        receipt.params,
+    )
+
+
 def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
     with WireServer() as server:
         result = run_agent(scenario, tmp, server.port)
@@ -271,16 +286,16 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
                 gaps,
                 found,
                 unnamed,
-                getattr(receipt, "digest", None) if view.minted else None,
+                _fingerprint(receipt) if view.minted else None,
                 wire,
                 parents.get(view.span_id),
             )
         )
     collisions = []
-    verified = [e for e in epochs if e.status == VerdictStatus.VERIFIED and e.digest]
+    verified = [e for e in epochs if e.status == VerdictStatus.VERIFIED and e.fingerprint]
     for index, first in enumerate(verified):
         for second in verified[index + 1 :]:
-            if first.digest == second.digest and first.wire != second.wire:
+            if first.fingerprint == second.fingerprint and first.wire != second.wire:
                 collisions.append((first.epoch, second.epoch))
     return Outcome(scenario, result["versions"], len(requests), tuple(epochs), tuple(collisions))
 
@@ -314,5 +329,7 @@ def describe(outcome: Outcome) -> str:
             f"- PARENT epoch {epoch.epoch} names {epoch.parent}, grew from {epoch.expected_parent}"
         )
     for first, second in outcome.collisions:
-        lines.append(f"- COLLISION epochs {first} and {second}: one digest, two wire requests")
+        lines.append(
+            f"- COLLISION epochs {first} and {second}: one receipt fingerprint, two wire requests"
+        )
     return "\n".join(lines)
