@@ -144,6 +144,7 @@ def mint_on_span(
             provider if isinstance(provider, str) else None,
         ),
         content_keys=(),
+        convention=adapted.convention,
     )
     facts = CallFacts(
         key=key,

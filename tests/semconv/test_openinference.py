@@ -181,18 +181,18 @@ def test_completion_prompts_are_user_messages() -> None:
     [
         ({f"{M}.0.message.role": None, f"{M}.0.message.content": None}, names.REASON_NOT_CAPTURED),
         ({f"{M}.0.message.content": "__REDACTED__"}, names.REASON_REDACTED),
-        ({f"{M}.2.message.role": "user"}, names.REASON_UNREADABLE),
+        ({f"{M}.2.message.role": "user"}, names.REASON_CUT),
         ({f"{M}.0.message.role": 3}, names.REASON_UNREADABLE),
         ({f"{M}.0.message.name": ["x"]}, names.REASON_UNREADABLE),
         ({f"{M}.0.message.tool_calls.0.tool_call.id": "c"}, names.REASON_UNREADABLE),
-        ({f"{M}.0.message.contents.1.message_content.type": "text"}, names.REASON_UNREADABLE),
+        ({f"{M}.0.message.contents.1.message_content.type": "text"}, names.REASON_CUT),
         ({f"{M}.0.message.contents.0.message_content.text": "x"}, names.REASON_UNREADABLE),
         ({f"{M}.0.message.contents.0.message_content.type": "image",
           f"{M}.0.message.contents.0.message_content.image.image.url": "__REDACTED__"},
          names.REASON_REDACTED),
         ({"llm.tools.0.tool.json_schema": "__REDACTED__"}, names.REASON_REDACTED),
         ({"llm.tools.0.tool.json_schema": '{"type":"function"}'}, names.REASON_UNREADABLE),
-        ({"llm.tools.1.tool.json_schema": '{"name":"f"}'}, names.REASON_UNREADABLE),
+        ({"llm.tools.1.tool.json_schema": '{"name":"f"}'}, names.REASON_CUT),
     ],
 )  # fmt: skip
 def test_spans_without_a_whole_request_give_a_reason(extra: dict[str, Any], reason: str) -> None:
