@@ -14,7 +14,8 @@ The comparable form keeps what the model is shown and what steers it:
 - ``tools``: ``(name, description, parameters)``.
 - ``model`` and ``params``: every dial the request set, under one name per meaning (``stop``,
   ``max_tokens``, ``tool_choice`` as ``auto``/``none``/``required``/``{"tool": name}``,
-  ``parallel_tool_calls``, ``thinking_budget``, ...). Transport switches (``stream``,
+  ``parallel_tool_calls`` (Anthropic: ``tool_choice.disable_parallel_tool_use``),
+  ``thinking_budget``, ...). Transport switches (``stream``,
   ``stream_options``) and bookkeeping (``metadata``, ``user``) are not dials.
 """
 
@@ -25,6 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+# Anthropic's switch for one tool call per turn lives inside tool_choice, so it is compared (and
+# named by gaps) as part of it.
+_NO_PARALLEL: Final = "tool_choice.disable_parallel_tool_use"
 # Request keys that neither show the model anything nor steer it.
 _NOT_DIALS: Final = frozenset(
     {"messages", "system", "tools", "model", "stream", "stream_options", "metadata", "user"}
@@ -170,7 +174,7 @@ def from_anthropic(body: Mapping[str, Any]) -> Comparable:
         elif key == "tool_choice":
             params["tool_choice"] = _choice(value)
             if value.get("disable_parallel_tool_use"):
-                params["parallel_tool_calls"] = False
+                params[_NO_PARALLEL] = True
         elif key == "thinking":
             if value.get("type") == "enabled":
                 params["thinking_budget"] = value.get("budget_tokens")
@@ -229,10 +233,20 @@ def from_view(view: Any) -> Comparable:
     params: dict[str, Any] = {}
     for key, recorded in (view.params or {}).items():
         name, value = _VIEW_PARAMS.get(key, key), recorded
-        if key == "thinking" and isinstance(recorded, Mapping):
-            name, value = "thinking_budget", recorded.get("budget_tokens")
+        if key == "thinking":  # a budget, or Anthropic's {"type", "budget_tokens"}
+            name = "thinking_budget"
+            if isinstance(recorded, Mapping):
+                value = recorded.get("budget_tokens") if recorded.get("type") == "enabled" else None
         if name == "n" and value == 1:
             continue  # one choice is what a request that sets no n gets
+        if (
+            name == "tool_choice"
+            and isinstance(value, Mapping)
+            and value.get("disable_parallel_tool_use")
+        ):
+            params[_NO_PARALLEL] = True
+        if name == "parallel_tool_calls" and view.provider == "anthropic":
+            name, value = _NO_PARALLEL, True if value is False else None
         params[name] = _choice(value) if name == "tool_choice" else _plain(value)
     return Comparable(tuple(system), tuple(messages), tools, view.model, params)
 

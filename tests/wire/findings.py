@@ -1,5 +1,6 @@
 """Run every wire scenario and print what it found, as Markdown: a table of verdict counts, then
-each kind of overclaim grouped by field with the epochs it hit and one example.
+each kind of overclaim grouped by field with the epochs it hit and one example; then the
+differences that gaps do name on epochs that are not verified (what the record lacks, by design).
 
     python -m tests.wire.findings [scenario ...] > findings.md
 """
@@ -28,7 +29,15 @@ def _section(outcome: Outcome) -> list[str]:
     versions = ", ".join(f"{k} {v}" for k, v in sorted(outcome.versions.items()))
     lines.append(f"{outcome.scenario.instrumentation}; {versions}")
     groups: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for label, items in (("overclaim", outcome.overclaims), ("unnamed", outcome.unnamed)):
+    named = [
+        (e, d)
+        for e in outcome.epochs
+        if e.status != "verified"
+        for d in e.differences
+        if d not in e.unnamed
+    ]
+    kinds = (("overclaim", outcome.overclaims), ("unnamed", outcome.unnamed), ("named", named))
+    for label, items in kinds:
         for epoch, diff in items:
             groups[(label, diff.field + (f": {diff.aspect}" if diff.aspect else ""))].append(
                 (epoch, diff)

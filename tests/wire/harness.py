@@ -61,7 +61,9 @@ class Scenario:
 
 
 SCENARIOS: Final = (
-    Scenario("openai-control", "genai-openai", env_vars=_GENAI_CONTENT, control=True),
+    # The control: the instrumentation that records every field this agent sets, limits raised.
+    Scenario("openai-control", "openinference-openai", profile="dials", control=True),
+    Scenario("openai-genai", "genai-openai", env_vars=_GENAI_CONTENT),
     Scenario("openai-openinference-default-limits", "openinference-openai", limits=None),
     Scenario(
         "openai-openinference-value-limit",
@@ -76,7 +78,6 @@ SCENARIOS: Final = (
     ),
     Scenario("openai-v2-no-tool-definitions", "openai-v2", env_vars=_GENAI_CONTENT),
     Scenario("openai-genai-forced-tool", "genai-openai", profile="dials", env_vars=_GENAI_CONTENT),
-    Scenario("openai-openinference-forced-tool", "openinference-openai", profile="dials"),
     Scenario("anthropic-genai", "genai-anthropic", env_vars=_GENAI_CONTENT),
     Scenario(
         "anthropic-hook",
@@ -174,22 +175,40 @@ def run_agent(scenario: Scenario, tmp: Path, port: int) -> dict[str, Any]:
 
 
 def _listed(detail: str) -> set[str] | None:
-    """The fields a gap's detail enumerates ("not recorded: a, b"), if it enumerates any."""
-    found = re.search(r"not (?:on )?record(?:ed)?[^:]*: (.+)$", detail)
+    """The fields a gap's detail enumerates ("not recorded by <scope>: a, b"), if it does."""
+    found = re.search(r"not (?:on record|recorded|set)[^:]*: (.+)$", detail)
     if found is None:
         return None
     return {item.strip().strip("'\"") for item in re.split(r"[,;]", found.group(1))}
 
 
-def names_field(kind: str, detail: str, name: str) -> bool:
-    """Whether a gap of ``kind`` with ``detail`` names the view field ``name`` (``params.seed``
-    is named by a gap covering ``params`` that lists no fields, or lists ``seed``)."""
+# The comparable form's names for what af_otel's gaps call otherwise.
+_AF_NAMES: Final = {
+    "stop": "stop_sequences",
+    "thinking_budget": "thinking",
+    "n": "choice_count",
+    "tool result error flag": "tool_result.is_error",
+    "thinking signature": "reasoning.signature",
+}
+
+
+def names_field(kind: str, detail: str, name: str, aspect: str = "") -> bool:
+    """Whether a gap of ``kind`` with ``detail`` names the difference in view field ``name``
+    (``params.seed``, or ``messages`` with an ``aspect``): the gap must cover the field, and if
+    its detail lists fields, list this one (a dial, or a message-level flag such as a tool
+    result's error flag)."""
     spec = af_otel.SERVED_GAPS[kind]
     top, _, leaf = name.partition(".")
     if not any(top == f or top.startswith(f + ".") for f in spec.view_fields):
         return False
     listed = _listed(detail)
-    return listed is None or top in listed or (bool(leaf) and leaf in listed)
+    if listed is None:
+        return True
+    specific = _AF_NAMES.get(leaf or aspect, leaf or aspect)
+    # a part of a field (tool_choice.disable_parallel_tool_use) is named with the field
+    return top in listed or (
+        bool(specific) and (specific in listed or specific.split(".")[0] in listed)
+    )
 
 
 def _match(
@@ -272,7 +291,9 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
         unnamed = ()
         if verdict.status != VerdictStatus.VERIFIED:
             unnamed = tuple(
-                d for d in found if not any(names_field(k, detail, d.field) for k, detail in gaps)
+                d
+                for d in found
+                if not any(names_field(k, detail, d.field, d.aspect) for k, detail in gaps)
             )
         receipt = view.receipt
         epochs.append(

@@ -167,7 +167,12 @@ def test_openai_tool_messages_and_dials_convert() -> None:
 def test_a_gap_names_a_field_it_covers_and_lists() -> None:
     """A gap that enumerates fields names only those; one that covers a field and lists none
     names it; one that does not cover it never does."""
-    assert names_field("provider-defaults", "not recorded: temperature, seed", "params.seed")
-    assert not names_field("provider-defaults", "not recorded: temperature", "params.tool_choice")
+    assert names_field("provider-defaults", "not set: temperature, seed", "params.seed")
+    assert not names_field("provider-defaults", "not set: temperature", "params.tool_choice")
+    assert names_field("provider-defaults", "not set: stop_sequences", "params.stop")
+    listing = "not recorded by some.scope: tool_choice, tool_result.is_error"
+    assert names_field("unrecorded-field", listing, "messages", "tool result error flag")
+    assert not names_field("unrecorded-field", listing, "messages", "thinking signature")
+    assert not names_field("unrecorded-field", listing, "messages", "text cut")
     assert names_field("no-conversation-on-record", "", "messages")
     assert not names_field("thinking-replay", "reasoning withheld or sealed", "params.seed")
