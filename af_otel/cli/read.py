@@ -290,7 +290,7 @@ def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextI
     elif not view.is_recorded("tools"):
         print(f"  tools: not recorded by {view.recorded_by or 'the instrumentation'}", file=out)
     else:
-        choice = (view.params or {}).get("tool_choice")
+        choice = view.params.get("tool_choice") if view.params else None
         forbidden = choice == "none" or (
             isinstance(choice, Mapping) and choice.get("type") == "none"
         )
