@@ -8,12 +8,16 @@ from typing import Any
 import pytest
 
 from af_otel import names
+from af_otel.model import Request
 from af_otel.semconv import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_PARAMS_UNREADABLE,
     NOTE_TOOLS_NOT_CAPTURED,
     adapt,
+    ledger,
 )
+
+from . import expected
 
 M = "llm.input_messages"
 
@@ -181,21 +185,104 @@ def test_completion_prompts_are_user_messages() -> None:
     [
         ({f"{M}.0.message.role": None, f"{M}.0.message.content": None}, names.REASON_NOT_CAPTURED),
         ({f"{M}.0.message.content": "__REDACTED__"}, names.REASON_REDACTED),
-        ({f"{M}.2.message.role": "user"}, names.REASON_UNREADABLE),
+        ({f"{M}.2.message.role": "user"}, names.REASON_CUT),
         ({f"{M}.0.message.role": 3}, names.REASON_UNREADABLE),
         ({f"{M}.0.message.name": ["x"]}, names.REASON_UNREADABLE),
         ({f"{M}.0.message.tool_calls.0.tool_call.id": "c"}, names.REASON_UNREADABLE),
-        ({f"{M}.0.message.contents.1.message_content.type": "text"}, names.REASON_UNREADABLE),
+        ({f"{M}.0.message.contents.1.message_content.type": "text"}, names.REASON_CUT),
         ({f"{M}.0.message.contents.0.message_content.text": "x"}, names.REASON_UNREADABLE),
         ({f"{M}.0.message.contents.0.message_content.type": "image",
           f"{M}.0.message.contents.0.message_content.image.image.url": "__REDACTED__"},
          names.REASON_REDACTED),
         ({"llm.tools.0.tool.json_schema": "__REDACTED__"}, names.REASON_REDACTED),
         ({"llm.tools.0.tool.json_schema": '{"type":"function"}'}, names.REASON_UNREADABLE),
-        ({"llm.tools.1.tool.json_schema": '{"name":"f"}'}, names.REASON_UNREADABLE),
+        ({"llm.tools.1.tool.json_schema": '{"name":"f"}'}, names.REASON_CUT),
     ],
 )  # fmt: skip
 def test_spans_without_a_whole_request_give_a_reason(extra: dict[str, Any], reason: str) -> None:
     """Hidden, placeholder, holed or mistyped content never yields a request."""
     adapted = adapt(span(**extra))
     assert (adapted.request, adapted.absent_reason) == (None, reason)
+
+
+def test_anthropic_thinking_and_tool_use_entries_read_as_the_request_held_them() -> None:
+    """openinference-anthropic's reasoning entry is a reasoning part with its signature, and its
+    tool_use entry (a copy of the tool call) is not a part of its own."""
+    a = f"{M}.1.message"
+    adapted = adapt(
+        span(
+            **{
+                f"{a}.role": "assistant",
+                f"{a}.contents.0.message_content.type": "reasoning",
+                f"{a}.contents.0.message_content.text": "Weighing it.",
+                f"{a}.contents.0.message_content.signature": "sig==",
+                f"{a}.contents.1.message_content.type": "tool_use",
+                f"{a}.contents.1.tool_call.id": "t1",
+                f"{a}.contents.1.tool_call.function.name": "get_time",
+                f"{a}.tool_calls.0.tool_call.id": "t1",
+                f"{a}.tool_calls.0.tool_call.function.name": "get_time",
+                f"{a}.tool_calls.0.tool_call.function.arguments": "{}",
+            }
+        )
+    )
+    assert adapted.request is not None
+    parts = adapted.request["messages"][1]["parts"]  # type: ignore[index]
+    assert parts == [
+        {"type": "reasoning", "content": "Weighing it.", "signature": "sig=="},
+        {"type": "tool_call", "id": "t1", "name": "get_time", "arguments": "{}"},
+    ]
+
+
+def test_steering_settings_are_read_from_the_invocation_parameters() -> None:
+    """tool_choice, parallel_tool_calls, response_format, reasoning_effort and thinking are read."""
+    given = {
+        "model": "gpt-4o",
+        "tool_choice": "none",
+        "parallel_tool_calls": False,
+        "response_format": {"type": "json_object"},
+        "reasoning_effort": "low",
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    }
+    adapted = adapt(span(**{"llm.invocation_parameters": json.dumps(given)}))
+    assert adapted.request is not None
+    params = adapted.request["params"]
+    assert params == {k: v for k, v in given.items() if k != "model"}
+
+
+def test_a_model_taken_from_the_response_is_named_unrecorded() -> None:
+    """Without a request model on the span, `model` is an unrecorded field."""
+    plain = span(**{"llm.invocation_parameters": json.dumps({"temperature": 0.3})})
+    adapted = adapt(plain)
+    assert adapted.request is not None
+    request = Request.from_dict(adapted.request)
+    scope = "openinference.instrumentation.openai"
+    assert "model" in ledger.unrecorded(request, scope, "openinference", adapted.notes)
+    whole = adapt(span())
+    assert whole.request is not None
+    named = Request.from_dict(whole.request)
+    assert "model" not in ledger.unrecorded(named, scope, "openinference", whole.notes)
+
+
+def test_an_anthropic_request_reads_back_in_the_messages_api_shape() -> None:
+    """openinference-anthropic's system message is the request's system, and tool results it split
+    off a user turn join that turn again: the same request as genai-anthropic records it."""
+    attrs = {
+        "openinference.span.kind": "LLM",
+        "llm.provider": "anthropic",
+        "llm.invocation_parameters": json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 256}),
+        f"{M}.0.message.role": "system",
+        f"{M}.0.message.content": "You are a helpful assistant.",
+        f"{M}.1.message.role": "user",
+        f"{M}.1.message.content": "What is the weather in Paris?",
+        f"{M}.2.message.role": "assistant",
+        f"{M}.2.message.tool_calls.0.tool_call.id": "call_1",
+        f"{M}.2.message.tool_calls.0.tool_call.function.name": "get_weather",
+        f"{M}.2.message.tool_calls.0.tool_call.function.arguments": '{"city":"Paris"}',
+        f"{M}.3.message.role": "tool",
+        f"{M}.3.message.tool_call_id": "call_1",
+        f"{M}.3.message.content": "18C and sunny",
+        "llm.tools.0.tool.json_schema": json.dumps(expected.WEATHER_TOOL),
+    }
+    adapted = adapt(attrs)
+    assert adapted.request is not None
+    assert Request.from_dict(adapted.request) == Request.from_dict(expected.anthropic_weather())
