@@ -44,7 +44,13 @@ from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
 from af_otel.store import Store, open_store
 
-__all__ = ["count_verdicts", "demo_readback", "register"]
+__all__ = [
+    "add_key_options",
+    "count_verdicts",
+    "demo_readback",
+    "key_from_args",
+    "register",
+]
 
 EXIT_OK: Final = 0
 EXIT_DAMAGED: Final = 1
@@ -152,7 +158,8 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epoch", metavar="K", type=int, help="only this epoch (with --run)")
 
 
-def _add_key(parser: argparse.ArgumentParser) -> None:
+def add_key_options(parser: argparse.ArgumentParser) -> None:
+    """``--key-file``: the option every command that checks keyed receipts takes."""
     parser.add_argument(
         "--key-file",
         metavar="PATH",
@@ -170,7 +177,7 @@ def register(subparsers: Any) -> None:
     """Add ``served``, ``verify``, ``gaps`` and ``report`` to the ``af-otel`` command."""
     served = subparsers.add_parser("served", help="print what each LLM call was served", **_EXITS)
     _add_source(served)
-    _add_key(served)
+    add_key_options(served)
     served.add_argument("--full", action="store_true", help="print long contents whole")
     served.add_argument("--json", action="store_true", help="one JSON object per view")
     served.set_defaults(func=_guarded(served_command))
@@ -183,7 +190,7 @@ def register(subparsers: Any) -> None:
         **_EXITS,
     )
     _add_source(check)
-    _add_key(check)
+    add_key_options(check)
     check.add_argument("--json", action="store_true", help="one JSON object per verdict")
     check.set_defaults(func=_guarded(verify_command))
 
@@ -194,7 +201,7 @@ def register(subparsers: Any) -> None:
 
     report = subparsers.add_parser("report", help="write one self-contained HTML report", **_EXITS)
     _add_source(report)
-    _add_key(report)
+    add_key_options(report)
     report.add_argument("-o", "--output", default="report.html", help="where to write the page")
     report.add_argument("--title", default="af_otel report", help="the page title")
     report.set_defaults(func=_guarded(report_command))
@@ -222,7 +229,9 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 # -- reading -----------------------------------------------------------------------------------
 
 
-def _key(args: argparse.Namespace) -> bytes | None:
+def key_from_args(args: argparse.Namespace) -> bytes | None:
+    """The key of keyed receipts: ``--key-file``, else ``$AF_OTEL_KEY``, else the file
+    ``$AF_OTEL_KEY_FILE`` names; None when none is given."""
     path = getattr(args, "key_file", None)
     if path:
         return Path(path).read_bytes().strip() or None
@@ -588,7 +597,7 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
 
 def served_command(args: argparse.Namespace) -> int:
     views, _, _ = load_views(args)
-    verdicts = _verdicts_or_none(views, _key(args))
+    verdicts = _verdicts_or_none(views, key_from_args(args))
     for view, verdict in zip(views, verdicts, strict=True):
         if args.json:
             sys.stdout.write(_json_text(view_json(view, verdict)) + "\n")
@@ -628,7 +637,7 @@ def count_verdicts(
 
 def verify_command(args: argparse.Namespace) -> int:
     views, _, where, store = load_views_and_store(args)
-    verdicts = verify_all(views, _key(args))
+    verdicts = verify_all(views, key_from_args(args))
     for verdict in verdicts:
         if args.json:
             sys.stdout.write(_json_text(verdict_json(verdict)) + "\n")
@@ -694,7 +703,7 @@ def gaps_command(args: argparse.Namespace) -> int:
 
 def report_command(args: argparse.Namespace) -> int:
     views, _, where = load_views(args)
-    verdicts = _verdicts_or_none(views, _key(args))
+    verdicts = _verdicts_or_none(views, key_from_args(args))
     page = render_report(views, verdicts, title=args.title, source=where)
     output = Path(args.output)
     output.write_text(page, encoding="utf-8")
