@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from af_otel import names
-from af_otel.errors import ReaderError, SourceError, StoreError
+from af_otel.errors import ReaderError, SourceError, StoreError, TraceNotFoundError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import SpanStream, read_spans
 from af_otel.reader.verify import Verdict, verify
@@ -34,9 +34,6 @@ TRACES_KEPT: Final = 32
 # zeros, and some Tempo views shorten ids the same way; they are padded back.
 _TRACE_ID: Final = re.compile(r"[0-9a-f]{1,32}")
 _SPAN_ID: Final = re.compile(r"[0-9a-f]{1,16}")
-# How the backend sources word a trace the backend does not have (Tempo and Jaeger answer 404,
-# Phoenix an empty page); a missing project or API is a failed backend, not an unknown id.
-_NOT_FOUND: Final = ": trace not found ("
 
 
 class TraceSource(Protocol):
@@ -214,10 +211,8 @@ class Evidence:
         assert self.source is not None
         try:
             loaded = self._load(self.source.trace(trace_id, lenient=self.lenient))
-        except SourceError as exc:
-            if _NOT_FOUND in str(exc):
-                raise ReaderError(f"{self.label} has no trace {trace_id}") from None
-            raise
+        except TraceNotFoundError:  # an id that names nothing, not a failed backend
+            raise ReaderError(f"{self.label} has no trace {trace_id}") from None
         with self._lock:
             self._traces[trace_id] = loaded
             self._traces.move_to_end(trace_id)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from af_otel.cli import main
 from af_otel.cli.read import _fetching
-from af_otel.errors import SourceError
+from af_otel.errors import SourceError, TraceNotFoundError
 from af_otel.processor import run
 from af_otel.reader.sources import (
     JaegerSource,
@@ -394,6 +394,20 @@ class TestPhoenixPages:
         """Phoenix's 404 for an unknown project names the project and the server; an API key
         travels as a bearer token."""
         seen: list[dict[str, str]] = []
-        with serve({}, seen) as url, pytest.raises(SourceError, match=r"no project 'nope'"):
+        with (
+            serve({}, seen) as url,
+            pytest.raises(SourceError, match=r"no project 'nope'") as caught,
+        ):
             PhoenixSource(url, "nope", api_key="k").window(Window.since("1h"))
         assert seen[0]["authorization"] == "Bearer k"
+        assert not isinstance(caught.value, TraceNotFoundError)  # the backend is misnamed
+
+    def test_a_trace_without_spans_is_not_found(self) -> None:
+        """A trace id with no span in the project is a TraceNotFoundError naming the project."""
+        empty = b'{"data": [], "next_cursor": null}'
+        routes = {"/v1/projects/default/spans/otlpv1": (200, empty)}
+        with (
+            serve(routes) as url,
+            pytest.raises(TraceNotFoundError, match=r"no spans in 'default'"),
+        ):
+            PhoenixSource(url).trace("ab" * 16)
