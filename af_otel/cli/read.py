@@ -49,6 +49,7 @@ __all__ = [
     "count_verdicts",
     "demo_readback",
     "key_from_args",
+    "open_existing_store",
     "register",
 ]
 
@@ -359,14 +360,32 @@ def print_notes(stream: object, where: str, command: str) -> None:
         print(f"af-otel {command}: {where}: {_note_text(note)}", file=sys.stderr)
 
 
-def _store_named(args: argparse.Namespace) -> tuple[str, str | None]:
-    """The store URL the arguments name, and what named it (None for the built-in default)."""
-    if args.store is not None:
-        return args.store, "--store"
+def _store_named(given: str | None) -> tuple[str, str | None]:
+    """The store URL ``--store`` (``given``) names, else the environment or the default, and
+    what named it (None for the built-in default)."""
+    if given is not None:
+        return given, "--store"
     env = os.environ.get(names.ENV_STORE)
     if env:
         return env, f"${names.ENV_STORE}"
     return names.DEFAULT_STORE, None
+
+
+def _store_refused(url: str, named_by: str | None, exc: StoreError) -> StoreError:
+    """A store refusal naming the option (or variable, or default) that chose the store."""
+    option = f"{named_by} {url}" if named_by else f"the default store {url} (no --store given)"
+    hint = "" if named_by == "--store" else "; name the store with --store"
+    return StoreError(f"{option}: {exc}{hint}")
+
+
+def open_existing_store(given: str | None) -> Store:
+    """The store ``--store`` (``given``; None: ``$AF_OTEL_STORE``, else the default) names,
+    which must exist (`open_store` with ``must_exist``); a StoreError naming the option else."""
+    url, named_by = _store_named(given)
+    try:
+        return open_store(url, must_exist=True)
+    except StoreError as exc:
+        raise _store_refused(url, named_by, exc) from exc
 
 
 def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) -> Store:
@@ -374,8 +393,7 @@ def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) 
     stored blobs and the store cannot be theirs: it does not exist, is not a directory, or holds
     none of them. A named store that is not there while the trace needs no blob is only warned
     about: no verdict depends on it."""
-    url, named_by = _store_named(args)
-    option = f"{named_by} {url}" if named_by else f"the default store {url} (no --store given)"
+    url, named_by = _store_named(args.store)
     refs = referenced_blobs(records)
     try:
         store = open_store(url)
@@ -387,8 +405,8 @@ def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) 
             if refs:
                 raise
             print(
-                f"af-otel {args.command}: {option}: {exc} (the trace refers to no stored blob, "
-                "so none is needed)",
+                f"af-otel {args.command}: {_store_refused(url, named_by, exc)} (the trace "
+                "refers to no stored blob, so none is needed)",
                 file=sys.stderr,
             )
         if refs and not any(store.has(address) for address in refs):
@@ -397,8 +415,7 @@ def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) 
                 f"(e.g. {refs[0]}): give the store the spans were written with"
             )
     except StoreError as exc:
-        hint = "" if named_by == "--store" else "; name the store with --store"
-        raise StoreError(f"{option}: {exc}{hint}") from exc
+        raise _store_refused(url, named_by, exc) from exc
     return store
 
 

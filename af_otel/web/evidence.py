@@ -14,16 +14,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final, Protocol
 
-from af_otel import names
-from af_otel.errors import ReaderError, SourceError, StoreError, TraceNotFoundError
+from af_otel.cli.read import open_existing_store
+from af_otel.errors import ReaderError, SourceError, TraceNotFoundError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import SpanStream, read_spans
 from af_otel.reader.verify import Verdict, verify
 from af_otel.reader.view import ServedView, served_views
-from af_otel.store import open_store
 
 __all__ = ["TRACES_KEPT", "Evidence", "Shown", "TraceSource", "check_ids"]
 
@@ -89,20 +87,6 @@ def check_ids(trace_id: str, span_id: str | None = None) -> tuple[str, str | Non
     if not _SPAN_ID.fullmatch(span):
         raise ValueError(f"{span_id!r} is not a span id (up to 16 hex digits)")
     return trace.rjust(32, "0"), span.rjust(16, "0")
-
-
-def _check_store(store: str | None) -> None:
-    """A local store that is not a directory names nothing a trace refers to: say so, instead
-    of showing every epoch with a missing base. URLs are the store backend's to judge."""
-    url = store if store is not None else (os.environ.get(names.ENV_STORE) or names.DEFAULT_STORE)
-    if "://" in url or "::" in url:
-        return
-    what = f"--store {url}" if store is not None else f"the store {url} (no --store given)"
-    path = Path(url)
-    if not path.exists():
-        raise StoreError(f"{what}: no such directory")
-    if not path.is_dir():
-        raise StoreError(f"{what}: not a directory")
 
 
 class Evidence:
@@ -225,8 +209,7 @@ class Evidence:
             records: Sequence[SpanRecord] = tuple(stream)
         if not records and self.source is not None:
             raise ReaderError(f"{self.label} returned no span for that trace ({stream.source})")
-        _check_store(self.store)
-        views = served_views(records, store=open_store(self.store))
+        views = served_views(records, store=open_existing_store(self.store))
         verdicts: list[Verdict | None] = []
         for view in views:
             try:
