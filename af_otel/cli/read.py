@@ -103,10 +103,15 @@ class Progress:
             self.stream.flush()
 
 
-def _counted(spans: Iterable[SpanRecord], progress: Progress) -> Iterator[SpanRecord]:
-    for index, span in enumerate(spans, start=1):
-        progress.tick(index)
-        yield span
+def _counted(spans: Iterable[SpanRecord]) -> Iterator[SpanRecord]:
+    """The records of a file or of one trace, with a count of spans read on a terminal."""
+    progress = Progress("reading spans")
+    try:
+        for index, span in enumerate(spans, start=1):
+            progress.tick(index)
+            yield span
+    finally:
+        progress.done()
 
 
 # -- arguments ---------------------------------------------------------------------------------
@@ -246,6 +251,8 @@ def key_from_args(args: argparse.Namespace) -> bytes | None:
 
 
 def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
+    """The records the arguments name, counted on a terminal by one progress line (a window's
+    counts traces fetched, `_fetching`), where they come from, and the stream for its notes."""
     fail: Callable[[str], NoReturn] = args.source_parser.error  # usage, message, exit 2
     backend = next(
         (flag for flag in ("tempo", "jaeger", "phoenix") if getattr(args, flag, None)), None
@@ -266,7 +273,7 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
                 "give a FILE to read, or --tempo/--jaeger/--phoenix URL with --trace ID or --since"
             )
         stream = read_spans(args.file, lenient=args.lenient)
-        return stream, args.file, stream
+        return _counted(stream), args.file, stream
     if args.file:
         fail(f"give a FILE or --{backend} URL, not both")
     if args.trace and window is not None:
@@ -276,7 +283,7 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
     source = _backend(args, backend)
     if args.trace:
         stream = source.trace(args.trace, lenient=args.lenient)
-        return stream, stream.source, stream
+        return _counted(stream), stream.source, stream
     assert window is not None
     stream = _window_stream(args, source, window, fail)
     return _fetching(stream), stream.source, stream
@@ -433,11 +440,7 @@ def load_views_and_store(
     """`load_views`, plus the store the views were rebuilt with. Raises `NothingToRead` when no
     span is an LLM call af_otel enriched."""
     spans, where, stream = _spans(args)
-    progress = Progress("reading spans")
-    try:
-        records = tuple(_counted(spans, progress))
-    finally:
-        progress.done()
+    records = tuple(spans)
     print_notes(stream, where, args.command)
     skipped = getattr(stream, "skipped_lines", 0) + getattr(stream, "skipped_spans", 0)
     if skipped:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,6 +106,31 @@ class TestTempo:
         assert code == 0, out
         assert "window-run epoch 3: verified" in out
         assert "3 verified" in out
+
+    def test_the_cli_shows_one_progress_line_for_a_window(
+        self, recording: Recording, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """On a terminal a window read counts traces fetched, and no second counter of spans
+        read overwrites that line."""
+
+        class Terminal(io.StringIO):
+            def isatty(self) -> bool:
+                return True
+
+        terminal = Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        with serve(_tempo_routes(recording)) as url:
+            code = main(
+                ["verify", "--tempo", url, "--since", "1h", "--store", str(recording.store)]
+            )
+        assert code == 0
+        shown = terminal.getvalue()
+        assert "\rfetching traces " in shown
+        assert "reading spans" not in shown
+        from_file = Terminal()
+        monkeypatch.setattr(sys, "stderr", from_file)
+        assert main(["verify", str(recording.traces), "--store", str(recording.store)]) == 0
+        assert "\rreading spans " in from_file.getvalue()  # a file read keeps its own counter
 
     def test_a_partial_trace_and_a_search_at_its_limit_are_noted(
         self, recording: Recording
