@@ -16,6 +16,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, NoReturn, TextIO
 
@@ -26,13 +27,14 @@ from af_otel import names
 from af_otel.cli import EXIT_PIPE
 from af_otel.errors import AfOtelError, ReaderError, StoreError
 from af_otel.reader.blobs import referenced_blobs
-from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.reader.gaps import SERVED_GAPS, gap_why
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.report import render_report
 from af_otel.reader.sources import (
     JaegerSource,
     PhoenixSource,
     SourceFormat,
+    SourceNote,
     SpanStream,
     TempoSource,
     Window,
@@ -49,7 +51,7 @@ __all__ = [
     "count_verdicts",
     "demo_readback",
     "key_from_args",
-    "open_existing_store",
+    "open_checked_store",
     "register",
 ]
 
@@ -385,22 +387,17 @@ def _store_refused(url: str, named_by: str | None, exc: StoreError) -> StoreErro
     return StoreError(f"{option}: {exc}{hint}")
 
 
-def open_existing_store(given: str | None) -> Store:
-    """The store ``--store`` (``given``; None: ``$AF_OTEL_STORE``, else the default) names,
-    which must exist (`open_store` with ``must_exist``); a StoreError naming the option else."""
+def open_checked_store(
+    given: str | None,
+    records: Sequence[SpanRecord],
+    warn: Callable[[str], None] | None = None,
+) -> Store:
+    """The store ``--store`` (``given``; None: ``$AF_OTEL_STORE``, else the default) names, to
+    read ``records`` with; refused (StoreError naming the option) when the trace refers to stored
+    blobs and the store cannot be theirs: it does not exist (`open_store` with ``must_exist``),
+    or holds none of them. A named store that is not there while the trace needs no blob is only
+    passed to ``warn``: no verdict depends on it."""
     url, named_by = _store_named(given)
-    try:
-        return open_store(url, must_exist=True)
-    except StoreError as exc:
-        raise _store_refused(url, named_by, exc) from exc
-
-
-def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) -> Store:
-    """The store to read with, refused (StoreError naming the option) when the trace refers to
-    stored blobs and the store cannot be theirs: it does not exist, is not a directory, or holds
-    none of them. A named store that is not there while the trace needs no blob is only warned
-    about: no verdict depends on it."""
-    url, named_by = _store_named(args.store)
     refs = referenced_blobs(records)
     try:
         store = open_store(url)
@@ -411,11 +408,11 @@ def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) 
         except StoreError as exc:
             if refs:
                 raise
-            print(
-                f"af-otel {args.command}: {_store_refused(url, named_by, exc)} (the trace "
-                "refers to no stored blob, so none is needed)",
-                file=sys.stderr,
-            )
+            if warn is not None:
+                warn(
+                    f"{_store_refused(url, named_by, exc)} (the trace refers to no stored "
+                    "blob, so none is needed)"
+                )
         if refs and not any(store.has(address) for address in refs):
             raise StoreError(
                 f"it holds none of the {len(refs)} blob(s) the trace refers to "
@@ -426,19 +423,21 @@ def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) 
     return store
 
 
-def load_views(
-    args: argparse.Namespace,
-) -> tuple[tuple[ServedView, ...], tuple[SpanRecord, ...], str]:
-    """Read the spans the arguments name and rebuild the views they ask for."""
-    views, records, where, _ = load_views_and_store(args)
-    return views, records, where
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """What one read gave: the views asked for, every span record, where they were read, the
+    store the views were rebuilt with, and what the source noted about its own answer."""
+
+    views: tuple[ServedView, ...]
+    records: tuple[SpanRecord, ...]
+    where: str
+    store: Store
+    notes: tuple[SourceNote, ...]
 
 
-def load_views_and_store(
-    args: argparse.Namespace,
-) -> tuple[tuple[ServedView, ...], tuple[SpanRecord, ...], str, Store]:
-    """`load_views`, plus the store the views were rebuilt with. Raises `NothingToRead` when no
-    span is an LLM call af_otel enriched."""
+def load_views(args: argparse.Namespace) -> Loaded:
+    """Read the spans the arguments name and rebuild the views they ask for. Raises
+    `NothingToRead` when no span is an LLM call af_otel enriched."""
     spans, where, stream = _spans(args)
     records = tuple(spans)
     print_notes(stream, where, args.command)
@@ -449,7 +448,11 @@ def load_views_and_store(
         )
         for problem in getattr(stream, "problems", [])[:5]:
             print(f"  {problem}", file=sys.stderr)
-    store = open_checked_store(args, records)
+    store = open_checked_store(
+        args.store,
+        records,
+        warn=lambda text: print(f"af-otel {args.command}: {text}", file=sys.stderr),
+    )
     views = served_views(records, store=store)
     if not views:
         if skipped:  # what could not be read may have held the calls: not "nothing"
@@ -473,7 +476,7 @@ def load_views_and_store(
             raise ReaderError(
                 f"no epoch {args.epoch} in {where}" + (f" run {args.run!r}" if args.run else "")
             )
-    return views, records, where, store
+    return Loaded(views, records, where, store, tuple(getattr(stream, "notes", ())))
 
 
 def verify_all(views: Sequence[ServedView], key: bytes | None) -> list[Verdict]:
@@ -521,7 +524,14 @@ def _indent(text: str, by: str) -> str:
     return "\n".join(by + line for line in text.splitlines()) or by
 
 
-def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextIO) -> None:
+def print_view(
+    view: ServedView,
+    verdict: Verdict | None,
+    full: bool,
+    out: TextIO,
+    notes: Sequence[SourceNote] = (),
+) -> None:
+    """One view as text; ``notes`` (the source's) may be named as a gap's cause (`gap_why`)."""
     head = f"run {view.run_id} · epoch {view.epoch} (parent {view.parent})"
     where = f"span {view.span_id} · trace {view.trace_id}" + (
         f" · service {view.service}" if view.service else ""
@@ -539,7 +549,7 @@ def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextI
     print(f"  params {params}", file=out)
     for gap in view.gaps:
         cause = f" ({gap.cause})" if gap.cause else ""
-        print(f"  gap {gap.kind}{cause}: {gap.why}", file=out)
+        print(f"  gap {gap.kind}{cause}: {gap_why(gap, notes)}", file=out)
         if gap.detail:
             print(f"      found: {gap.detail}", file=out)
     if view.system is None:
@@ -616,13 +626,13 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
 
 
 def served_command(args: argparse.Namespace) -> int:
-    views, _, _ = load_views(args)
-    verdicts = _verdicts_or_none(views, key_from_args(args))
-    for view, verdict in zip(views, verdicts, strict=True):
+    loaded = load_views(args)
+    verdicts = _verdicts_or_none(loaded.views, key_from_args(args))
+    for view, verdict in zip(loaded.views, verdicts, strict=True):
         if args.json:
             sys.stdout.write(_json_text(view_json(view, verdict)) + "\n")
         else:
-            print_view(view, verdict, args.full, sys.stdout)
+            print_view(view, verdict, args.full, sys.stdout, loaded.notes)
     return EXIT_OK
 
 
@@ -656,7 +666,8 @@ def count_verdicts(
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    views, _, where, store = load_views_and_store(args)
+    loaded = load_views(args)
+    views, where, store = loaded.views, loaded.where, loaded.store
     verdicts = verify_all(views, key_from_args(args))
     for verdict in verdicts:
         if args.json:
@@ -684,8 +695,9 @@ def _verdict_line(verdict: Verdict) -> str:
 
 
 def gaps_command(args: argparse.Namespace) -> int:
-    views, records, where = load_views(args)
-    spans = {(s.trace_id, s.span_id): s for s in records}
+    loaded = load_views(args)
+    views, where = loaded.views, loaded.where
+    spans = {(s.trace_id, s.span_id): s for s in loaded.records}
     listed = 0
     for kind, spec in SERVED_GAPS.items():
         if args.kind and kind != args.kind:
@@ -695,7 +707,7 @@ def gaps_command(args: argparse.Namespace) -> int:
             continue
         listed += len(hits)
         print(f"{kind} ({len(hits)} call(s), {spec.relation})")
-        print(_indent(spec.why, "  "))
+        print(_indent(gap_why(hits[0][1], loaded.notes), "  "))
         for view, gap in hits:
             span = spans.get((view.trace_id, view.span_id))
             reported = span.attributes.get("gen_ai.request.model") if span is not None else None
@@ -722,9 +734,10 @@ def gaps_command(args: argparse.Namespace) -> int:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    views, _, where = load_views(args)
+    loaded = load_views(args)
+    views = loaded.views
     verdicts = _verdicts_or_none(views, key_from_args(args))
-    page = render_report(views, verdicts, title=args.title, source=where)
+    page = render_report(views, verdicts, title=args.title, source=loaded.where, notes=loaded.notes)
     output = Path(args.output)
     output.write_text(page, encoding="utf-8")
     print(f"wrote {output} ({len(views)} LLM call(s), {len(page):,} bytes)")
@@ -739,7 +752,7 @@ def demo_readback(out: str | os.PathLike[str], *, stream: TextIO | None = None) 
     target = stream if stream is not None else sys.stdout
     folder = Path(out)
     traces, store, tampered = folder / "traces.jsonl", folder / "store", folder / "tampered.jsonl"
-    views, verdicts = _demo_verdicts(traces, store)
+    views, verdicts, notes = _demo_verdicts(traces, store)
     print(f"read back {traces}:", file=target)
     for view, verdict in zip(views, verdicts, strict=True):
         gaps = ", ".join(f"{g.kind} ({g.cause})" if g.cause else g.kind for g in view.gaps)
@@ -747,14 +760,14 @@ def demo_readback(out: str | os.PathLike[str], *, stream: TextIO | None = None) 
         print(f"      gaps: {gaps or 'none'}", file=target)
     report = folder / "report.html"
     report.write_text(
-        render_report(views, verdicts, title="af-otel demo", source=str(traces)),
+        render_report(views, verdicts, title="af-otel demo", source=str(traces), notes=notes),
         encoding="utf-8",
     )
     print(f"  report  {report}", file=target)
     clean = not any(v.status is VerdictStatus.DAMAGED for v in verdicts)
     damaged: list[Verdict] = []
     if tampered.exists():
-        _, altered = _demo_verdicts(tampered, store)
+        _, altered, _ = _demo_verdicts(tampered, store)
         print(f"read back {tampered} (the tampered copy):", file=target)
         for verdict in altered:
             print(f"  {_verdict_line(verdict)}", file=target)
@@ -765,12 +778,14 @@ def demo_readback(out: str | os.PathLike[str], *, stream: TextIO | None = None) 
     return EXIT_OK if clean and (damaged or not tampered.exists()) else EXIT_DAMAGED
 
 
-def _demo_verdicts(traces: Path, store: Path) -> tuple[tuple[ServedView, ...], list[Verdict]]:
+def _demo_verdicts(
+    traces: Path, store: Path
+) -> tuple[tuple[ServedView, ...], list[Verdict], tuple[SourceNote, ...]]:
     stream = read_spans(traces)
     records = tuple(stream)
     print_notes(stream, str(traces), "demo")
     views = served_views(records, store=open_store(store, must_exist=True))
-    return views, verify_all(views, None)
+    return views, verify_all(views, None), tuple(stream.notes)
 
 
 def next_commands(folder: Path, damaged: Verdict | None) -> list[str]:

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from af_otel.cli.read import open_existing_store
+from af_otel.cli.read import open_checked_store
 from af_otel.errors import ReaderError, SourceError, TraceNotFoundError
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.sources import SpanStream, read_spans
+from af_otel.reader.sources import SourceNote, SpanStream, read_spans
 from af_otel.reader.verify import Verdict, verify
 from af_otel.reader.view import ServedView, served_views
 
@@ -43,13 +43,15 @@ class TraceSource(Protocol):
 @dataclass(frozen=True, slots=True)
 class Shown:
     """One epoch to show, with its verdict (None: a keyed receipt and no key), the epochs of its
-    run as far as the record holds them, where they were read, and what the backend noted."""
+    run as far as the record holds them, where they were read, and what the backend noted (its
+    ``SourceNote`` values, which a gap's sentence may name as its cause) and what the reader
+    skipped (text)."""
 
     view: ServedView
     verdict: Verdict | None
     run: tuple[tuple[ServedView, Verdict | None], ...]
     source: str
-    notes: tuple[str, ...]
+    notes: tuple[SourceNote | str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +59,7 @@ class _Loaded:
     views: tuple[ServedView, ...]
     verdicts: tuple[Verdict | None, ...]
     source: str
-    notes: tuple[str, ...]
+    notes: tuple[SourceNote | str, ...]
 
     def shown(self, index: int) -> Shown:
         view = self.views[index]
@@ -209,14 +211,14 @@ class Evidence:
             records: Sequence[SpanRecord] = tuple(stream)
         if not records and self.source is not None:
             raise ReaderError(f"{self.label} returned no span for that trace ({stream.source})")
-        views = served_views(records, store=open_existing_store(self.store))
+        views = served_views(records, store=open_checked_store(self.store, records))
         verdicts: list[Verdict | None] = []
         for view in views:
             try:
                 verdicts.append(verify(view, key=self._key))
             except ReaderError:  # a keyed receipt and no key: shown, not checked
                 verdicts.append(None)
-        notes = [str(note) for note in stream.notes]  # SourceNote or text: str() is the text
+        notes: list[SourceNote | str] = list(stream.notes)
         if stream.skipped:
             notes.append(f"{stream.skipped} unreadable line(s) or span(s) skipped")
         return _Loaded(tuple(views), tuple(verdicts), stream.source, tuple(notes))
