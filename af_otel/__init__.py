@@ -9,7 +9,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from af_otel.canonical import canonical_json, receipt_hash
-from af_otel.errors import AfOtelError, CanonicalJSONError
+from af_otel.errors import AfOtelError, CanonicalJSONError, TraceNotFoundError
 from af_otel.model import Request
 from af_otel.reader.gaps import SERVED_GAPS
 from af_otel.reader.sources import read_spans
@@ -51,6 +51,7 @@ __all__ = [
     "ReceiptSpanProcessor",
     "Request",
     "RunTagger",
+    "TraceNotFoundError",
     "canonical_json",
     "completion_hook",
     "llm_call",

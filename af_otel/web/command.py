@@ -13,7 +13,7 @@ import sys
 from typing import Any, Final
 
 from af_otel import names
-from af_otel.cli.read import _add_key, _key
+from af_otel.cli.read import add_key_options, key_from_args
 from af_otel.errors import AfOtelError
 from af_otel.reader.sources import JaegerSource, PhoenixSource, TempoSource
 from af_otel.web.evidence import TRACES_KEPT, Evidence, TraceSource
@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
         help=f"where bases and large payloads are (default ${names.ENV_STORE}, else "
         f"{names.DEFAULT_STORE})",
     )
-    _add_key(serve)
+    add_key_options(serve)
     serve.add_argument(
         "--lenient", action="store_true", help="skip unreadable lines and spans and say so"
     )
@@ -78,7 +78,7 @@ def evidence_from(args: argparse.Namespace) -> Evidence:
         raise AfOtelError("--project names a Phoenix project: add --phoenix URL")
     options: dict[str, Any] = {
         "store": args.store,
-        "key": _key(args),
+        "key": key_from_args(args),
         "lenient": args.lenient,
         "traces_kept": max(1, args.traces_kept),
     }

@@ -13,13 +13,14 @@ from urllib.parse import urlencode
 
 import orjson
 
-from af_otel.errors import SourceError, UnknownFormatError
+from af_otel.errors import SourceError, TraceNotFoundError, UnknownFormatError
 from af_otel.reader.sources.stream import SourceFormat
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "TRACE_NOT_FOUND",
     "expect_body",
     "get_bytes",
     "get_json",
@@ -28,6 +29,7 @@ __all__ = [
     "with_query",
 ]
 
+TRACE_NOT_FOUND: Final = "trace not found"
 _TRACE_ID: Final = re.compile(r"[0-9a-fA-F]{1,32}")
 _BODY_EXCERPT: Final = 200
 
@@ -45,12 +47,13 @@ def get_bytes(
     headers: Mapping[str, str],
     timeout: float,
     client: httpx.Client | None,
-    not_found: str | None = "trace not found",
+    not_found: str | None = TRACE_NOT_FOUND,
 ) -> bytes | None:
     """GET ``url`` and return its body; every failure is a ``SourceError`` naming the URL.
 
-    A 404 raises with ``not_found`` as the reason, or returns None when ``not_found`` is None (a
-    search that found nothing).
+    A 404 raises with ``not_found`` as the reason: `TRACE_NOT_FOUND` (the default, for a URL
+    naming one trace) as a ``TraceNotFoundError``, any other reason as a ``SourceError``. With
+    ``not_found`` None a 404 returns None (a search that found nothing).
     """
     try:
         import httpx  # noqa: PLC0415 - the optional `live` extra, loaded only to fetch
@@ -71,7 +74,8 @@ def get_bytes(
     if response.status_code == 404:
         if not_found is None:
             return None
-        raise SourceError(f"{url}: {not_found} (HTTP 404)")
+        error = TraceNotFoundError if not_found == TRACE_NOT_FOUND else SourceError
+        raise error(f"{url}: {not_found} (HTTP 404)")
     if response.status_code >= 400:
         excerpt = response.text[:_BODY_EXCERPT].strip()
         raise SourceError(f"{url}: HTTP {response.status_code}: {excerpt}")
@@ -92,7 +96,7 @@ def get_json(
     headers: Mapping[str, str],
     timeout: float,
     client: httpx.Client | None,
-    not_found: str = "trace not found",
+    not_found: str = TRACE_NOT_FOUND,
 ) -> object:
     """GET ``url`` and parse its JSON body; every failure is a ``SourceError`` naming the URL."""
     body = get_bytes(url, headers=headers, timeout=timeout, client=client, not_found=not_found)

@@ -18,9 +18,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-from af_otel.errors import SourceError
+from af_otel.errors import TraceNotFoundError
 from af_otel.reader.records import AttrValue, SpanRecord
-from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url, with_query
+from af_otel.reader.sources._http import (
+    TRACE_NOT_FOUND,
+    expect_body,
+    get_json,
+    trace_id_for_url,
+    with_query,
+)
 from af_otel.reader.sources._values import Problem
 from af_otel.reader.sources._window import Window
 from af_otel.reader.sources.otlp import span_record
@@ -83,7 +89,9 @@ class PhoenixSource:
         params: dict[str, str | int] = {"trace_id": hex_id, "limit": self._limit()}
         first = self._page(self.spans_url(params))
         if not first[1].get("data"):
-            raise SourceError(f"{first[0]}: trace not found (no spans in {self.project!r})")
+            raise TraceNotFoundError(
+                f"{first[0]}: {TRACE_NOT_FOUND} (no spans in {self.project!r})"
+            )
         stream = SpanStream(first[0], SourceFormat.PHOENIX, lenient=lenient)
         return stream.feed(self._pages(first, params, stream))
 
