@@ -33,7 +33,15 @@ from af_otel.reader.records import (
     StatusCode,
     freeze_attributes,
 )
-from af_otel.reader.sources._http import (
+from af_otel.reader.sources._window import Window
+from af_otel.reader.sources.decoders import (
+    Problem,
+    array_text,
+    base64_text,
+    int_value,
+    message_field,
+)
+from af_otel.reader.sources.fetch import (
     expect_body,
     get_bytes,
     get_json,
@@ -41,14 +49,6 @@ from af_otel.reader.sources._http import (
     trace_id_for_url,
     with_query,
 )
-from af_otel.reader.sources._values import (
-    Problem,
-    array_text,
-    base64_text,
-    int_value,
-    message_field,
-)
-from af_otel.reader.sources._window import Window
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 

@@ -1,7 +1,7 @@
 """OTLP JSON ``ResourceSpans`` to span records: the body of OTLP files, Tempo and Jaeger v3.
 
 One tolerant decoder serves every OTLP-shaped body, because they differ only in encodings that
-``_values`` already accepts (hex or base64 ids, enum numbers or names, int64 as numbers or strings,
+``decoders`` already accepts (hex or base64 ids, enum numbers or names, int64 as numbers or strings,
 lowerCamelCase or proto field names, null for absent) and in Tempo 1.x's
 ``instrumentationLibrarySpans`` for today's ``scopeSpans``.
 """
@@ -19,7 +19,7 @@ from af_otel.reader.records import (
     StatusCode,
     freeze_attributes,
 )
-from af_otel.reader.sources._values import (
+from af_otel.reader.sources.decoders import (
     Problem,
     array_text,
     attributes,

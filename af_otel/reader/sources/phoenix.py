@@ -20,15 +20,15 @@ from urllib.parse import quote
 
 from af_otel.errors import TraceNotFoundError
 from af_otel.reader.records import AttrValue, SpanRecord
-from af_otel.reader.sources._http import (
+from af_otel.reader.sources._window import Window
+from af_otel.reader.sources.decoders import Problem
+from af_otel.reader.sources.fetch import (
     TRACE_NOT_FOUND,
     expect_body,
     get_json,
     trace_id_for_url,
     with_query,
 )
-from af_otel.reader.sources._values import Problem
-from af_otel.reader.sources._window import Window
 from af_otel.reader.sources.otlp import span_record
 from af_otel.reader.sources.stream import SourceFormat, SpanStream
 

@@ -18,7 +18,7 @@ from af_otel.reader.records import (
     StatusCode,
     freeze_attributes,
 )
-from af_otel.reader.sources._values import Problem, python_value
+from af_otel.reader.sources.decoders import Problem, python_value
 from af_otel.reader.sources.stream import SpanStream
 
 __all__ = ["is_readable_span", "sdk_records"]

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url, with_query
-from af_otel.reader.sources._values import message_field
 from af_otel.reader.sources._window import DEFAULT_WORKERS, Window, fetch_each
+from af_otel.reader.sources.decoders import message_field
+from af_otel.reader.sources.fetch import expect_body, get_json, trace_id_for_url, with_query
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
