@@ -7,20 +7,23 @@ fetch must surface as a ``SourceError`` that names the URL.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Final, NamedTuple
 from urllib.parse import urlencode
 
 import orjson
 
 from af_otel.errors import SourceError, TraceNotFoundError, UnknownFormatError
-from af_otel.reader.sources.stream import SourceFormat
+from af_otel.reader.sources.stream import SourceFormat, SpanStream
 
 if TYPE_CHECKING:
     import httpx
 
+    from af_otel.reader.records import SpanRecord
+
 __all__ = [
     "TRACE_NOT_FOUND",
+    "TraceApi",
     "expect_body",
     "get_bytes",
     "get_json",
@@ -115,3 +118,31 @@ def expect_body(doc: object, url: str, key: str, fmt: SourceFormat) -> Mapping[s
         return doc
     found = sorted(doc)[:5] if isinstance(doc, Mapping) else type(doc).__name__
     raise UnknownFormatError(f"{url}: expected {fmt.value}, got a body with {found}")
+
+
+class TraceApi(NamedTuple):
+    """A backend's trace-by-id endpoint: its path, the top key of its body, and that body's reader."""
+
+    path: str  # after the base URL, before the trace id: "/api/v2/traces/"
+    key: str
+    format: SourceFormat
+    records: Callable[[Mapping[str, object], str, SpanStream], Iterator[SpanRecord]]
+
+    def url(self, base_url: str, trace_id: str) -> str:
+        """The URL of ``trace_id`` (hex) on the backend at ``base_url``."""
+        return base_url.rstrip("/") + self.path + trace_id_for_url(base_url, trace_id)
+
+    def read(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        timeout: float,
+        client: httpx.Client | None,
+        lenient: bool,
+    ) -> SpanStream:
+        """GET one trace's body at ``url`` now and stream its spans; a failed request raises."""
+        doc = get_json(url, headers=headers, timeout=timeout, client=client)
+        body = expect_body(doc, url, self.key, self.format)
+        stream = SpanStream(url, self.format, lenient=lenient)
+        return stream.feed(self.records(body, url, stream))

@@ -42,11 +42,10 @@ from af_otel.reader.sources.decoders import (
     message_field,
 )
 from af_otel.reader.sources.fetch import (
+    TraceApi,
     expect_body,
     get_bytes,
-    get_json,
     parse_json,
-    trace_id_for_url,
     with_query,
 )
 from af_otel.reader.sources.otlp import resource_spans_records
@@ -75,6 +74,7 @@ ARRAY_KEYS: Final = frozenset(
         names.RECEIPT_MESSAGES_ADDED,
         names.RECEIPT_TOOLS_NAMES,
         names.RECEIPT_TOOLS_HASHES,
+        names.RECEIPT_UNRECORDED,
     }
 )
 
@@ -113,11 +113,8 @@ def jaeger_v3_records(
     Jaeger's query adjusters explain themselves in the span attribute ``@jaeger@warnings``; each
     warning becomes a note (a trace cut at the query's ``max_trace_size`` a truncation note).
     """
-    result = doc.get("result")
+    result = stream.member(doc.get("result"), dict, f"{origin}: result")
     if result is None:
-        return
-    if not isinstance(result, dict):
-        stream.problem(f"{origin}: result must be an object", unit="line")
         return
     for record in resource_spans_records(
         message_field(result, "resourceSpans"),
@@ -146,11 +143,8 @@ def jaeger_v1_records(
     """Records of a ``GET /api/traces/<id>`` (or search) body: ``{"data": [{"spans", ...}]}``."""
     for error in _list(doc.get("errors")):
         stream.note(f"{origin}: Jaeger reported an error: {error}", NoteKind.ERROR)
-    data = doc.get("data")
+    data = stream.member(doc.get("data"), list, f"{origin}: data")
     if data is None:
-        return
-    if not isinstance(data, list):
-        stream.problem(f"{origin}: data must be a list", unit="line")
         return
     index = 0
     for t, trace in enumerate(data):
@@ -167,13 +161,10 @@ def jaeger_v1_records(
                 text = f"{origin}: Jaeger warning on data[{t}].spans[{k}]: {warning}"
                 stream.note(text, _warning_kind(str(warning)))
             try:
-                record = _span(span, processes, origin)
+                yield _span(span, processes, origin)
             except Problem as exc:
                 stream.problem(f"{origin}: span {index} (data[{t}].spans[{k}]): {exc}", unit="span")
-                record = None
             index += 1
-            if record is not None:
-                yield record
 
 
 def _list(value: object) -> list[Any]:
@@ -345,6 +336,12 @@ def _tag_value(key: str, vtype: object, value: object, what: str) -> AttrValue:
     raise Problem(f"{where} has unknown type {vtype!r}")
 
 
+_APIS: Final = {
+    "v3": TraceApi("/api/v3/traces/", "result", SourceFormat.JAEGER_V3, jaeger_v3_records),
+    "v1": TraceApi("/api/traces/", "data", SourceFormat.JAEGER_V1, jaeger_v1_records),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class JaegerSource:
     """Fetch traces by id from Jaeger's query API (needs httpx: ``pip install 'af-otel[live]'``).
@@ -361,21 +358,17 @@ class JaegerSource:
 
     def trace_url(self, trace_id: str) -> str:
         """The URL ``trace`` fetches for ``trace_id`` (hex)."""
-        hex_id = trace_id_for_url(self.url, trace_id)
-        prefix = "/api/v3/traces/" if self.api == "v3" else "/api/traces/"
-        return self.url.rstrip("/") + prefix + hex_id
+        return _APIS[self.api].url(self.url, trace_id)
 
     def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream:
         """Fetch one trace now and return its spans; a missing trace or failed request raises."""
-        url = self.trace_url(trace_id)
-        doc = get_json(url, headers=self.headers, timeout=self.timeout, client=self.client)
-        if self.api == "v3":
-            body = expect_body(doc, url, "result", SourceFormat.JAEGER_V3)
-            stream = SpanStream(url, SourceFormat.JAEGER_V3, lenient=lenient)
-            return stream.feed(jaeger_v3_records(body, url, stream))
-        body = expect_body(doc, url, "data", SourceFormat.JAEGER_V1)
-        stream = SpanStream(url, SourceFormat.JAEGER_V1, lenient=lenient)
-        return stream.feed(jaeger_v1_records(body, url, stream))
+        return _APIS[self.api].read(
+            self.trace_url(trace_id),
+            headers=self.headers,
+            timeout=self.timeout,
+            client=self.client,
+            lenient=lenient,
+        )
 
     def search_url(self, window: Window, service: str, limit: int) -> str:
         """The FindTraces URL ``window`` asks for ``service``."""
@@ -426,16 +419,9 @@ class JaegerSource:
         self, body: bytes | None, url: str, stream: SpanStream, window: Window, limit: int
     ) -> Iterator[SpanRecord]:
         traces: set[str] = set()
+        api = _APIS[self.api]
         for doc in _chunks(body, url):
-            if self.api == "v3":
-                records = jaeger_v3_records(
-                    expect_body(doc, url, "result", stream.format), url, stream
-                )
-            else:
-                records = jaeger_v1_records(
-                    expect_body(doc, url, "data", stream.format), url, stream
-                )
-            for record in records:
+            for record in api.records(expect_body(doc, url, api.key, stream.format), url, stream):
                 if record.trace_id not in traces:
                     traces.add(record.trace_id)
                     stream.traces_read = len(traces)

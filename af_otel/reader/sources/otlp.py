@@ -71,13 +71,8 @@ def resource_spans_records(
     message points at the span whatever its nesting. Attributes named in ``text_arrays`` that
     arrive as JSON text are turned back into arrays (a store that keeps arrays as text).
     """
-    if batches is None:
-        return
-    if not isinstance(batches, list):
-        stream.problem(f"{origin}: {path} must be a list", unit="line")
-        return
     index = 0
-    for r, batch in enumerate(batches):
+    for r, batch in enumerate(stream.member(batches, list, f"{origin}: {path}") or ()):
         where = f"{path}[{r}]"
         if not isinstance(batch, dict):
             stream.problem(f"{origin}: {where} must be an object", unit="span")
@@ -97,16 +92,13 @@ def resource_spans_records(
             scope = _scope_name(block)
             for j, span in enumerate(spans_list(block)):
                 try:
-                    record = span_record(span, resource, scope, origin, text_arrays)
+                    yield span_record(span, resource, scope, origin, text_arrays)
                 except Problem as exc:
                     stream.problem(
                         f"{origin}: span {index} ({where}.{blocks_key}[{s}].spans[{j}]): {exc}",
                         unit="span",
                     )
-                    record = None
                 index += 1
-                if record is not None:
-                    yield record
 
 
 def _mapping(value: object, what: str) -> Mapping[str, Any]:

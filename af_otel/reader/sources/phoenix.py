@@ -46,19 +46,11 @@ def phoenix_records(
     doc: Mapping[str, object], origin: str, stream: SpanStream
 ) -> Iterator[SpanRecord]:
     """Records of one page: ``{"data": [OTLP JSON span, ...], "next_cursor": ...}``."""
-    spans = doc.get("data")
-    if spans is None:
-        return
-    if not isinstance(spans, list):
-        stream.problem(f"{origin}: data must be a list", unit="line")
-        return
-    for index, span in enumerate(spans):
+    for index, span in enumerate(stream.member(doc.get("data"), list, f"{origin}: data") or ()):
         try:
-            record = span_record(span, _NO_RESOURCE, "", origin)
+            yield span_record(span, _NO_RESOURCE, "", origin)
         except Problem as exc:
             stream.problem(f"{origin}: span {index} (data[{index}]): {exc}", unit="span")
-            continue
-        yield record
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,13 @@ from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources._window import DEFAULT_WORKERS, Window, fetch_each
 from af_otel.reader.sources.decoders import message_field
-from af_otel.reader.sources.fetch import expect_body, get_json, trace_id_for_url, with_query
+from af_otel.reader.sources.fetch import (
+    TraceApi,
+    expect_body,
+    get_json,
+    trace_id_for_url,
+    with_query,
+)
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
@@ -59,15 +65,18 @@ def tempo_v2_records(
             f"{origin}: Tempo returned a partial trace" + (f" ({message})" if message else ""),
             NoteKind.PARTIAL,
         )
-    trace = doc.get("trace")
+    trace = stream.member(doc.get("trace"), dict, f"{origin}: trace")
     if trace is None:
-        return iter(())
-    if not isinstance(trace, Mapping):
-        stream.problem(f"{origin}: trace must be an object", unit="line")
         return iter(())
     return resource_spans_records(
         message_field(trace, "resourceSpans"), origin, stream, path="trace.resourceSpans"
     )
+
+
+_APIS: Final = {
+    "v2": TraceApi("/api/v2/traces/", "trace", SourceFormat.TEMPO_V2, tempo_v2_records),
+    "v1": TraceApi("/api/traces/", "batches", SourceFormat.TEMPO_V1, tempo_v1_records),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,21 +96,17 @@ class TempoSource:
 
     def trace_url(self, trace_id: str) -> str:
         """The URL ``trace`` fetches for ``trace_id`` (hex)."""
-        hex_id = trace_id_for_url(self.url, trace_id)
-        prefix = "/api/v2/traces/" if self.api == "v2" else "/api/traces/"
-        return self.url.rstrip("/") + prefix + hex_id
+        return _APIS[self.api].url(self.url, trace_id)
 
     def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream:
         """Fetch one trace now and return its spans; a missing trace or failed request raises."""
-        url = self.trace_url(trace_id)
-        doc = get_json(url, headers=self.headers, timeout=self.timeout, client=self.client)
-        if self.api == "v2":
-            body = expect_body(doc, url, "trace", SourceFormat.TEMPO_V2)
-            stream = SpanStream(url, SourceFormat.TEMPO_V2, lenient=lenient)
-            return stream.feed(tempo_v2_records(body, url, stream))
-        body = expect_body(doc, url, "batches", SourceFormat.TEMPO_V1)
-        stream = SpanStream(url, SourceFormat.TEMPO_V1, lenient=lenient)
-        return stream.feed(tempo_v1_records(body, url, stream))
+        return _APIS[self.api].read(
+            self.trace_url(trace_id),
+            headers=self.headers,
+            timeout=self.timeout,
+            client=self.client,
+            lenient=lenient,
+        )
 
     def search_url(self, window: Window, query: str, limit: int) -> str:
         """The ``/api/search`` URL ``window`` asks (start and end in whole Unix seconds)."""
