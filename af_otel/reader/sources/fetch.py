@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
 from urllib.parse import urlencode
 
 import orjson
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TRACE_NOT_FOUND",
+    "ByTraceId",
     "TraceApi",
     "expect_body",
     "get_bytes",
@@ -132,17 +133,30 @@ class TraceApi(NamedTuple):
         """The URL of ``trace_id`` (hex) on the backend at ``base_url``."""
         return base_url.rstrip("/") + self.path + trace_id_for_url(base_url, trace_id)
 
-    def read(
-        self,
-        url: str,
-        *,
-        headers: Mapping[str, str],
-        timeout: float,
-        client: httpx.Client | None,
-        lenient: bool,
-    ) -> SpanStream:
-        """GET one trace's body at ``url`` now and stream its spans; a failed request raises."""
-        doc = get_json(url, headers=headers, timeout=timeout, client=client)
-        body = expect_body(doc, url, self.key, self.format)
-        stream = SpanStream(url, self.format, lenient=lenient)
-        return stream.feed(self.records(body, url, stream))
+
+class ByTraceId:
+    """What a source that fetches a trace by id (Tempo, Jaeger) does with its URL and options.
+
+    A subclass is a frozen dataclass with these fields and ``APIS``, its endpoints by ``api``.
+    """
+
+    __slots__ = ()
+    APIS: ClassVar[Mapping[str, TraceApi]]
+    url: str
+    api: str
+    headers: Mapping[str, str]
+    timeout: float
+    client: httpx.Client | None
+
+    def trace_url(self, trace_id: str) -> str:
+        """The URL ``trace`` fetches for ``trace_id`` (hex)."""
+        return self.APIS[self.api].url(self.url, trace_id)
+
+    def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream:
+        """Fetch one trace now and return its spans; a missing trace or failed request raises."""
+        api = self.APIS[self.api]
+        url = self.trace_url(trace_id)
+        doc = get_json(url, headers=self.headers, timeout=self.timeout, client=self.client)
+        body = expect_body(doc, url, api.key, api.format)
+        stream = SpanStream(url, api.format, lenient=lenient)
+        return stream.feed(api.records(body, url, stream))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import orjson
 
@@ -42,6 +42,7 @@ from af_otel.reader.sources.decoders import (
     message_field,
 )
 from af_otel.reader.sources.fetch import (
+    ByTraceId,
     TraceApi,
     expect_body,
     get_bytes,
@@ -336,14 +337,8 @@ def _tag_value(key: str, vtype: object, value: object, what: str) -> AttrValue:
     raise Problem(f"{where} has unknown type {vtype!r}")
 
 
-_APIS: Final = {
-    "v3": TraceApi("/api/v3/traces/", "result", SourceFormat.JAEGER_V3, jaeger_v3_records),
-    "v1": TraceApi("/api/traces/", "data", SourceFormat.JAEGER_V1, jaeger_v1_records),
-}
-
-
 @dataclass(frozen=True, slots=True)
-class JaegerSource:
+class JaegerSource(ByTraceId):
     """Fetch traces by id from Jaeger's query API (needs httpx: ``pip install 'af-otel[live]'``).
 
     ``url`` is the query service's base URL (``http://jaeger:16686``); ``api`` picks the OTLP
@@ -356,19 +351,10 @@ class JaegerSource:
     timeout: float = 10.0
     client: httpx.Client | None = None
 
-    def trace_url(self, trace_id: str) -> str:
-        """The URL ``trace`` fetches for ``trace_id`` (hex)."""
-        return _APIS[self.api].url(self.url, trace_id)
-
-    def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream:
-        """Fetch one trace now and return its spans; a missing trace or failed request raises."""
-        return _APIS[self.api].read(
-            self.trace_url(trace_id),
-            headers=self.headers,
-            timeout=self.timeout,
-            client=self.client,
-            lenient=lenient,
-        )
+    APIS: ClassVar[Mapping[str, TraceApi]] = {
+        "v3": TraceApi("/api/v3/traces/", "result", SourceFormat.JAEGER_V3, jaeger_v3_records),
+        "v1": TraceApi("/api/traces/", "data", SourceFormat.JAEGER_V1, jaeger_v1_records),
+    }
 
     def search_url(self, window: Window, service: str, limit: int) -> str:
         """The FindTraces URL ``window`` asks for ``service``."""
@@ -419,7 +405,7 @@ class JaegerSource:
         self, body: bytes | None, url: str, stream: SpanStream, window: Window, limit: int
     ) -> Iterator[SpanRecord]:
         traces: set[str] = set()
-        api = _APIS[self.api]
+        api = self.APIS[self.api]
         for doc in _chunks(body, url):
             for record in api.records(expect_body(doc, url, api.key, stream.format), url, stream):
                 if record.trace_id not in traces:

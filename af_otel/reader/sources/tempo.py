@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources._window import DEFAULT_WORKERS, Window, fetch_each
 from af_otel.reader.sources.decoders import message_field
 from af_otel.reader.sources.fetch import (
+    ByTraceId,
     TraceApi,
     expect_body,
     get_json,
@@ -73,14 +74,8 @@ def tempo_v2_records(
     )
 
 
-_APIS: Final = {
-    "v2": TraceApi("/api/v2/traces/", "trace", SourceFormat.TEMPO_V2, tempo_v2_records),
-    "v1": TraceApi("/api/traces/", "batches", SourceFormat.TEMPO_V1, tempo_v1_records),
-}
-
-
 @dataclass(frozen=True, slots=True)
-class TempoSource:
+class TempoSource(ByTraceId):
     """Fetch traces by id from Tempo's HTTP API (needs httpx: ``pip install 'af-otel[live]'``).
 
     ``url`` is the query frontend's base URL (``http://tempo:3200``); ``api`` picks
@@ -94,19 +89,10 @@ class TempoSource:
     timeout: float = 10.0
     client: httpx.Client | None = None
 
-    def trace_url(self, trace_id: str) -> str:
-        """The URL ``trace`` fetches for ``trace_id`` (hex)."""
-        return _APIS[self.api].url(self.url, trace_id)
-
-    def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream:
-        """Fetch one trace now and return its spans; a missing trace or failed request raises."""
-        return _APIS[self.api].read(
-            self.trace_url(trace_id),
-            headers=self.headers,
-            timeout=self.timeout,
-            client=self.client,
-            lenient=lenient,
-        )
+    APIS: ClassVar[Mapping[str, TraceApi]] = {
+        "v2": TraceApi("/api/v2/traces/", "trace", SourceFormat.TEMPO_V2, tempo_v2_records),
+        "v1": TraceApi("/api/traces/", "batches", SourceFormat.TEMPO_V1, tempo_v1_records),
+    }
 
     def search_url(self, window: Window, query: str, limit: int) -> str:
         """The ``/api/search`` URL ``window`` asks (start and end in whole Unix seconds)."""
