@@ -25,14 +25,7 @@ import orjson
 
 from af_otel import names
 from af_otel.errors import SourceError
-from af_otel.reader.records import (
-    AttrValue,
-    EventRecord,
-    SpanKind,
-    SpanRecord,
-    StatusCode,
-    freeze_attributes,
-)
+from af_otel.reader.records import EventRecord, SpanKind, SpanRecord, StatusCode, freeze_attributes
 from af_otel.reader.sources._window import Window
 from af_otel.reader.sources.decoders import (
     Problem,
@@ -54,6 +47,8 @@ from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
 if TYPE_CHECKING:
     import httpx
+
+    from af_otel.reader.records import AttrValue
 
 __all__ = [
     "ARRAY_KEYS",

@@ -9,16 +9,9 @@ lowerCamelCase or proto field names, null for absent) and in Tempo 1.x's
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from af_otel.reader.records import (
-    AttrValue,
-    EventRecord,
-    SpanKind,
-    SpanRecord,
-    StatusCode,
-    freeze_attributes,
-)
+from af_otel.reader.records import EventRecord, SpanKind, SpanRecord, StatusCode, freeze_attributes
 from af_otel.reader.sources.decoders import (
     Problem,
     array_text,
@@ -31,6 +24,9 @@ from af_otel.reader.sources.decoders import (
     proto_name,
 )
 from af_otel.reader.sources.stream import SpanStream
+
+if TYPE_CHECKING:
+    from af_otel.reader.records import AttrValue
 
 __all__ = ["resource_spans_records", "span_record", "spans_list"]
 
