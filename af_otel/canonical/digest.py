@@ -15,7 +15,6 @@ from typing import Final
 
 from af_otel.canonical.jcs import fix_surrogates
 
-SEP: Final = "\x1f"
 DIGITS: Final = 16
 
 
