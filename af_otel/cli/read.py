@@ -123,10 +123,7 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "file", nargs="?", help="spans to read (OTLP JSON lines, JSON, protobuf, ...)"
     )
-    live = parser.add_mutually_exclusive_group()
-    live.add_argument("--tempo", metavar="URL", help="fetch traces from Tempo at URL")
-    live.add_argument("--jaeger", metavar="URL", help="fetch traces from Jaeger at URL")
-    live.add_argument("--phoenix", metavar="URL", help="fetch spans from Phoenix at URL")
+    add_backend_options(parser, parser.add_mutually_exclusive_group())
     parser.add_argument("--trace", metavar="ID", help="one trace id to fetch from the backend")
     parser.add_argument(
         "--since", metavar="DURATION", help="every trace of the last DURATION (90s, 15m, 1h, 2d)"
@@ -135,9 +132,6 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
         "--start", metavar="TIME", help="window start, ISO 8601 or Unix seconds (with --end)"
     )
     parser.add_argument("--end", metavar="TIME", help="window end (default now; with --start)")
-    parser.add_argument(
-        "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
-    )
     parser.add_argument(
         "--service", metavar="NAME", help="the service whose traces a --jaeger window searches"
     )
@@ -164,6 +158,16 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--run", metavar="R", help="only this run")
     parser.add_argument("--epoch", metavar="K", type=int, help="only this epoch (with --run)")
+
+
+def add_backend_options(parser: argparse.ArgumentParser, urls: Any) -> None:
+    """``--tempo``, ``--jaeger``, ``--phoenix`` (added to ``urls``: the parser or a group of
+    options that exclude each other) and ``--project``, as `backend_source` reads them."""
+    for flag, backend in (("--tempo", "Tempo"), ("--jaeger", "Jaeger"), ("--phoenix", "Phoenix")):
+        urls.add_argument(flag, metavar="URL", help=f"read traces from {backend} at URL")
+    parser.add_argument(
+        "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
+    )
 
 
 def add_key_options(parser: argparse.ArgumentParser) -> None:
@@ -282,7 +286,7 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
         fail("--trace fetches one trace; leave out --since/--start/--end, or --trace")
     if not args.trace and window is None:
         fail(f"--{backend} needs --trace ID or a window (--since DURATION, or --start/--end)")
-    source = _backend(args, backend)
+    source = backend_source(args, backend)
     if args.trace:
         stream = source.trace(args.trace, lenient=args.lenient)
         return _counted(stream), stream.source, stream
@@ -313,7 +317,10 @@ def _window(
         fail(f"{option}: {exc}")
 
 
-def _backend(args: argparse.Namespace, backend: str) -> TempoSource | JaegerSource | PhoenixSource:
+def backend_source(
+    args: argparse.Namespace, backend: str
+) -> TempoSource | JaegerSource | PhoenixSource:
+    """The source of ``backend`` (``tempo``, ``jaeger`` or ``phoenix``) at the URL its option gives."""
     if backend == "tempo":
         return TempoSource(args.tempo)
     if backend == "jaeger":
