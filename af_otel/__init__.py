@@ -1,6 +1,6 @@
 """af_otel: receipts for LLM calls on OpenTelemetry spans, and a reader that turns traces into evidence.
 
-The public surface is what ``__all__`` lists (CONTRACT §8); everything else is internal.
+The public surface is what ``__all__`` lists; everything else is internal.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 
 import af_otel
 
-# The contract's names (CONTRACT §8) that the receipt core provides; others add theirs to __all__.
+# The names the receipt core provides; others add theirs to __all__.
 CORE = ("canonical_json", "receipt_hash", "mint_receipt", "ReceiptDigests")
 
 

@@ -166,7 +166,7 @@ def _with_float_fragments(value: Any) -> Any:
 
 
 # Tool results repeat their numbers (prices, scores, 0.0, 1.0): formatting one costs a float repr
-# and string work, a cache hit one C call. Bounded (STYLE rule 4); 0.0 and -0.0 share an entry,
+# and string work, a cache hit one C call. Bounded, like all state on the emit path; 0.0 and -0.0 share an entry,
 # which is right since both are written "0"; NaN never hits and raises in format_number.
 @functools.lru_cache(maxsize=4096)
 def _float_fragment(value: float) -> orjson.Fragment:

@@ -61,8 +61,8 @@ __all__ = [
 # Traces one search may return; reaching it is noted as a truncation (narrow the window).
 DEFAULT_SEARCH_LIMIT: Final = 1000
 
-# The af_otel attributes that are string arrays on the span (CONTRACT §5); Jaeger shows them as
-# JSON text and the reader turns them back.
+# The af_otel attributes that are string arrays on the span (docs/receipt-spec.md §4); Jaeger
+# shows them as JSON text and the reader turns them back.
 ARRAY_KEYS: Final = frozenset(
     {
         names.GAPS,
