@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
 from urllib.parse import urlencode
 
@@ -134,19 +135,21 @@ class TraceApi(NamedTuple):
         return base_url.rstrip("/") + self.path + trace_id_for_url(base_url, trace_id)
 
 
+@dataclass(frozen=True, slots=True)
 class ByTraceId:
     """What a source that fetches a trace by id (Tempo, Jaeger) does with its URL and options.
 
-    A subclass is a frozen dataclass with these fields and ``APIS``, its endpoints by ``api``.
+    A subclass gives ``api`` its versions and default, and ``APIS``, its endpoints by version.
+    ``headers`` carry auth (e.g. a tenant); ``client`` lets a caller bring a configured
+    ``httpx.Client``.
     """
 
-    __slots__ = ()
     APIS: ClassVar[Mapping[str, TraceApi]]
     url: str
     api: str
-    headers: Mapping[str, str]
-    timeout: float
-    client: httpx.Client | None
+    headers: Mapping[str, str] = field(default_factory=dict, kw_only=True)
+    timeout: float = field(default=10.0, kw_only=True)
+    client: httpx.Client | None = field(default=None, kw_only=True)
 
     def trace_url(self, trace_id: str) -> str:
         """The URL ``trace`` fetches for ``trace_id`` (hex)."""

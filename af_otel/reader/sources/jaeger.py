@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import orjson
@@ -46,8 +46,6 @@ from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
 if TYPE_CHECKING:
-    import httpx
-
     from af_otel.reader.records import AttrValue
 
 __all__ = [
@@ -340,11 +338,7 @@ class JaegerSource(ByTraceId):
     ``/api/v3/traces`` (Jaeger v2, lossless) or the UI's ``/api/traces`` (lossy, see module doc).
     """
 
-    url: str
     api: Literal["v3", "v1"] = "v3"
-    headers: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = 10.0
-    client: httpx.Client | None = None
 
     APIS: ClassVar[Mapping[str, TraceApi]] = {
         "v3": TraceApi("/api/v3/traces/", "result", SourceFormat.JAEGER_V3, jaeger_v3_records),

@@ -10,7 +10,7 @@ dropped) followed by each trace by id.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
@@ -30,7 +30,7 @@ from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 __all__ = [
     "DEFAULT_QUERY",
@@ -83,11 +83,7 @@ class TempoSource(ByTraceId):
     ``X-Scope-OrgID`` tenant); ``client`` lets a caller bring a configured ``httpx.Client``.
     """
 
-    url: str
     api: Literal["v2", "v1"] = "v2"
-    headers: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = 10.0
-    client: httpx.Client | None = None
 
     APIS: ClassVar[Mapping[str, TraceApi]] = {
         "v2": TraceApi("/api/v2/traces/", "trace", SourceFormat.TEMPO_V2, tempo_v2_records),
