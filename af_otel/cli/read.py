@@ -29,7 +29,7 @@ from af_otel.errors import AfOtelError, ReaderError, StoreError
 from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import SERVED_GAPS, gap_why
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.report import render_report
+from af_otel.reader.report import FOLD_CHARS, part_shown, render_report
 from af_otel.reader.sources import (
     JaegerSource,
     PhoenixSource,
@@ -71,8 +71,6 @@ exit status:
   {EXIT_NOTHING}    nothing to verify: no span carries af.* attributes (an empty file included)
   {EXIT_PIPE}  the output pipe was closed (e.g. by head); nothing more is printed
 """
-# Content parts longer than this print folded unless --full is given.
-FOLD_CHARS: Final = 400
 
 
 class NothingToRead(Exception):
@@ -512,19 +510,9 @@ def _json_text(value: Any) -> str:
 
 
 def _part_text(part: Any, full: bool) -> str:
-    kind = part.get("type")
-    if kind == "text":
-        return _fold(str(part.get("content", "")), full)
-    if kind == "tool_call":
-        return _fold(
-            f"[tool call {part.get('name')} {part.get('id')}] {_json_text(part.get('arguments'))}",
-            full,
-        )
-    if kind == "tool_call_response":
-        response = part.get("response")
-        shown = response if isinstance(response, str) else _json_text(response)
-        return _fold(f"[tool result {part.get('id')}] {shown}", full)
-    return _fold(f"[{kind}] {_json_text(part)}", full)
+    label, content = part_shown(part)
+    text = content if isinstance(content, str) else _json_text(content)
+    return _fold(f"[{label}] {text}" if label else text, full)
 
 
 def _indent(text: str, by: str) -> str:

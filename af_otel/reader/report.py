@@ -25,9 +25,10 @@ from af_otel.reader.verify import Verdict, VerdictStatus
 from af_otel.reader.view import ServedView
 from af_otel.receipts import ReceiptRejected
 
-__all__ = ["render_epoch_page", "render_notice", "render_report"]
+__all__ = ["FOLD_CHARS", "part_shown", "render_epoch_page", "render_notice", "render_report"]
 
-# Parts longer than this are shown folded; the page stays readable with tool results of megabytes.
+# Parts longer than this are shown folded, on this page and by the command line (but with
+# --full): both stay readable with tool results of megabytes.
 FOLD_CHARS: Final = 600
 
 _STYLE: Final = """
@@ -92,19 +93,23 @@ def _text_block(text: str) -> str:
     )
 
 
-def _part(part: Mapping[str, Any]) -> str:
+def part_shown(part: Mapping[str, Any]) -> tuple[str, object]:
+    """What a person is shown of one content part: a label ("" for text) and its content, a
+    string shown as it is or a value each medium writes as JSON."""
     kind = part.get("type")
     if kind == "text" and isinstance(part.get("content"), str):
-        return _text_block(part["content"])
+        return "", part["content"]
     if kind == "tool_call":
-        args = part.get("arguments")
-        shown = args if isinstance(args, str) else _json(args)
-        return f"<div><code>tool call {_e(part.get('name'))}({_e(part.get('id'))})</code>{_text_block(shown)}</div>"
+        return f"tool call {part.get('name')}({part.get('id')})", part.get("arguments")
     if kind == "tool_call_response":
-        response = part.get("response")
-        shown = response if isinstance(response, str) else _json(response)
-        return f"<div><code>tool result for {_e(part.get('id'))}</code>{_text_block(shown)}</div>"
-    return f"<div><code>{_e(kind)}</code>{_text_block(_json(part))}</div>"
+        return f"tool result for {part.get('id')}", part.get("response")
+    return str(kind), part
+
+
+def _part(part: Mapping[str, Any]) -> str:
+    label, content = part_shown(part)
+    block = _text_block(content if isinstance(content, str) else _json(content))
+    return f"<div><code>{_e(label)}</code>{block}</div>" if label else block
 
 
 @dataclass(slots=True)
