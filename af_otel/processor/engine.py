@@ -10,14 +10,18 @@ started), else the span's ``af.run.id`` attribute, else its trace id in hex. Epo
 order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it
 can only tell at the end (and every call the exporter sees) is numbered then, and when that breaks
 start order (a call that started earlier was already numbered later) the span says so with
-``no-run-log`` instead of guessing. The parent is the call that finished last before this one
-started, so calls that overlap share a parent and the log is a tree; both forms read it off the
-same span timestamps and so agree.
+``no-run-log`` instead of guessing. Epochs count per run and lane: each engine is one lane
+(``af.epoch.lane``, random), so workers serving one conversation number their calls without
+agreeing on anything, and the reader joins their lanes into one tree by content. The parent is,
+among the calls that finished before this one started, the one whose messages are the longest
+prefix of this call's (ties: the latest finished), so calls that overlap never parent each other
+and the log is a tree; both forms read it off the same span timestamps and requests and so agree.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import weakref
 from collections import OrderedDict
@@ -102,6 +106,7 @@ class Engine:
         # An exporter's engine sees calls after their `af_otel.run` block exited.
         self.deferred = deferred
         self.runs = runs if runs is not None else RunTable()
+        self.lane = new_lane()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = threading.Lock()
         with _default_lock:
@@ -192,7 +197,7 @@ class Engine:
         direct: bool,
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
-        parent = run.parent_of(facts.start_time)
+        parent = run.parent_of(facts.start_time, request)
         parent_epoch = 0
         parent_state: Mapping[str, Any] | None = commits.EMPTY
         parent_receipt: Receipt | None = None
@@ -219,6 +224,7 @@ class Engine:
                 parent=parent_receipt if parent_receipt is not None else parent_epoch,
                 digests=run.digests,
                 key=key,
+                lane=self.lane,
             )
         events: list[tuple[str, dict[str, Any]]] = []
         if receipt.minted and request is not None:
@@ -256,6 +262,7 @@ class Engine:
             names.RUN_ID: run.run_id,
             names.EPOCH: epoch,
             names.EPOCH_PARENT: parent_epoch,
+            names.EPOCH_LANE: self.lane,
         }
         attributes.update(receipt.to_attributes())
         if run.base is not None:
@@ -296,6 +303,7 @@ class Engine:
         self._open_lock = threading.Lock()
         self._open = OrderedDict()
         self.runs.clear_after_fork()
+        self.lane = new_lane()
 
     def close(self) -> None:
         """The processor or exporter shut down: the hook stops choosing this engine."""
@@ -309,6 +317,12 @@ class Engine:
         """An `af_otel.run` block exited; an exporter's engine keeps the run until it expires."""
         if not self.deferred:
             self.runs.release(run_id)
+
+
+def new_lane() -> str:
+    """A fresh ``af.epoch.lane``: 64 random bits, so two writers (processes, a restarted or forked
+    one) never share a lane and need not agree on anything to number their calls."""
+    return secrets.token_hex(8)
 
 
 def carries_history(request: Request) -> bool:
