@@ -10,9 +10,10 @@ started), else the span's ``af.run.id`` attribute, else its trace id in hex. Epo
 order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it
 can only tell at the end (and every call the exporter sees) is numbered then, and when that breaks
 start order (a call that started earlier was already numbered later) the span says so with
-``no-run-log`` instead of guessing. Epochs count per run and lane: each engine is one lane
-(``af.epoch.lane``, random), so workers serving one conversation number their calls without
-agreeing on anything, and the reader joins their lanes into one tree by content. The parent is,
+``no-run-log`` instead of guessing. Epochs count per lane (``af.epoch.lane``, random): one lane
+per run state this engine holds, so another process, a restarted one, or this one after it
+released or evicted the run, numbers its calls in a lane of its own without agreeing with anyone,
+and the reader joins a run's lanes into one tree by content. The parent is,
 among the calls that finished before this one started, the one whose messages are the longest
 prefix of this call's (ties: the latest finished), so calls that overlap never parent each other
 and the log is a tree; both forms read it off the same span timestamps and requests and so agree.
@@ -21,7 +22,6 @@ and the log is a tree; both forms read it off the same span timestamps and reque
 from __future__ import annotations
 
 import os
-import secrets
 import threading
 import weakref
 from collections import OrderedDict
@@ -106,7 +106,6 @@ class Engine:
         # An exporter's engine sees calls after their `af_otel.run` block exited.
         self.deferred = deferred
         self.runs = runs if runs is not None else RunTable()
-        self.lane = new_lane()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = threading.Lock()
         with _default_lock:
@@ -224,7 +223,7 @@ class Engine:
                 parent=parent_receipt if parent_receipt is not None else parent_epoch,
                 digests=run.digests,
                 key=key,
-                lane=self.lane,
+                lane=run.lane,
             )
         events: list[tuple[str, dict[str, Any]]] = []
         if receipt.minted and request is not None:
@@ -262,7 +261,7 @@ class Engine:
             names.RUN_ID: run.run_id,
             names.EPOCH: epoch,
             names.EPOCH_PARENT: parent_epoch,
-            names.EPOCH_LANE: self.lane,
+            names.EPOCH_LANE: run.lane,
         }
         attributes.update(receipt.to_attributes())
         if run.base is not None:
@@ -303,7 +302,6 @@ class Engine:
         self._open_lock = threading.Lock()
         self._open = OrderedDict()
         self.runs.clear_after_fork()
-        self.lane = new_lane()
 
     def close(self) -> None:
         """The processor or exporter shut down: the hook stops choosing this engine."""
@@ -317,12 +315,6 @@ class Engine:
         """An `af_otel.run` block exited; an exporter's engine keeps the run until it expires."""
         if not self.deferred:
             self.runs.release(run_id)
-
-
-def new_lane() -> str:
-    """A fresh ``af.epoch.lane``: 64 random bits, so two writers (processes, a restarted or forked
-    one) never share a lane and need not agree on anything to number their calls."""
-    return secrets.token_hex(8)
 
 
 def carries_history(request: Request) -> bool:

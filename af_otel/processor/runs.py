@@ -2,9 +2,9 @@
 
 One `RunState` per run id, kept in a `RunTable` bounded two ways (STYLE rule 4): at most
 ``max_runs`` runs (least recently used evicted first) and none idle longer than ``idle_seconds``.
-A run evicted while still live starts afresh if it comes back: its next call is numbered from 1
-again and diffs against an empty state, which the reader sees as a new run log (never as a
-wrong one). Within a run, memory is bounded too: the requests of the last `STATE_DEPTH` finished
+A run evicted (or released) while still live starts afresh if it comes back: in a new lane
+(``af.epoch.lane``), numbered from 1 again, diffing against a base of its own; the reader joins
+the lanes of a run into one tree by content, as it does for lanes written by other processes. Within a run, memory is bounded too: the requests of the last `STATE_DEPTH` finished
 calls (the only ones a new call can diff against cheaply) and the end times of the last
 `HISTORY_DEPTH` (enough to name a parent for any call that overlaps fewer calls than that).
 """
@@ -12,6 +12,7 @@ calls (the only ones a new call can diff against cheaply) and the end times of t
 from __future__ import annotations
 
 import bisect
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -51,6 +52,9 @@ class RunState:
     """Mutable state of one run; every access holds ``lock``."""
 
     run_id: str
+    # This state's ``af.epoch.lane``: 64 random bits, so writers that do not share this state (other
+    # processes, a restarted or forked one, this one after the run was freed) never share a lane.
+    lane: str = field(default_factory=lambda: secrets.token_hex(8))
     lock: threading.Lock = field(default_factory=threading.Lock)
     digests: ReceiptDigests = field(default_factory=ReceiptDigests)
     last_epoch: int = 0
