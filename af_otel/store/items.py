@@ -5,7 +5,13 @@ references ``{"af.ref": "sha256:..."}``: each message is a blob of its own canon
 conversation served by many workers, or continued after a restart, repeats its history in every
 request; stored whole per list, each worker that joined would write that history again. Stored per
 message, a writer adds only the messages the store does not hold, plus one list of addresses.
-An item reference can never be mistaken for a message: a message always has a ``role``.
+
+The list of addresses would still grow with the conversation at every join, so each full run of
+`CHUNK` references from the start of the list is stored as a blob of its own and named by one
+chunk reference ``{"af.refs": "sha256:..."}``: a history's first 16, 32, ... messages are the same
+chunks whoever stores them, and a join writes only the chunk references plus the last few
+message references. A chunk holds message references only. Neither kind of reference can be
+mistaken for a message: a message always has a ``role``.
 """
 
 from __future__ import annotations
@@ -15,12 +21,17 @@ from collections import OrderedDict
 from collections.abc import MutableMapping, Sequence
 from typing import Any, Final
 
+from af_otel.errors import StoreError
 from af_otel.store.address import address_of, validate_address
 from af_otel.store.base import Store, encode_json
 
-__all__ = ["ITEM_REF", "StoredItems", "is_item_ref", "load_items"]
+__all__ = ["CHUNK", "CHUNK_REF", "ITEM_REF", "StoredItems", "is_item_ref", "load_items"]
 
 ITEM_REF: Final = "af.ref"
+CHUNK_REF: Final = "af.refs"
+# Message references per chunk: a join writes about n / 16 chunk references plus up to 16 message
+# references, instead of n message references.
+CHUNK: Final = 16
 # Addresses a writer remembers having stored: a message repeated by every later call of a run is
 # then neither written nor looked up again. 16,384 addresses of 71 characters: about 2 MB.
 REMEMBERED: Final = 16_384
@@ -36,25 +47,30 @@ class StoredItems:
         self.written = 0  # item blobs this writer handed to a store (not those it remembered)
 
     def put(self, store: Store, items: Sequence[Any]) -> list[dict[str, str]]:
-        """Store each item once and return the list of their references. Raises what the store
-        raises; items stored before the failure stay stored (blobs are write-once)."""
-        out: list[dict[str, str]] = []
-        for item in items:
-            data = encode_json(item)
-            address = address_of(data)
-            with self._lock:
-                known = address in self._known
-                if known:
-                    self._known.move_to_end(address)
-            if not known:
-                store.put(data)
-                with self._lock:
-                    self.written += 1
-                    self._known[address] = None
-                    while len(self._known) > self.bound:
-                        self._known.popitem(last=False)
-            out.append({ITEM_REF: address})
-        return out
+        """Store each item once and return the references that stand for the list: a chunk
+        reference per full `CHUNK` items from the start, then one reference per item. Raises what
+        the store raises; blobs stored before the failure stay stored (they are write-once)."""
+        refs = [{ITEM_REF: self._put(store, encode_json(item))} for item in items]
+        whole = len(refs) - len(refs) % CHUNK
+        chunks = [
+            {CHUNK_REF: self._put(store, encode_json(refs[at : at + CHUNK]))}
+            for at in range(0, whole, CHUNK)
+        ]
+        return chunks + refs[whole:]
+
+    def _put(self, store: Store, data: bytes) -> str:
+        address = address_of(data)
+        with self._lock:
+            if address in self._known:
+                self._known.move_to_end(address)
+                return address
+        store.put(data)
+        with self._lock:
+            self.written += 1
+            self._known[address] = None
+            while len(self._known) > self.bound:
+                self._known.popitem(last=False)
+        return address
 
     def clear(self) -> None:
         with self._lock:
@@ -62,27 +78,44 @@ class StoredItems:
 
 
 def is_item_ref(value: Any) -> bool:
-    """An item reference: an object with the single key ``af.ref`` holding a string."""
-    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get(ITEM_REF), str)
+    """An item or chunk reference: an object with the single key ``af.ref`` or ``af.refs``
+    holding a string."""
+    return (
+        isinstance(value, dict)
+        and len(value) == 1
+        and isinstance(value.get(ITEM_REF, value.get(CHUNK_REF)), str)
+    )
 
 
 def load_items(
     store: Store, items: Sequence[Any], cache: MutableMapping[str, Any] | None = None
 ) -> list[Any]:
-    """``items`` with every item reference replaced by the JSON it names (checked against its
+    """``items`` with every reference replaced by what it names (each blob checked against its
     address by the store); ``cache`` keeps what was fetched for the next list of the same read.
-    Raises the store's errors (`BlobNotFoundError`, `BlobDamagedError`, ...) naming the address."""
+    Raises the store's errors (`BlobNotFoundError`, `BlobDamagedError`, ...) naming the address,
+    and `StoreError` for a chunk that is not a list of message references."""
     out: list[Any] = []
     for item in items:
         if not is_item_ref(item):
             out.append(item)
-            continue
-        address = validate_address(item[ITEM_REF])
-        if cache is not None and address in cache:
-            out.append(cache[address])
-            continue
-        value = store.get_json(address)
-        if cache is not None:
-            cache[address] = value
-        out.append(value)
+        elif ITEM_REF in item:
+            out.append(_fetch(store, item[ITEM_REF], cache))
+        else:
+            address = item[CHUNK_REF]
+            chunk = _fetch(store, address, cache)
+            if not isinstance(chunk, list) or not all(
+                isinstance(ref, dict) and set(ref) == {ITEM_REF} for ref in chunk
+            ):
+                raise StoreError(f"chunk {address} is not a list of message references")
+            out.extend(_fetch(store, ref[ITEM_REF], cache) for ref in chunk)
     return out
+
+
+def _fetch(store: Store, address: Any, cache: MutableMapping[str, Any] | None) -> Any:
+    address = validate_address(address)
+    if cache is not None and address in cache:
+        return cache[address]
+    value = store.get_json(address)
+    if cache is not None:
+        cache[address] = value
+    return value
