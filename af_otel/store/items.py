@@ -32,49 +32,65 @@ CHUNK_REF: Final = "af.refs"
 # Message references per chunk: a join writes about n / 16 chunk references plus up to 16 message
 # references, instead of n message references.
 CHUNK: Final = 16
-# Addresses a writer remembers having stored: a message repeated by every later call of a run is
-# then neither written nor looked up again. 16,384 addresses of 71 characters: about 2 MB.
-REMEMBERED: Final = 16_384
+# Chunks a writer remembers having stored or found: a join that repeats a history this process
+# stored before costs no look-up for it. 4,096 chunks (65,536 messages of history) of about 200
+# bytes each: under 1 MB.
+REMEMBERED: Final = 4_096
 
 
 class StoredItems:
-    """A writer's bounded memory of the item blobs it stored (LRU); thread-safe."""
+    """A writer's bounded memory of the chunks it stored or found in the store (LRU);
+    thread-safe."""
 
     def __init__(self, bound: int = REMEMBERED) -> None:
         self.bound = bound
         self._known: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
-        self.written = 0  # item blobs this writer handed to a store (not those it remembered)
+        self.written = 0  # blobs this writer handed to `Store.put`
 
     def put(self, store: Store, items: Sequence[Any]) -> list[dict[str, str]]:
         """Store each item once and return the references that stand for the list: a chunk
-        reference per full `CHUNK` items from the start, then one reference per item. Raises what
-        the store raises; blobs stored before the failure stay stored (they are write-once)."""
-        refs = [{ITEM_REF: self._put(store, encode_json(item))} for item in items]
-        whole = len(refs) - len(refs) % CHUNK
-        chunks = [
-            {CHUNK_REF: self._put(store, encode_json(refs[at : at + CHUNK]))}
-            for at in range(0, whole, CHUNK)
-        ]
-        return chunks + refs[whole:]
+        reference per full `CHUNK` items from the start, then one reference per item.
 
-    def _put(self, store: Store, data: bytes) -> str:
-        address = address_of(data)
-        with self._lock:
-            if address in self._known:
-                self._known.move_to_end(address)
-                return address
+        A chunk is stored after its items, so a chunk the store holds (or this writer remembers)
+        says its items are there too: a history another worker stored costs one look-up per chunk.
+        Raises what the store raises; blobs stored before the failure stay stored (write-once)."""
+        bodies = [encode_json(item) for item in items]
+        addresses = [address_of(body) for body in bodies]
+        whole = len(bodies) - len(bodies) % CHUNK
+        out: list[dict[str, str]] = []
+        for at in range(0, whole, CHUNK):
+            data = encode_json([{ITEM_REF: a} for a in addresses[at : at + CHUNK]])
+            address = address_of(data)
+            if not self._knows(address) and not store.has(address):
+                for body in bodies[at : at + CHUNK]:
+                    self._put(store, body)
+                self._put(store, data)
+            self._remember(address)
+            out.append({CHUNK_REF: address})
+        for body, address in zip(bodies[whole:], addresses[whole:], strict=True):
+            self._put(store, body)
+            out.append({ITEM_REF: address})
+        return out
+
+    def _put(self, store: Store, data: bytes) -> None:
         store.put(data)
         with self._lock:
             self.written += 1
+
+    def _knows(self, address: str) -> bool:
+        with self._lock:
+            if address in self._known:
+                self._known.move_to_end(address)
+                return True
+            return False
+
+    def _remember(self, address: str) -> None:
+        with self._lock:
             self._known[address] = None
+            self._known.move_to_end(address)
             while len(self._known) > self.bound:
                 self._known.popitem(last=False)
-        return address
-
-    def clear(self) -> None:
-        with self._lock:
-            self._known.clear()
 
 
 def is_item_ref(value: Any) -> bool:
