@@ -129,14 +129,19 @@ def test_interleaved_conversations_over_workers(
     _stored_lists_hold_references(store)
 
 
+@pytest.mark.parametrize("form", ["processor", "exporter"])
 def test_two_workers_six_calls_verify_and_print_one_tree(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str
 ) -> None:
     """One conversation served alternately by two workers that each keep the run's state (the run
-    id is an attribute of the spans): 6 of 6 verified, and `served` prints one chain of parents."""
+    id is an attribute of the spans), in either form: 6 of 6 verified, and `served` prints one
+    chain of parents."""
     store = str(tmp_path / "store")
     conversation = Conversation("conv-1")
-    with ModelServer() as server, workers(tmp_path, 2, store, server.url, "attribute") as pool:
+    with (
+        ModelServer() as server,
+        workers(tmp_path, 2, store, server.url, "attribute", form) as pool,
+    ):
         for turn in range(6):
             conversation.chat(pool[turn % 2], f"q{turn}")
         files = [w.out for w in pool]
