@@ -25,6 +25,9 @@ from tests.multiworker.service import (
 )
 
 
+pytestmark = pytest.mark.slow  # worker processes with the real openai client and instrumentation
+
+
 def _store_url(kind: str, folder: Path) -> str:
     # `local://` is fsspec's local file system (a `file://` URL opens the embedded store).
     return str(folder / "store") if kind == "directory" else f"local://{folder / 'store'}"
