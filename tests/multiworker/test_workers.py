@@ -24,7 +24,6 @@ from tests.multiworker.service import (
     workers,
 )
 
-
 pytestmark = pytest.mark.slow  # worker processes with the real openai client and instrumentation
 
 
