@@ -21,6 +21,7 @@ from af_otel.model import Request
 from af_otel.model.request import REQUEST_KEYS
 from af_otel.processor.guard import report
 from af_otel.processor.settings import Settings, WriteMode, note_written
+from af_otel.store.items import StoredItems
 
 Verb = Literal["set", "append", "delete"]
 # A state no call has: what the first call of a run without a base diffs against.
@@ -86,11 +87,17 @@ def _is_prefix(before: list[Any] | tuple[Any, ...], value: list[Any]) -> bool:
 
 
 def event_attributes(
-    change: Change, seq: int, settings: Settings, mode: WriteMode | None = None
+    change: Change,
+    seq: int,
+    settings: Settings,
+    mode: WriteMode | None = None,
+    items: StoredItems | None = None,
 ) -> dict[str, Any]:
     """One commit's event attributes, written the call's way (``mode``, see
     `Settings.write_mode`): ``inline`` puts the payload on the event up to the inline limit and
     stores larger ones; ``store`` stores every payload, the event holds its size and address.
+    A ``messages`` payload holding turns other calls were sent goes message by message
+    through ``items``, so what the store holds already is not written again.
 
     ``none`` writes key, verb and size only (no value, no ref): the reader sees which keys changed
     when, and that the content was withheld on purpose. A store that fails, or could not be
@@ -117,9 +124,22 @@ def event_attributes(
     if settings.store is None:
         return attrs
     try:
-        attrs[names.COMMIT_REF] = settings.store.put(data)
+        if change.key == "messages" and items is not None and _answers(change.payload) > 1:
+            # A payload holding more than the answer to its parent holds turns other calls
+            # (other workers, likely) were sent, whose messages the store may hold already:
+            # stored message by message (af_otel.store.items), they are not written again. The
+            # usual payload (the parent's answer and what follows) costs one blob.
+            attrs[names.COMMIT_REF] = settings.store.put_json(
+                items.put(settings.store, change.payload)
+            )
+        else:
+            attrs[names.COMMIT_REF] = settings.store.put(data)
     except (StoreError, OSError) as exc:
         report("store", exc)
         return attrs
     note_written(settings.store)
     return attrs
+
+
+def _answers(messages: Any) -> int:
+    return sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
