@@ -10,9 +10,13 @@ started), else the span's ``af.run.id`` attribute, else its trace id in hex. Epo
 order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it
 can only tell at the end (and every call the exporter sees) is numbered then, and when that breaks
 start order (a call that started earlier was already numbered later) the span says so with
-``no-run-log`` instead of guessing. The parent is the call that finished last before this one
-started, so calls that overlap share a parent and the log is a tree; both forms read it off the
-same span timestamps and so agree.
+``no-run-log`` instead of guessing. Epochs count per lane (``af.epoch.lane``, random): one lane
+per run state this engine holds, so another process, a restarted one, or this one after it
+released or evicted the run, numbers its calls in a lane of its own without agreeing with anyone,
+and the reader joins a run's lanes into one tree by content. The parent is,
+among the calls that finished before this one started, the one whose messages are the longest
+prefix of this call's (ties: the latest finished), so calls that overlap never parent each other
+and the log is a tree; both forms read it off the same span timestamps and requests and so agree.
 """
 
 from __future__ import annotations
@@ -210,7 +214,7 @@ class Engine:
         unrecorded: tuple[str, ...] = (),
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
-        parent = run.parent_of(facts.start_time)
+        parent = run.parent_of(facts.start_time, request)
         parent_epoch = 0
         parent_state: Mapping[str, Any] | None = commits.EMPTY
         parent_receipt: Receipt | None = None
@@ -237,6 +241,7 @@ class Engine:
                 parent=parent_receipt if parent_receipt is not None else parent_epoch,
                 digests=run.digests,
                 key=key,
+                lane=run.lane,
             )
         events: list[tuple[str, dict[str, Any]]] = []
         if receipt.minted and request is not None:
@@ -276,6 +281,7 @@ class Engine:
             names.RUN_ID: run.run_id,
             names.EPOCH: epoch,
             names.EPOCH_PARENT: parent_epoch,
+            names.EPOCH_LANE: run.lane,
         }
         attributes.update(receipt.to_attributes())
         if minted:
