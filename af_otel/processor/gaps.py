@@ -39,6 +39,11 @@ SDK_SCOPES: Final = frozenset(
         "opentelemetry.instrumentation.openai_v2",
         "opentelemetry.instrumentation.anthropic",
         "opentelemetry.instrumentation.openai",
+        # OpenLLMetry's OpenAI scope for the 1.x SDK, and OpenInference's: both wrap the
+        # provider SDK's own call, so only its serializer stands after them.
+        "opentelemetry.instrumentation.openai.v1",
+        "openinference.instrumentation.openai",
+        "openinference.instrumentation.anthropic",
     }
 )
 PROVIDER_HOSTS: Final[Mapping[str, frozenset[str]]] = {

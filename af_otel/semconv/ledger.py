@@ -78,8 +78,10 @@ LEDGER: Final = (
         "openinference",
         ("openinference.instrumentation",),
         ("openinference",),
+        # anthropic 3.1 writes a thinking block's signature; older releases may not, so a
+        # signature counts as recorded only where the span shows one.
         _ALL - {fields.TOOL_ERROR, fields.SIGNATURE},
-        "openai 0.1.x, anthropic 0.1.x",
+        "openai 0.1.66, anthropic 3.1",
     ),
     Entry(
         "openllmetry",

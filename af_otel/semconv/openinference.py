@@ -160,7 +160,8 @@ def _message(fields: dict[str, object]) -> dict[str, JsonValue]:
     if contents is None or calls is None:
         raise holed()
     if contents:
-        parts = [_content(entry) for entry in contents]
+        # A `tool_use` entry repeats a call that `message.tool_calls` holds (openinference-anthropic).
+        parts = [_content(entry) for entry in contents if not _repeats_a_call(entry)]
     elif "message.content" in fields:
         parts = [_text(fields["message.content"])]
     else:
@@ -197,11 +198,36 @@ def _text(value: object) -> Part:
     return {"type": "text", "content": content}
 
 
+def _repeats_a_call(entry: dict[str, object]) -> bool:
+    return text(entry.get(CONTENT_PREFIX + "type")) == "tool_use" and "tool_call.id" in entry
+
+
+def _reasoning(entry: dict[str, object]) -> Part:
+    """A reasoning entry: its text as a GenAI reasoning part with its signature; one that holds
+    only sealed ``data`` is Anthropic's redacted thinking."""
+    if CONTENT_PREFIX + "data" in entry and CONTENT_PREFIX + "text" not in entry:
+        refuse_placeholder(entry[CONTENT_PREFIX + "data"])
+        return checked_part(
+            {"type": "redacted_thinking", "data": text(entry[CONTENT_PREFIX + "data"])}
+        )
+    part = _text(entry.get(CONTENT_PREFIX + "text"))
+    part["type"] = "reasoning"
+    signature = entry.get(CONTENT_PREFIX + "signature")
+    if signature is not None:
+        part["signature"] = text(signature)
+        if part["signature"] is None:
+            raise unreadable()
+    return checked_part(part)
+
+
 def _content(entry: dict[str, object]) -> Part:
-    """One ``message.contents.M`` entry: text, an image URL, or another typed part as it is."""
+    """One ``message.contents.M`` entry: text, reasoning, an image URL, or another typed part as
+    it is."""
     kind = text(entry.get(CONTENT_PREFIX + "type"))
     if kind == "text":
         return _text(entry.get(CONTENT_PREFIX + "text"))
+    if kind == "reasoning":
+        return _reasoning(entry)
     if kind == "image":
         url = entry.get(CONTENT_PREFIX + "image.image.url")
         refuse_placeholder(url)
