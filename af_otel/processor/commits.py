@@ -21,6 +21,7 @@ from af_otel.model import Request
 from af_otel.model.request import REQUEST_KEYS
 from af_otel.processor.guard import report
 from af_otel.processor.settings import Settings
+from af_otel.store.items import StoredItems
 
 Verb = Literal["set", "append", "delete"]
 # A state no call has: what the first call of a run without a base diffs against.
@@ -85,7 +86,9 @@ def _is_prefix(before: list[Any] | tuple[Any, ...], value: list[Any]) -> bool:
     return all(a is b or a == b for a, b in zip(before, value, strict=False))
 
 
-def event_attributes(change: Change, seq: int, settings: Settings) -> dict[str, Any]:
+def event_attributes(
+    change: Change, seq: int, settings: Settings, items: StoredItems | None = None
+) -> dict[str, Any]:
     """One commit's event attributes: the payload inline up to the limit, else a store address.
 
     ``content="none"`` writes key, verb and size only (no value, no ref): the reader sees which
@@ -111,7 +114,14 @@ def event_attributes(change: Change, seq: int, settings: Settings) -> dict[str, 
         attrs[names.COMMIT_VALUE] = data.decode("utf-8")
         return attrs
     try:
-        attrs[names.COMMIT_REF] = settings.store.put(data)
+        if change.key == "messages" and items is not None:
+            # Message by message (af_otel.store.items): history another writer stored is not
+            # written again.
+            attrs[names.COMMIT_REF] = settings.store.put_json(
+                items.put(settings.store, change.payload)
+            )
+        else:
+            attrs[names.COMMIT_REF] = settings.store.put(data)
     except (StoreError, OSError) as exc:
         report("store", exc)
     return attrs

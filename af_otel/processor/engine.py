@@ -39,6 +39,7 @@ from af_otel.processor.runs import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
 from af_otel.semconv import Convention, Limits, adapt, is_llm_call, ledger
+from af_otel.store.items import StoredItems
 
 SpanKey = tuple[int, int]
 # Calls started but not finished, remembered with their run: bounded like the run table, since a
@@ -114,6 +115,7 @@ class Engine:
         # An exporter's engine sees calls after their `af_otel.run` block exited.
         self.deferred = deferred
         self.runs = runs if runs is not None else RunTable()
+        self.items = StoredItems()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = threading.Lock()
         with _default_lock:
@@ -248,7 +250,10 @@ class Engine:
             for change in commits.changes(parent_state, request):
                 seq = run.next_seq()
                 events.append(
-                    (names.COMMIT_EVENT, commits.event_attributes(change, seq, self.settings))
+                    (
+                        names.COMMIT_EVENT,
+                        commits.event_attributes(change, seq, self.settings, self.items),
+                    )
                 )
         minted = receipt.minted
         run.finish(
@@ -307,7 +312,9 @@ class Engine:
             run.started_empty = True
             return
         try:
-            address = store.put_json(commits.state_of(request))
+            state = commits.state_of(request)
+            state["messages"] = self.items.put(store, state["messages"])
+            address = store.put_json(state)
         except Exception as exc:
             report("store", exc)
             run.started_empty = True
@@ -324,6 +331,7 @@ class Engine:
         self._open_lock = threading.Lock()
         self._open = OrderedDict()
         self.runs.clear_after_fork()
+        self.items = StoredItems()
 
     def close(self) -> None:
         """The processor or exporter shut down: the hook stops choosing this engine."""

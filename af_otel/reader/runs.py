@@ -24,6 +24,7 @@ from af_otel.model.request import normalize_message, normalize_part, normalize_t
 from af_otel.reader.fold import UNKNOWN, ChainedTuple, Commit, KeyedFold, Verb, freeze
 from af_otel.reader.records import AttrValue, SpanRecord
 from af_otel.store import Store
+from af_otel.store.items import load_items
 
 __all__ = [
     "BACKEND_LIMITS",
@@ -42,6 +43,8 @@ EMPTY_STATE: Final[Mapping[str, Any]] = MappingProxyType({"messages": ()})
 BACKEND_LIMITS: Final = frozenset({2048})
 _ITEMS: Final = {"system": normalize_part, "messages": normalize_message, "tools": normalize_tool}
 _VERBS: Final = {verb.value: verb for verb in Verb}
+# Item blobs fetched during one read, by address: a message stored once is fetched once.
+Blobs = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +182,9 @@ def _span_cut(span: SpanRecord) -> list[str]:
     return cut
 
 
-def _decode_commit(attrs: Mapping[str, AttrValue], store: Store | None, where: str) -> Commit:
+def _decode_commit(
+    attrs: Mapping[str, AttrValue], store: Store | None, where: str, cache: Blobs
+) -> Commit:
     seq = _int(attrs.get(names.COMMIT_SEQ))
     if seq is None or seq < 1:
         raise _Bad(f"{where}: a commit without a valid {names.COMMIT_SEQ}")
@@ -209,6 +214,8 @@ def _decode_commit(attrs: Mapping[str, AttrValue], store: Store | None, where: s
             raise _Bad(f"{where}: commit {seq} is stored at {ref} and no store was given")
         try:
             payload = store.get_json(ref)
+            if key == "messages" and isinstance(payload, list):
+                payload = load_items(store, payload, cache)
         except AfOtelError as exc:
             raise _Bad(f"{where}: commit {seq} payload {ref}: {exc}") from None
     else:
@@ -221,7 +228,9 @@ def _decode_commit(attrs: Mapping[str, AttrValue], store: Store | None, where: s
         raise _Bad(str(exc)) from None
 
 
-def _load_base(address: str, store: Store | None) -> tuple[Mapping[str, Any], str | None]:
+def _load_base(
+    address: str, store: Store | None, cache: Blobs
+) -> tuple[Mapping[str, Any], str | None]:
     if store is None:
         return EMPTY_STATE, f"base {address}: no store was given"
     try:
@@ -230,6 +239,12 @@ def _load_base(address: str, store: Store | None) -> tuple[Mapping[str, Any], st
         return EMPTY_STATE, f"base {address}: {exc}"
     if not isinstance(raw, dict):
         return EMPTY_STATE, f"base {address} is not a JSON object"
+    messages = raw.get("messages")
+    if isinstance(messages, list):
+        try:
+            raw["messages"] = load_items(store, messages, cache)
+        except AfOtelError as exc:
+            return EMPTY_STATE, f"base {address}: {exc}"
     try:
         state = {k: normalize_value(k, v, f"base {address}") for k, v in raw.items()}
     except (_Bad, AfOtelError) as exc:
@@ -238,7 +253,7 @@ def _load_base(address: str, store: Store | None) -> tuple[Mapping[str, Any], st
     return MappingProxyType(state), None
 
 
-def _read_epoch(span: SpanRecord, store: Store | None) -> EpochRecord | None:
+def _read_epoch(span: SpanRecord, store: Store | None, cache: Blobs) -> EpochRecord | None:
     attrs = span.attributes
     where = span.origin or f"span {span.span_id}"
     epoch = _int(attrs.get(names.EPOCH))
@@ -254,7 +269,7 @@ def _read_epoch(span: SpanRecord, store: Store | None) -> EpochRecord | None:
         if event.name != names.COMMIT_EVENT:
             continue
         try:
-            commits.append(_decode_commit(event.attributes, store, where))
+            commits.append(_decode_commit(event.attributes, store, where, cache))
         except _Bad as bad:
             problems.append(str(bad))
     commits.sort(key=lambda c: c.seq)
@@ -326,13 +341,14 @@ def _one_run(
     run_id: str,
     spans: Sequence[SpanRecord],
     store: Store | None,
+    cache: Blobs,
     numbers: Mapping[int, int] | None = None,
 ) -> Run:
     """One lane's log (every span of a run one writer served). ``numbers`` maps the lane's own
     epoch numbers to the run's when the run has several lanes; the checks below use the lane's."""
     records: list[EpochRecord] = []
     for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id)):
-        record = _read_epoch(span, store)
+        record = _read_epoch(span, store, cache)
         if record is not None:
             records.append(record)
     for index, extra in _seq_problems(records).items():
@@ -360,7 +376,7 @@ def _one_run(
         base_address = sorted(addresses)[0]
     elif addresses:
         base_address = next(iter(addresses))
-        base, base_problem = _load_base(base_address, store)
+        base, base_problem = _load_base(base_address, store, cache)
     broken: dict[int, str] = {}
     fold_parents: dict[int, int] = {}
     for epoch in sorted(epochs):
@@ -432,14 +448,16 @@ def _lane_of(span: SpanRecord) -> str:
     return lane if isinstance(lane, str) else ""
 
 
-def _run_lanes(run_id: str, spans: Sequence[SpanRecord], store: Store | None) -> list[Run]:
+def _run_lanes(
+    run_id: str, spans: Sequence[SpanRecord], store: Store | None, cache: Blobs
+) -> list[Run]:
     """A run's lanes: one `Run` when one writer served it (its numbers as written), else one per
     lane in the run's numbering (by start time), linked into one tree by content."""
     lanes: dict[str, list[SpanRecord]] = {}
     for span in spans:
         lanes.setdefault(_lane_of(span), []).append(span)
     if len(lanes) == 1:
-        return [_one_run(run_id, spans, store)]
+        return [_one_run(run_id, spans, store, cache)]
     # The run's numbering: each (lane, epoch) gets the rank of its first span by start time.
     numbers: dict[str, dict[int, int]] = {lane: {} for lane in lanes}
     ranked = sorted(
@@ -456,7 +474,9 @@ def _run_lanes(run_id: str, spans: Sequence[SpanRecord], store: Store | None) ->
         own = numbers[_lane_of(span)]
         if epoch is not None and epoch not in own:
             own[epoch] = sum(len(n) for n in numbers.values()) + 1
-    out = [_one_run(run_id, members, store, numbers[lane]) for lane, members in lanes.items()]
+    out = [
+        _one_run(run_id, members, store, cache, numbers[lane]) for lane, members in lanes.items()
+    ]
     out.sort(key=lambda r: min((e.span.start_ns for e in r.epochs.values()), default=0))
     return link_by_content(out, numbers)
 
@@ -483,7 +503,8 @@ def group_runs(
             by_run.setdefault(run_id, []).append(span)
         else:
             loose.append(span)
-    grouped = [_run_lanes(run_id, members, store) for run_id, members in by_run.items()]
+    cache: Blobs = {}
+    grouped = [_run_lanes(run_id, members, store, cache) for run_id, members in by_run.items()]
     grouped.sort(
         key=lambda lanes: min(
             (e.span.start_ns for r in lanes for e in r.epochs.values()), default=0
@@ -516,13 +537,15 @@ def link_by_content(lanes: list[Run], numbers: Mapping[str, Mapping[int, int]]) 
     readable (its messages are not on record, its record is incomplete, or its span is missing
     from its lane's numbering)."""
     calls: list[_Call] = []
+    memo: dict[int, tuple[Any, bytes]] = {}  # id(message) -> (message, digest)
     # (earliest start, end or None when unknown) of calls that could not be read
     unreadable: list[tuple[int, int | None]] = []
     for run in lanes:
         for record in (*run.epochs.values(), *run.others):
             span = record.span
             own = run.epochs.get(record.epoch) is record
-            digests = _digests(run, record) if own and record.epoch not in run.broken else None
+            readable = own and record.epoch not in run.broken
+            digests = _digests(run, record, memo) if readable else None
             if digests is None:
                 unreadable.append((span.start_ns, span.end_ns))
             if own:
@@ -590,7 +613,9 @@ def _longest_prefix(call: _Call, by_prefix: Mapping[tuple[int, int], list[_Call]
     return None
 
 
-def _digests(run: Run, record: EpochRecord) -> tuple[bytes, ...] | None:
+def _digests(
+    run: Run, record: EpochRecord, memo: dict[int, tuple[Any, bytes]]
+) -> tuple[bytes, ...] | None:
     """The call's messages as digests, when the record proves them: the fold holds them and the
     call has commits or a minted receipt (a call with neither says nothing of its own request)."""
     state = record.span.attributes.get(names.RECEIPT_STATE)
@@ -601,7 +626,14 @@ def _digests(run: Run, record: EpochRecord) -> tuple[bytes, ...] | None:
         return None
     if not isinstance(messages, tuple | ChainedTuple):
         return ()
-    return tuple(hashlib.sha256(canonical_json(m)).digest() for m in messages)
+    out: list[bytes] = []
+    for message in messages:  # a lane's calls share their message objects: each is hashed once
+        found = memo.get(id(message))
+        if found is None or found[0] is not message:
+            found = (message, hashlib.sha256(canonical_json(message)).digest())
+            memo[id(message)] = found
+        out.append(found[1])
+    return tuple(out)
 
 
 def _holes(run: Run, numbers: Mapping[int, int]) -> list[tuple[int, int | None]]:
