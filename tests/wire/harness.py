@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import af_otel
+from af_otel import names
 from af_otel.reader.verify import VerdictStatus
 from tests.wire import envs
 from tests.wire.convert import Comparable, Difference, differences, from_view, from_wire
@@ -217,7 +218,10 @@ def names_field(kind: str, detail: str, name: str, aspect: str = "") -> bool:
     """Whether a gap of ``kind`` with ``detail`` names the difference in view field ``name``
     (``params.seed``, or ``messages`` with an ``aspect``): the gap must cover the field, and if
     its detail lists fields, list this one (a dial, or a message-level flag such as a tool
-    result's error flag)."""
+    result's error flag). `provider-defaults` names nothing: it says a dial was left to the
+    provider, which is false wherever the wire and the view differ on it."""
+    if kind == names.GAP_PROVIDER_DEFAULTS:
+        return False
     spec = af_otel.SERVED_GAPS[kind]
     top, _, leaf = name.partition(".")
     if not any(top == f or top.startswith(f + ".") for f in spec.view_fields):

@@ -205,10 +205,10 @@ def test_openai_tool_messages_and_dials_convert() -> None:
 
 def test_a_gap_names_a_field_it_covers_and_lists() -> None:
     """A gap that enumerates fields names only those; one that covers a field and lists none
-    names it; one that does not cover it never does."""
-    assert names_field("provider-defaults", "not set: temperature, seed", "params.seed")
-    assert not names_field("provider-defaults", "not set: temperature", "params.tool_choice")
-    assert names_field("provider-defaults", "not set: stop_sequences", "params.stop")
+    names it; one that does not cover it never does, nor does provider-defaults."""
+    assert not names_field("provider-defaults", "not set: temperature, seed", "params.seed")
+    assert names_field("unrecorded-field", "not recorded by x: stop_sequences", "params.stop")
+    assert not names_field("unrecorded-field", "not recorded by x: seed", "params.tool_choice")
     listing = "not recorded by some.scope: tool_choice, tool_result.is_error"
     assert names_field("unrecorded-field", listing, "messages", "tool result error flag")
     assert not names_field("unrecorded-field", listing, "messages", "thinking signature")
