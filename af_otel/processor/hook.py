@@ -145,6 +145,7 @@ def mint_on_span(
         ),
         content_keys=(),
         convention=adapted.convention,
+        notes=adapted.notes,
     )
     facts = CallFacts(
         key=key,
