@@ -2,7 +2,7 @@
 one out matters for a given request: the one rule the emitter and the reader both ask.
 
 A field is named as the normalized request names it: a ``params`` key (``seed``, ``tool_choice``),
-``tools``, or a part-level flag (``message.name``, ``tool_result.is_error``,
+``model``, ``tools``, or a part-level flag (``message.name``, ``tool_result.is_error``,
 ``reasoning.signature``). What each instrumentation records lives in `af_otel.semconv.ledger`;
 here is only what does not depend on the instrumentation.
 """
@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from af_otel.model.request import PARAM_KEYS, REASONING_TYPES, Request
 
+MODEL: Final = "model"
 TOOLS: Final = "tools"
 MESSAGE_NAME: Final = "message.name"
 TOOL_ERROR: Final = "tool_result.is_error"
@@ -22,6 +23,7 @@ SIGNATURE: Final = "reasoning.signature"
 # Every field a record can lack, in the order a report lists them: what the model could use,
 # what it was steered by, then the sampling dials.
 FIELDS: Final = (
+    MODEL,
     TOOLS,
     "tool_choice",
     "parallel_tool_calls",
@@ -98,6 +100,8 @@ def matters(
     The field must exist at the request's ``provider``, and its cause must be present: tool
     settings need ``tools`` (on the request, or themselves off the record), a tool result's error
     flag needs ``tool_results``, a reasoning signature needs a ``reasoning`` part."""
+    if field == MODEL:  # every provider is sent a model
+        return True
     if not provider_has(provider, field):
         return False
     if field in _TOOL_SETTINGS:

@@ -8,11 +8,13 @@ from typing import Any
 import pytest
 
 from af_otel import names
+from af_otel.model import Request
 from af_otel.semconv import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_PARAMS_UNREADABLE,
     NOTE_TOOLS_NOT_CAPTURED,
     adapt,
+    ledger,
 )
 
 M = "llm.input_messages"
@@ -243,3 +245,17 @@ def test_steering_settings_are_read_from_the_invocation_parameters() -> None:
     assert adapted.request is not None
     params = adapted.request["params"]
     assert params == {k: v for k, v in given.items() if k != "model"}
+
+
+def test_a_model_taken_from_the_response_is_named_unrecorded() -> None:
+    """Without a request model on the span, `model` is an unrecorded field."""
+    plain = span(**{"llm.invocation_parameters": json.dumps({"temperature": 0.3})})
+    adapted = adapt(plain)
+    assert adapted.request is not None
+    request = Request.from_dict(adapted.request)
+    scope = "openinference.instrumentation.openai"
+    assert "model" in ledger.unrecorded(request, scope, "openinference", adapted.notes)
+    whole = adapt(span())
+    assert whole.request is not None
+    named = Request.from_dict(whole.request)
+    assert "model" not in ledger.unrecorded(named, scope, "openinference", whole.notes)
