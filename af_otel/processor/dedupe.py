@@ -49,6 +49,7 @@ class Seen:
     start: int
     end: int
     epoch: int
+    lane: str
     scope: str | None
     model: str | None
     request: Request | None

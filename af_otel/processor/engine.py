@@ -219,6 +219,20 @@ class Engine:
         with self._open_lock:
             _bounded_put(self._llm_scope, facts.key, facts.scope)
 
+    def saw(self, facts: CallFacts) -> None:
+        """A call another engine enriched (the completion hook minted it on the live span): keep
+        it for folding a second record of it (its request is not read again)."""
+        attributes = facts.attributes
+        run_id, epoch = attributes.get(names.RUN_ID), attributes.get(names.EPOCH)
+        lane = attributes.get(names.EPOCH_LANE, "")
+        if not (isinstance(run_id, str) and isinstance(epoch, int) and isinstance(lane, str)):
+            return
+        model = dedupe.model_of(attributes, None)
+        seen = dedupe.Seen(facts.start_time, facts.end_time, epoch, lane, facts.scope, model, None)
+        run = self.runs.get(run_id)
+        with run.lock:
+            run.recent.append(seen)
+
     # -- finish ------------------------------------------------------------------------------
 
     def enrich(self, facts: CallFacts, supplied: Supplied | None = None) -> Enrichment:
@@ -273,14 +287,16 @@ class Engine:
                     self.settings.trusted_scope,
                 )
             if same is not None:
-                attributes = dedupe.folded_attributes(run.run_id, run.lane, same.epoch)
+                attributes = dedupe.folded_attributes(run.run_id, same.lane, same.epoch)
                 return Enrichment(attributes, (), content_keys, "folded")
             enrichment = self._finish(
                 run, facts, request, reason, content_keys, direct, on_span, unrecorded
             )
             epoch = enrichment.attributes[names.EPOCH]
             run.recent.append(
-                dedupe.Seen(facts.start_time, facts.end_time, epoch, facts.scope, model, request)
+                dedupe.Seen(
+                    facts.start_time, facts.end_time, epoch, run.lane, facts.scope, model, request
+                )
             )
         self.runs.settle(run)
         metrics.count_receipt(

@@ -106,21 +106,25 @@ class ReceiptSpanExporter(SpanExporter):
         calls = []
         unplaced: set[tuple[int, int]] = set()
         later: set[tuple[int, int]] = set()
+        minted = []
         with guard("ReceiptSpanExporter.number"):
             runs_unseen = not self.tagged and run_context.run_entries() > self._entries_at_start
             for span in spans:
                 context = span.context
                 attributes = span.attributes or {}
-                if (
-                    context is not None
-                    and names.RECEIPT_STATE not in attributes
-                    and self.engine.is_llm_call(span.name, attributes)
-                ):
-                    key = (context.trace_id, context.span_id)
+                if context is None:
+                    continue
+                key = (context.trace_id, context.span_id)
+                if names.RECEIPT_STATE in attributes:
+                    if names.EPOCH in attributes:
+                        minted.append(facts_of(span, key, attributes))
+                elif self.engine.is_llm_call(span.name, attributes):
                     calls.append(facts_of(span, key, attributes))
                     if runs_unseen and self._unplaced(key, attributes):
                         unplaced.add(key)
             calls.sort(key=lambda facts: facts.start_time)
+            for facts in minted:
+                self.engine.saw(facts)
             # A second record of one call (dedupe.py) is not numbered: a call whose window holds
             # another call of the batch is numbered at its end unless it is folded then, and a
             # provider SDK's own span is folded into its parent call.
@@ -133,7 +137,9 @@ class ReceiptSpanExporter(SpanExporter):
                 and (parent := by_key.get(facts.parent)) is not None
                 and dedupe.folds_into_parent(facts.scope, parent.scope, trusted)
             }
-            later = outer_calls([facts for facts in calls if facts.key not in children])
+            alone = [facts for facts in calls if facts.key not in children]
+            later = outer_calls(sorted(alone + minted, key=lambda facts: facts.start_time))
+            later -= {facts.key for facts in minted}
             for facts in calls:
                 if facts.key not in later and facts.key not in children:
                     self.engine.number(facts)
