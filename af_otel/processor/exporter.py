@@ -138,7 +138,8 @@ class ReceiptSpanExporter(SpanExporter):
                 and dedupe.folds_into_parent(facts.scope, parent.scope, trusted)
             }
             alone = [facts for facts in calls if facts.key not in children]
-            later = outer_calls(sorted(alone + minted, key=lambda facts: facts.start_time))
+            by_start = sorted(alone + minted, key=lambda facts: facts.start_time)
+            later = outer_calls(by_start, trusted)
             later -= {facts.key for facts in minted}
             for facts in calls:
                 if facts.key not in later and facts.key not in children:
@@ -235,14 +236,21 @@ def _key_of(span: ReadableSpan) -> tuple[int, int]:
     return (context.trace_id, context.span_id) if context is not None else (0, 0)
 
 
-def outer_calls(calls: Sequence[CallFacts]) -> set[tuple[int, int]]:
-    """The calls (sorted by start) whose time window holds another call's of the batch."""
+def outer_calls(calls: Sequence[CallFacts], trusted: str | None) -> set[tuple[int, int]]:
+    """The calls (sorted by start) that may be a second record of another call of the batch: its
+    time window holds that call's, whose scope differs and ranks at least as high
+    (`dedupe.match`). Calls of one scope overlapping (a fan-out) are numbered as usual."""
     found: set[tuple[int, int]] = set()
     for index, outer in enumerate(calls):
+        mine = dedupe.rank(outer.scope, trusted)
         for inner in calls[index + 1 :]:
             if inner.start_time > outer.end_time:
                 break
-            if inner.end_time <= outer.end_time:
+            if (
+                inner.end_time <= outer.end_time
+                and inner.scope != outer.scope
+                and dedupe.rank(inner.scope, trusted) >= mine
+            ):
                 found.add(outer.key)
                 break
     return found

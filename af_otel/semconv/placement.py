@@ -1,13 +1,15 @@
 """One request, one form, whichever convention recorded it: where the system prompt lives, and
 message fields a convention adds that the wire request does not carry (docs/receipt-spec.md).
 
-Applied to every adapter's request (`conclude`) and to the completion hook's, before a receipt is
-minted, so two instrumentations recording one wire request mint the same receipt fields:
+Applied to every adapter's request (`conclude`, which the completion hook's request goes through
+too) before a receipt is minted, so two instrumentations recording one wire request mint the same
+receipt fields:
 
-* System placement follows the provider's wire: OpenAI's Chat Completions sends the system prompt
-  as the first message, so a ``system`` field becomes one ``system`` message put first; Anthropic's
-  Messages API sends it as the top-level ``system``, so leading ``system`` messages become the
-  ``system`` parts. Any other provider keeps the record's placement.
+* The system prompt lives where the provider's API puts it. Anthropic's Messages API has a
+  top-level ``system``: leading ``system`` messages (OpenInference records it as one) become its
+  parts, after any the record already holds there. OpenAI's Chat Completions sends it as the first
+  message, which every instrumentation of the OpenAI SDK records as a message. A ``system`` message
+  after another turn is not the prompt and stays where it is.
 * ``name`` on a ``tool`` message: neither API carries it (the call id says which call the result
   answers); a framework adds it from its own tool object, so it is dropped.
 """
@@ -16,8 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-# The providers whose wire puts the system prompt in the messages, or in a field of its own.
-SYSTEM_AS_MESSAGE: Final = frozenset({"openai"})
+# The providers whose API takes the system prompt in a field of its own, not as a message.
 SYSTEM_AS_FIELD: Final = frozenset({"anthropic"})
 
 
@@ -30,13 +31,11 @@ def wire_form(request: dict[str, Any]) -> dict[str, Any]:
         return request
     messages = [_without_tool_name(m) for m in messages]
     system = list(system or [])
-    provider = request.get("provider")
-    if provider in SYSTEM_AS_MESSAGE and system:
-        messages.insert(0, {"role": "system", "parts": system})
-        system = []
-    elif provider in SYSTEM_AS_FIELD:
-        while messages and _is_system(messages[0]):
-            system.extend(messages.pop(0).get("parts") or [])
+    while request.get("provider") in SYSTEM_AS_FIELD and messages and _is_system(messages[0]):
+        parts = messages.pop(0).get("parts")
+        if not isinstance(parts, list):
+            return request
+        system.extend(parts)
     out = dict(request)
     out["messages"] = messages
     if "system" in request or system:
