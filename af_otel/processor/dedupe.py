@@ -123,6 +123,18 @@ def agree(a_model: str | None, a: Request | None, b_model: str | None, b: Reques
     )
 
 
+def could_match(recent: Any, start: int, end: int, scope: str | None, trusted: str | None) -> bool:
+    """Whether a call of ``scope`` over this window may repeat a finished call (`match` without
+    the requests, which are not read yet)."""
+    mine = rank(scope, trusted)
+    return any(
+        seen.scope != scope
+        and rank(seen.scope, trusted) >= mine
+        and nests(start, end, seen.start, seen.end)
+        for seen in recent
+    )
+
+
 def match(
     recent: Any,
     start: int,

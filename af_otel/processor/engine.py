@@ -219,6 +219,16 @@ class Engine:
         with self._open_lock:
             _bounded_put(self._llm_scope, facts.key, facts.scope)
 
+    def may_repeat(self, facts: CallFacts) -> bool:
+        """Whether a finished call of the run could be the one this call records again (an
+        earlier export batch held it): then the exporter numbers it only if it is not folded."""
+        run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=False))
+        trusted = self.settings.trusted_scope
+        with run.lock:
+            return dedupe.could_match(
+                run.recent, facts.start_time, facts.end_time, facts.scope, trusted
+            )
+
     def saw(self, facts: CallFacts) -> None:
         """A call another engine enriched (the completion hook minted it on the live span): keep
         it for folding a second record of it (its request is not read again)."""

@@ -141,6 +141,7 @@ class ReceiptSpanExporter(SpanExporter):
             by_start = sorted(alone + minted, key=lambda facts: facts.start_time)
             later = outer_calls(by_start, trusted)
             later -= {facts.key for facts in minted}
+            later |= {facts.key for facts in alone if self.engine.may_repeat(facts)}
             for facts in calls:
                 if facts.key not in later and facts.key not in children:
                     self.engine.number(facts)
