@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from af_otel import names, read_spans, served_views, verify
+from af_otel.cli import main
 from af_otel.reader import ServedView, Verdict, VerdictStatus
 from tests.agents.stack import Recorded, anthropic_agent, langgraph_agent
 from tests.wire.convert import differences, from_view, from_wire
@@ -137,3 +138,27 @@ def test_the_anthropic_sdks_own_spans_alone_are_the_calls(recorded: Any, tmp_pat
     assert {v.recorded_by for v in views} == {"com.anthropic.sdk.python"}
     assert all(v.same_call == () for v in views)
     assert all(names.GAP_NO_RUN_LOG not in v.gap_kinds for v in views)
+
+
+def test_served_gaps_and_the_report_show_what_they_look_at(
+    recorded: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each epoch's span name and scope, and the span folded into it, in all three outputs."""
+    run = recorded("oi-langchain+oi-openai", "processor")
+    source = [str(run.traces), "--store", str(run.store)]
+    capsys.readouterr()
+    assert main(["served", *source]) == 0
+    served = capsys.readouterr().out
+    assert served.count("scope openinference.instrumentation.openai") == 10
+    assert served.count("same call: span") == 10
+    assert "'ChatOpenAI' · scope openinference.instrumentation.langchain" in served
+    assert main(["gaps", *source]) == 0
+    gaps = capsys.readouterr().out
+    assert "scope openinference.instrumentation.openai" in gaps
+    assert "same call as 1 more span(s)" in gaps
+    assert names.GAP_NO_RUN_LOG not in gaps
+    page = tmp_path / "report.html"
+    assert main(["report", *source, "-o", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert html.count("same call: <code>") == 10
+    assert "openinference.instrumentation.langchain" in html
