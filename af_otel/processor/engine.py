@@ -157,7 +157,7 @@ class Engine:
             return
         run = self.runs.get(run_id)
         with run.lock:
-            run.number(key, start)
+            run.number(key, start, at_start=True)
         with self._open_lock:
             _bounded_put(self._llm_scope, key, scope)
 
