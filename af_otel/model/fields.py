@@ -10,6 +10,7 @@ here is only what does not depend on the instrumentation.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from af_otel.model.request import PARAM_KEYS, REASONING_TYPES, Request
@@ -113,9 +114,37 @@ def matters(
     return True
 
 
-def unrecorded(request: Request, recorded: Collection[str]) -> tuple[str, ...]:
-    """The fields this request may have set that a record keeping only ``recorded`` cannot show."""
-    kinds = {part.get("type") for message in request.messages for part in message.get("parts", ())}
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """One pass over a request's messages: the part types in them, and the part-level fields
+    (``message.name``, ``tool_result.is_error``, ``reasoning.signature``) they show a value for."""
+
+    kinds: frozenset[object]
+    fields: frozenset[str]
+
+
+def shown(request: Request) -> Shown:
+    """What the request's messages hold, found in one pass (`Shown`)."""
+    kinds: set[object] = set()
+    found: set[str] = set()
+    for message in request.messages:
+        if "name" in message:
+            found.add(MESSAGE_NAME)
+        for part in message.get("parts", ()):
+            kinds.add(part.get("type"))
+            if "is_error" in part:
+                found.add(TOOL_ERROR)
+            if "signature" in part:
+                found.add(SIGNATURE)
+    return Shown(frozenset(kinds), frozenset(found))
+
+
+def unrecorded(
+    request: Request, recorded: Collection[str], seen: Shown | None = None
+) -> tuple[str, ...]:
+    """The fields this request may have set that a record keeping only ``recorded`` cannot show
+    (``seen``: the request's `shown`, when the caller already has it)."""
+    kinds = (seen or shown(request)).kinds
     tools = bool(request.tools) or TOOLS not in recorded
     return tuple(
         field

@@ -119,21 +119,13 @@ def entry_for(scope: str | None, convention: Convention) -> Entry | None:
     return None
 
 
-def written(request: Request) -> frozenset[str]:
+def written(request: Request, seen: fields.Shown | None = None) -> frozenset[str]:
     """The fields a request, as an unknown instrumentation wrote it, shows a value for: all an
-    unknown instrumentation is taken to record."""
+    unknown instrumentation is taken to record (``seen``: the request's `fields.shown`)."""
     found: set[str] = {key for key in request.params if key in PARAM_KEYS}
     if request.tools:
         found.add(fields.TOOLS)
-    for message in request.messages:
-        if "name" in message:
-            found.add(fields.MESSAGE_NAME)
-        for part in message.get("parts", ()):
-            if "is_error" in part:
-                found.add(fields.TOOL_ERROR)
-            if "signature" in part:
-                found.add(fields.SIGNATURE)
-    return frozenset(found)
+    return frozenset(found) | (seen or fields.shown(request)).fields
 
 
 # Adapter notes that say the request model is not on the span (the model shown, if any, is the
@@ -147,13 +139,14 @@ def unrecorded(
     """The fields of ``request`` its instrumentation could not show (module docstring);
     ``notes`` are the adapter's, which say when this span lacks the request model."""
     entry = entry_for(scope, convention)
+    seen = fields.shown(request)  # one pass over the messages serves both questions
     # What the span shows is on record whatever the ledger says (a newer release may record more).
-    recorded = written(request) | (entry.recorded if entry is not None else frozenset())
+    recorded = written(request, seen) | (entry.recorded if entry is not None else frozenset())
     # Every instrumentation writes the request model when it has one; the notes say when not.
     recorded |= {fields.MODEL}
     if not _MODEL_NOT_RECORDED.isdisjoint(notes):
         recorded -= {fields.MODEL}
-    return fields.unrecorded(request, recorded)
+    return fields.unrecorded(request, recorded, seen)
 
 
 # -- span limits ----------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from af_otel.semconv import (
     ledger,
 )
 
+from . import expected
+
 M = "llm.input_messages"
 
 
@@ -259,3 +261,28 @@ def test_a_model_taken_from_the_response_is_named_unrecorded() -> None:
     assert whole.request is not None
     named = Request.from_dict(whole.request)
     assert "model" not in ledger.unrecorded(named, scope, "openinference", whole.notes)
+
+
+def test_an_anthropic_request_reads_back_in_the_messages_api_shape() -> None:
+    """openinference-anthropic's system message is the request's system, and tool results it split
+    off a user turn join that turn again: the same request as genai-anthropic records it."""
+    attrs = {
+        "openinference.span.kind": "LLM",
+        "llm.provider": "anthropic",
+        "llm.invocation_parameters": json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 256}),
+        f"{M}.0.message.role": "system",
+        f"{M}.0.message.content": "You are a helpful assistant.",
+        f"{M}.1.message.role": "user",
+        f"{M}.1.message.content": "What is the weather in Paris?",
+        f"{M}.2.message.role": "assistant",
+        f"{M}.2.message.tool_calls.0.tool_call.id": "call_1",
+        f"{M}.2.message.tool_calls.0.tool_call.function.name": "get_weather",
+        f"{M}.2.message.tool_calls.0.tool_call.function.arguments": '{"city":"Paris"}',
+        f"{M}.3.message.role": "tool",
+        f"{M}.3.message.tool_call_id": "call_1",
+        f"{M}.3.message.content": "18C and sunny",
+        "llm.tools.0.tool.json_schema": json.dumps(expected.WEATHER_TOOL),
+    }
+    adapted = adapt(attrs)
+    assert adapted.request is not None
+    assert Request.from_dict(adapted.request) == Request.from_dict(expected.anthropic_weather())
