@@ -13,7 +13,14 @@ import pytest
 from af_otel.reader.verify import VerdictStatus
 from tests.wire.conftest import Outcomes
 from tests.wire.convert import differences, from_anthropic, from_openai, from_view
-from tests.wire.harness import SCENARIOS, Scenario, describe, disagreements, names_field
+from tests.wire.harness import (
+    SCENARIOS,
+    Scenario,
+    describe,
+    disagreements,
+    names_field,
+    shared_requests,
+)
 
 
 @pytest.mark.instrumentation
@@ -44,12 +51,16 @@ def test_instrumentations_agree_on_what_both_record(client: str, wire_outcomes: 
     """One wire request through two instrumentations mints the same model, system, tools, messages
     chain and params wherever both record what the field covers."""
     outcomes = [wire_outcomes[s] for s in SCENARIOS if s.client == client]
-    found = [
-        disagreement
+    pairs = [
+        (first, second)
         for index, first in enumerate(outcomes)
         for second in outcomes[index + 1 :]
-        for disagreement in disagreements(first, second)
+        if first.scenario.profile == second.scenario.profile
     ]
+    # The agent and the server are deterministic: one profile sends the same requests every time.
+    for first, second in pairs:
+        assert shared_requests(first, second) == first.scenario.calls
+    found = [d for first, second in pairs for d in disagreements(first, second)]
     assert not found, "\n".join(d.account for d in found[:40])
 
 
