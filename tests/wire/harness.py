@@ -5,7 +5,8 @@ The finding that matters is an *overclaim*: an epoch `verify` calls `verified` w
 not the wire request. An epoch that is not verified may differ from the wire, but only in a field
 some gap on it names (an *unnamed* difference otherwise). Two verified epochs whose receipts
 fingerprint one request (same system, messages chain, tools, params and model) for two different
-wire requests are a *collision*.
+wire requests are a *collision*. The wire also says which call each request grew from (its parent)
+and lets two scenarios' receipts of one request be compared field by field.
 """
 
 from __future__ import annotations
