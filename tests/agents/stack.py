@@ -9,6 +9,9 @@ calls, one after the other; the server's log is the ground truth of what was sen
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -22,6 +25,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 
 import af_otel
 from af_otel import names
+from tests.semconv.envs import CACHE, Env, ensure
 from tests.wire.server import WireRequest, WireServer
 
 QUESTIONS: Final = (
@@ -33,6 +37,25 @@ QUESTIONS: Final = (
 )
 SYSTEM: Final = "You are a travel desk. Use the tools."
 RUN: Final = "lc-1"
+ROOT: Final = Path(__file__).resolve().parents[2]
+# OpenLLMetry's langchain and openai instrumentations share a package namespace with OTel's own
+# and pin their SDK: they run in a side venv (tests/semconv/envs.py), af_otel from PYTHONPATH.
+OPENLLMETRY: Final = Env(
+    "agents-openllmetry",
+    CACHE / "agents-openllmetry",
+    (
+        "opentelemetry-instrumentation-langchain==0.62.4",
+        "opentelemetry-instrumentation-openai==0.62.4",
+        "langchain-openai==1.7.4",
+        "langgraph==1.2.24",
+        "openai==3.57.0",
+        "opentelemetry-sdk==1.45.2",
+        "opentelemetry-exporter-otlp-json-file==0.66b1",
+        "orjson>=3.10",
+        "opentelemetry-exporter-otlp>=1.38",
+    ),
+)
+_STEERING: Final = ("OTEL_", "OPENINFERENCE_", "TRACELOOP_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +122,14 @@ def _instrumented(combination: str, provider: TracerProvider) -> Iterator[None]:
 
                 instrumentor = GenAIOpenAI()
                 options["completion_hook"] = af_otel.completion_hook
+            elif name == "ol-langchain":  # OpenLLMetry: in its side venv (OPENLLMETRY)
+                from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+                instrumentor = LangchainInstrumentor()
+            elif name == "ol-openai":
+                from opentelemetry.instrumentation.openai import OpenAIInstrumentor as OLOpenAI
+
+                instrumentor = OLOpenAI()
             elif name == "oi-anthropic":
                 from openinference.instrumentation.anthropic import AnthropicInstrumentor
 
@@ -127,19 +158,50 @@ def _tools() -> list[Any]:
 
 
 def langgraph_agent(combination: str, form: str, tmp: Path) -> Recorded:
-    """The LangGraph ReAct agent under ``combination``, 10 real calls in one run."""
+    """The LangGraph ReAct agent under ``combination``, 10 real calls in one run; OpenLLMetry's
+    combinations run in their side venv (a subprocess)."""
+    traces, store = tmp / "traces.jsonl", tmp / "store"
+    with WireServer() as server:
+        if combination.startswith("ol-"):
+            config = {
+                "combination": combination,
+                "form": form,
+                "traces": str(traces),
+                "store": str(store),
+                "port": server.port,
+            }
+            env = {k: v for k, v in os.environ.items() if not k.startswith(_STEERING)}
+            env |= {"PYTHONPATH": str(ROOT), "AF_OTEL_STRICT": "1"}
+            done = subprocess.run(
+                [str(ensure(OPENLLMETRY)), "-m", "tests.agents.stack", json.dumps(config)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env=env,
+                cwd=tmp,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"agent {combination} failed:\n{done.stderr[-6000:]}")
+        else:
+            drive(combination, form, traces, store, server.port)
+        wire = tuple(server.requests)
+    return Recorded(traces, store, wire)
+
+
+def drive(combination: str, form: str, traces: Path, store: Path, port: int) -> None:
+    """Run the agent against the server on ``port``, writing ``traces`` and ``store``."""
     from langchain_openai import ChatOpenAI
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # create_react_agent moved in LangGraph 1.x
         from langgraph.prebuilt import create_react_agent
 
-    traces, store = tmp / "traces.jsonl", tmp / "store"
     provider = _provider(form, traces, store)
-    with WireServer() as server, _instrumented(combination, provider):
+    with _instrumented(combination, provider):
         llm = ChatOpenAI(
             model="gpt-4o-mini",
-            base_url=f"http://127.0.0.1:{server.port}/v1",
+            base_url=f"http://127.0.0.1:{port}/v1",
             api_key="test",
             temperature=0.2,
         )
@@ -151,9 +213,7 @@ def langgraph_agent(combination: str, form: str, tmp: Path) -> Recorded:
             for question in QUESTIONS:
                 messages.append({"role": "user", "content": question})
                 messages = agent.invoke({"messages": messages})["messages"]
-        wire = tuple(server.requests)
     provider.shutdown()
-    return Recorded(traces, store, wire)
 
 
 WEATHER: Final = {
@@ -199,3 +259,14 @@ def anthropic_agent(combination: str, form: str, tmp: Path, calls: int = 4) -> R
         wire = tuple(server.requests)
     provider.shutdown()
     return Recorded(traces, store, wire)
+
+
+if __name__ == "__main__":  # the side venv's entry: one agent run, configured by JSON
+    settings = json.loads(sys.argv[1])
+    drive(
+        settings["combination"],
+        settings["form"],
+        Path(settings["traces"]),
+        Path(settings["store"]),
+        int(settings["port"]),
+    )

@@ -24,7 +24,25 @@ COMBINATIONS = (
     "oi-langchain",
     "oi-langchain+oi-openai",
     "genai-openai+oi-langchain",
+    "ol-langchain+ol-openai",  # OpenLLMetry, in its side venv
 )
+# Spans per real call: OpenLLMetry's langchain instrumentation suppresses its openai one's span.
+SPANS_PER_CALL = {
+    "oi-langchain+oi-openai": 2,
+    "genai-openai+oi-langchain": 2,
+    "oi-anthropic+sdk": 2,  # the anthropic SDK's own span, on by default
+}
+# Known, not yet normalized: OpenLLMetry's langchain instrumentation records an OpenAI system
+# prompt as `gen_ai.system_instructions` where the wire sends the first message, so its system
+# hash and messages chain differ from the other records (docs/instrumentations.md). Listed
+# exactly: a fix makes the test fail until the entry goes.
+KNOWN_DIFFERENCES = {
+    "ol-langchain+ol-openai": {
+        names.RECEIPT_SYSTEM_HASH,
+        names.RECEIPT_MESSAGES_COUNT,
+        names.RECEIPT_MESSAGES_CHAIN,
+    },
+}
 # Receipt fields that say what the call was sent (the digest binds the lane, which is random).
 SHARED = (
     names.RECEIPT_MODEL,
@@ -75,7 +93,7 @@ def _check_one_epoch_per_call(run: Recorded, combination: str) -> tuple[ServedVi
         found = [d for d in differences(wire, from_view(view)) if not d.field.startswith("params.")]
         assert found == [], (view.epoch, found)
     folded = [s for s in run.spans() if _attr(s, names.EPOCH_SAME_AS) is not None]
-    if "+" in combination:
+    if SPANS_PER_CALL.get(combination, 1) == 2:
         # Every real call was recorded twice: the second record is folded into its epoch.
         assert len(folded) == len(views)
         assert all(_attr(s, names.EPOCH) is None for s in folded)
@@ -112,12 +130,13 @@ def test_receipts_and_commits_match_the_single_instrumentation(
     """Receipts agree with the framework-only run on every field both record, and the run
     commits no more than 1.5 times its bytes."""
     single, double = recorded(COMBINATIONS[0], "processor"), recorded(combination, "processor")
+    differ: set[str] = set()
     for one, two in zip(_views(single), _views(double), strict=True):
         a, b = one.receipt, two.receipt
         assert a is not None
         assert b is not None
-        for key in SHARED:
-            assert a.to_attributes().get(key) == b.to_attributes().get(key), (one.epoch, key)
+        differ |= {k for k in SHARED if a.to_attributes().get(k) != b.to_attributes().get(k)}
+    assert differ == KNOWN_DIFFERENCES.get(combination, set())
     assert double.commit_bytes() <= 1.5 * single.commit_bytes()
 
 
