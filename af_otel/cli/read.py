@@ -533,6 +533,7 @@ def print_view(
     )
     print(head, file=out)
     print(f"  {where}", file=out)
+    print(f"  {_recorded_by(view)}", file=out)
     if verdict is not None:
         print(f"  verdict: {verdict.status.value} — {verdict.reason}", file=out)
     print(f"  model {view.model or '—'} · provider {view.provider or '—'}", file=out)
@@ -604,10 +605,24 @@ def view_json(view: ServedView, verdict: Verdict | None) -> dict[str, Any]:
         "model": view.model,
         "provider": view.provider,
         "gaps": [{"kind": g.kind, "cause": g.cause, "detail": g.detail} for g in view.gaps],
+        "name": view.name,
+        "scope": view.recorded_by,
+        "same_call": [
+            {"span_id": c.span_id, "trace_id": c.trace_id, "name": c.name, "scope": c.scope}
+            for c in view.same_call
+        ],
     }
     if verdict is not None:
         out["verdict"] = verdict_json(verdict)
     return out
+
+
+def _recorded_by(view: ServedView) -> str:
+    """The span's name and scope, and the spans folded into it (the same model call)."""
+    text = f"span name {view.name!r} · scope {view.recorded_by or '—'}"
+    for call in view.same_call:
+        text += f"\n  same call: span {call.span_id} {call.name!r} · scope {call.scope or '—'}"
+    return text
 
 
 def verdict_json(verdict: Verdict) -> dict[str, Any]:
@@ -720,10 +735,13 @@ def gaps_command(args: argparse.Namespace) -> int:
             model = view.model or (reported if isinstance(reported, str) else None) or "—"
             parts = [
                 f"run {view.run_id or '—'} epoch {view.epoch}",
-                f"span {view.span_id}",
+                f"span {view.span_id} {view.name!r}",
+                f"scope {view.recorded_by or '—'}",
                 f"service {view.service or '—'}",
                 f"model {model}",
             ]
+            if view.same_call:
+                parts.append(f"same call as {len(view.same_call)} more span(s)")
             if gap.cause:
                 parts.append(f"cause {gap.cause}")
             if gap.detail:

@@ -15,11 +15,12 @@ import bisect
 import secrets
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from af_otel.model import Request
+from af_otel.processor.dedupe import RECENT, Seen
 from af_otel.receipts import Receipt, ReceiptDigests
 
 MAX_RUNS: Final = 10_000
@@ -68,6 +69,8 @@ class RunState:
     started_empty: bool = False  # the first call decided the run has no base
     release_requested: bool = False
     touched: float = field(default_factory=time.monotonic)
+    # The last finished calls, for folding a second record of one call (dedupe.py).
+    recent: deque[Seen] = field(default_factory=lambda: deque(maxlen=RECENT))
 
     def number(
         self, key: tuple[int, int], start_time: int, *, at_start: bool = False

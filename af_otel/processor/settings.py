@@ -32,6 +32,7 @@ ENV_STORE: Final = names.ENV_STORE
 ENV_STRIP: Final = "AF_OTEL_STRIP_CONTENT"
 ENV_INLINE_LIMIT: Final = "AF_OTEL_INLINE_LIMIT"
 ENV_TRUSTED_HOSTS: Final = "AF_OTEL_TRUSTED_HOSTS"
+ENV_TRUSTED_SCOPE: Final = "AF_OTEL_TRUSTED_SCOPE"
 ENV_KEY: Final = names.ENV_KEY
 ENV_KEY_FILE: Final = names.ENV_KEY_FILE
 ENV_STRICT: Final = "AF_OTEL_STRICT"
@@ -63,6 +64,8 @@ class Settings:
     key: bytes | None = None
     trusted_hosts: frozenset[str] = frozenset()
     disabled: bool = False
+    # When two spans record one call, the scope whose span is the call (see dedupe.py).
+    trusted_scope: str | None = None
 
     def write_mode(self, on_span: bool) -> WriteMode:
         """How one call's commit payloads are written. ``auto`` follows the instrumentation:
@@ -81,6 +84,7 @@ def resolve_settings(
     inline_limit: int | None = None,
     key: bytes | str | None = None,
     trusted_hosts: str | Iterable[str] | None = None,
+    trusted_scope: str | None = None,
 ) -> Settings:
     """Each option from its argument, else its environment variable, else its default.
 
@@ -100,6 +104,7 @@ def resolve_settings(
             "trusted_hosts", trusted_hosts, ENV_TRUSTED_HOSTS, _hosts, frozenset()
         ),
         disabled=sdk_disabled(),
+        trusted_scope=_choose("trusted_scope", trusted_scope, ENV_TRUSTED_SCOPE, _scope, None),
     )
 
 
@@ -165,6 +170,13 @@ def _choose(
     except ValueError:
         warn_once(variable, raw, repr(default))
         return default
+
+
+def _scope(value: object) -> str | None:
+    text = value.strip() if isinstance(value, str) else None
+    if not text or any(c.isspace() for c in text):
+        raise ValueError("not an instrumentation scope name")
+    return text
 
 
 def _content(value: object) -> ContentMode:

@@ -326,6 +326,14 @@ def _request_parts(view: ServedView) -> str:
     )
 
 
+def _same_call(view: ServedView) -> str:
+    """The spans folded into this epoch: the same model call, recorded again."""
+    return "".join(
+        f" · same call: <code>{_e(c.span_id)}</code> {_e(c.name)} · {_e(c.scope or 'scope unknown')}"
+        for c in view.same_call
+    )
+
+
 def _epoch(view: ServedView, verdict: Verdict | None, page: _Page) -> str:
     """One epoch: the section both the report and the served page are made of."""
     model = " · ".join(_e(x) for x in (view.model, view.provider) if x) or "model not on record"
@@ -334,7 +342,8 @@ def _epoch(view: ServedView, verdict: Verdict | None, page: _Page) -> str:
         f"<header><h3>Epoch {view.epoch}</h3>"
         f'<span class="muted">parent {view.parent}</span>{_badge(verdict)}'
         f'<span class="muted">{model} · span <code>{_e(view.span_id)}</code>'
-        f"{' · ' + _e(view.service) if view.service else ''}</span></header>"
+        f" {_e(view.name)} · {_e(view.recorded_by or 'scope unknown')}"
+        f"{' · ' + _e(view.service) if view.service else ''}{_same_call(view)}</span></header>"
         f'<div class="section"><h4>Verdict</h4>{_verdict(verdict)}</div>'
         f'<div class="section"><h4>Receipt</h4>{_receipt(view, verdict)}</div>'
         f'<div class="section"><h4>Gaps</h4>{_gaps(view, page)}</div>'
