@@ -114,9 +114,11 @@ def event_attributes(
         attrs[names.COMMIT_VALUE] = data.decode("utf-8")
         return attrs
     try:
-        if change.key == "messages" and items is not None:
-            # Message by message (af_otel.store.items): history another writer stored is not
-            # written again.
+        if change.key == "messages" and items is not None and _answers(change.payload) > 1:
+            # A payload holding more than the answer to its parent holds turns other calls
+            # (other workers, likely) were sent, whose messages the store may hold already:
+            # stored message by message (af_otel.store.items), they are not written again. The
+            # usual payload (the parent's answer and what follows) costs one blob.
             attrs[names.COMMIT_REF] = settings.store.put_json(
                 items.put(settings.store, change.payload)
             )
@@ -125,3 +127,7 @@ def event_attributes(
     except (StoreError, OSError) as exc:
         report("store", exc)
     return attrs
+
+
+def _answers(messages: Any) -> int:
+    return sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
