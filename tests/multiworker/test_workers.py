@@ -24,6 +24,8 @@ from tests.multiworker.service import (
     workers,
 )
 
+pytestmark = pytest.mark.slow  # worker processes with the real openai client and instrumentation
+
 
 def _store_url(kind: str, folder: Path) -> str:
     # `local://` is fsspec's local file system (a `file://` URL opens the embedded store).
