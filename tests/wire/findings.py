@@ -73,14 +73,15 @@ def main(names: list[str]) -> None:
             outcomes.append(run_scenario(scenario, Path(directory)))
     seconds = time.monotonic() - started
     print(
-        "| scenario | calls | verified | reconstructed | damaged | overclaiming epochs (differences) | unnamed "
+        "| scenario | calls | minted | verified | reconstructed | damaged "
+        "| overclaiming epochs (differences) | unnamed "
         "| collisions | wrong parents |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for o in outcomes:
         counts = " | ".join(str(o.count(status)) for status in VerdictStatus)
         print(
-            f"| {o.scenario.name} | {o.wire_requests} | {counts} | {len({e.epoch for e, _ in o.overclaims})} ({len(o.overclaims)}) "
+            f"| {o.scenario.name} | {o.wire_requests} | {o.minted} | {counts} | {len({e.epoch for e, _ in o.overclaims})} ({len(o.overclaims)}) "
             f"| {len(o.unnamed)} | {len(o.collisions)} | {len(o.wrong_parents)} |"
         )
     print(f"\n({len(outcomes)} scenarios in {seconds:.0f} s)\n")

@@ -47,6 +47,9 @@ class Scenario:
     profile: str = "plain"  # openai: plain | dials (tool_choice, parallel_tool_calls, ...)
     env_vars: Mapping[str, str] = field(default_factory=dict)
     control: bool = False  # every epoch must verify
+    # The span limits cut the record: calls may go without a receipt. Elsewhere every call must
+    # carry a minted one, so that no scenario passes because nothing was minted to check.
+    cut: bool = False
 
     @property
     def env(self) -> envs.Env:
@@ -64,17 +67,19 @@ SCENARIOS: Final = (
     # The control: the instrumentation that records every field this agent sets, limits raised.
     Scenario("openai-control", "openinference-openai", profile="dials", control=True),
     Scenario("openai-genai", "genai-openai", env_vars=_GENAI_CONTENT),
-    Scenario("openai-openinference-default-limits", "openinference-openai", limits=None),
+    Scenario("openai-openinference-default-limits", "openinference-openai", limits=None, cut=True),
     Scenario(
         "openai-openinference-value-limit",
         "openinference-openai",
         limits={**RAISED, "max_span_attribute_length": 1500},
+        cut=True,
     ),
     Scenario(
         "openai-genai-value-limit",
         "genai-openai",
         limits={**RAISED, "max_span_attribute_length": 1500},
         env_vars=_GENAI_CONTENT,
+        cut=True,
     ),
     Scenario("openai-v2-no-tool-definitions", "openai-v2", env_vars=_GENAI_CONTENT),
     Scenario("openai-genai-forced-tool", "genai-openai", profile="dials", env_vars=_GENAI_CONTENT),
@@ -85,7 +90,12 @@ SCENARIOS: Final = (
         env_vars={"OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK": "af_otel"},
     ),
     Scenario("anthropic-openinference", "openinference-anthropic"),
-    Scenario("anthropic-openinference-default-limits", "openinference-anthropic", limits=None),
+    Scenario(
+        "anthropic-openinference-default-limits",
+        "openinference-anthropic",
+        limits=None,
+        cut=True,
+    ),
     Scenario("anthropic-openllmetry", "openllmetry-anthropic"),
 )
 
@@ -128,6 +138,10 @@ class Outcome:
             for e in self.epochs
             if e.expected_parent is not None and e.parent != e.expected_parent
         ]
+
+    @property
+    def minted(self) -> int:
+        return sum(1 for e in self.epochs if e.fingerprint is not None)
 
     def count(self, status: str) -> int:
         return sum(1 for e in self.epochs if e.status == status)

@@ -27,8 +27,13 @@ def test_no_epoch_claims_more_than_its_wire_request(scenario: Scenario, tmp_path
     assert not outcome.overclaims, account
     assert not outcome.unnamed, account
     assert not outcome.collisions, account
+    if not scenario.cut:
+        assert outcome.minted == scenario.calls, account
     if scenario.control:
+        # every field recorded: every epoch verifies, and each names the call it grew from (the
+        # fan-in follow-up its branch, not whichever parallel call finished last)
         assert outcome.count(VerdictStatus.VERIFIED) == scenario.calls, account
+        assert not outcome.wrong_parents, account
 
 
 _ANTHROPIC_BODY: dict[str, Any] = {
