@@ -269,9 +269,7 @@ class Engine:
                 events.append(
                     (
                         names.COMMIT_EVENT,
-                        commits.event_attributes(
-                            change, seq, self.settings, mode, self.items
-                        ),
+                        commits.event_attributes(change, seq, self.settings, mode, self.items),
                     )
                 )
         minted = receipt.minted

@@ -17,7 +17,7 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import FrozenDict, Request, sealed_reasoning
 from af_otel.model.fields import defaulted, order_fields
-from af_otel.model.request import PARAM_KEYS, REQUEST_KEYS, forced_tool, normalize_params
+from af_otel.model.request import REQUEST_KEYS, forced_tool, normalize_params
 from af_otel.reader._args import spans_only
 from af_otel.reader._prefix import common_prefix
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
