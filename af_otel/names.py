@@ -96,3 +96,9 @@ DEFAULT_INLINE_LIMIT: Final = 1024
 # The writer (one engine: a process, or a forked or restarted one) that numbered a call: epochs
 # count per run and lane, so workers serving one run never need to agree on a number.
 EPOCH_LANE: Final = "af.epoch.lane"
+
+# The Responses API: a call that continues state the provider's server holds
+# (`previous_response_id`, a conversation), or shows a tell-tale of history it does not carry.
+GAP_HELD_HISTORY: Final = "server-held-history"
+# On the span: the earlier response (or conversation) id where recorded, else the tell-tale.
+HELD_HISTORY: Final = "af.held_history"

@@ -40,7 +40,7 @@ from af_otel.processor.guard import report
 from af_otel.processor.runs import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
-from af_otel.semconv import Convention, Limits, adapt, is_llm_call, ledger
+from af_otel.semconv import Convention, Limits, adapt, is_llm_call, ledger, responses
 from af_otel.store.items import StoredItems
 
 SpanKey = tuple[int, int]
@@ -208,11 +208,16 @@ class Engine:
                 reason = names.REASON_UNREADABLE
             elif convention is not None:
                 unrecorded = ledger.unrecorded(request, facts.scope, convention)
+                unrecorded = responses.with_responses(
+                    unrecorded, request, convention, facts.attributes, facts.name
+                )
+        # State the server holds for this call (the Responses API's previous_response_id).
+        held = responses.held_history(facts.attributes, request, facts.name)
         run_id = self.run_of(facts.key, facts.attributes, pop=True)
         run = self.runs.get(run_id)
         with run.lock:
             enrichment = self._finish(
-                run, facts, request, reason, content_keys, direct, on_span, unrecorded
+                run, facts, request, reason, content_keys, direct, on_span, unrecorded, held
             )
         self.runs.settle(run)
         metrics.count_receipt(
@@ -230,6 +235,7 @@ class Engine:
         direct: bool,
         on_span: bool = True,
         unrecorded: tuple[str, ...] = (),
+        held: str | None = None,
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
         parent = run.parent_of(facts.start_time, request)
@@ -298,6 +304,7 @@ class Engine:
             order_unknown=out_of_order or lost or facts.run_unknown,
             unrecorded=unrecorded if minted else (),
             cut=reason == names.REASON_CUT,
+            held=held is not None,
         )
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,
@@ -308,6 +315,8 @@ class Engine:
         attributes.update(receipt.to_attributes())
         if minted:
             attributes[names.RECEIPT_UNRECORDED] = list(unrecorded)
+        if held is not None:
+            attributes[names.HELD_HISTORY] = held
         if run.base is not None:
             attributes[names.RUN_BASE] = run.base.address
         attributes[names.GAPS] = found

@@ -8,6 +8,8 @@ whether one exists, and what the writer's recorded gap kinds add as caveats.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -267,9 +269,12 @@ def _common_gaps(
     tools: Sequence[FrozenDict] | None,
     sealed: bool,
     unrecorded: tuple[str, ...] = (),
+    answered_by: Mapping[str, int] | None = None,
 ) -> list[Gap]:
     found: list[Gap] = []
     recorded, has_recorded = _recorded_gaps(span)
+    if names.GAP_HELD_HISTORY in recorded:
+        found.append(gap(names.GAP_HELD_HISTORY, _held_detail(span, answered_by or {})))
     if unrecorded:
         by = span.scope or "the instrumentation"
         found.append(gap(names.GAP_UNRECORDED, f"not recorded by {by}: " + ", ".join(unrecorded)))
@@ -300,6 +305,37 @@ def _common_gaps(
     for kind in sorted(recorded & _TAKEN_FROM_WRITER):
         found.append(gap(kind, "recorded by the writer"))
     return found
+
+
+def _response_id(span: SpanRecord) -> str | None:
+    """The provider's id for the response a call got, as its convention records it."""
+    found = span.attributes.get("gen_ai.response.id")
+    if isinstance(found, str):
+        return found
+    output = span.attributes.get("output.value")  # OpenInference: the response object as JSON
+    if isinstance(output, str) and output.startswith("{"):
+        with contextlib.suppress(ValueError):
+            decoded = json.loads(output)
+            if isinstance(decoded, dict) and isinstance(decoded.get("id"), str):
+                return str(decoded["id"])
+    return None
+
+
+def _held_detail(span: SpanRecord, answered_by: Mapping[str, int]) -> str:
+    """What the record says of the history a call continues, linking the earlier call when this
+    run holds it."""
+    value = span.attributes.get(names.HELD_HISTORY)
+    if not isinstance(value, str) or not value:
+        return "the writer found history this request does not carry"
+    if value not in answered_by:
+        if " " in value:  # a tell-tale, not an id
+            return f"history not on record: {value}; the earlier response id is not recorded"
+        return f"continues {value}, which is not in this run's record"
+    epoch = answered_by[value]
+    return (
+        f"continues {value}, the response of epoch {epoch} of this run: that call's request and "
+        "output are on its span; what the server held before it is named there"
+    )
 
 
 def _run_views(run: Run, shared: dict[int, ServedView] | None = None) -> list[ServedView]:
@@ -352,6 +388,11 @@ def _run_views(run: Run, shared: dict[int, ServedView] | None = None) -> list[Se
 
     claimants = [(run.epochs[e], True) for e in sorted(run.epochs)]
     claimants += [(record, False) for record in run.others]
+    answered_by: dict[str, int] = {}
+    for record, own in claimants:
+        answer = _response_id(record.span) if own else None
+        if answer is not None:
+            answered_by.setdefault(answer, record.epoch)
     for record, own in claimants:
         span = record.span
         receipt = Receipt.from_attributes(span.attributes)
@@ -375,7 +416,7 @@ def _run_views(run: Run, shared: dict[int, ServedView] | None = None) -> list[Se
         if record.cut:
             found.append(gap(names.GAP_SPAN_LIMITS, "; ".join(record.cut)))
         unrecorded = _unrecorded(span)
-        found += _common_gaps(span, receipt, values, params, tools, sealed, unrecorded)
+        found += _common_gaps(span, receipt, values, params, tools, sealed, unrecorded, answered_by)
         view = ServedView(
             run_id=run.run_id,
             epoch=record.epoch,
