@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from af_otel import names
+from af_otel.semconv import responses
 from af_otel.semconv._adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
@@ -43,7 +44,6 @@ from af_otel.semconv._shape import (
     tool_definition,
     unreadable,
 )
-from af_otel.semconv import responses
 from af_otel.semconv._tables import Row, bucket, dense, read_rows
 
 SPAN_KIND: Final = "openinference.span.kind"

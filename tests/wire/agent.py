@@ -27,10 +27,10 @@ from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from responses_agent import responses_agent  # beside this file
 
 import af_otel
 from af_otel.store import LocalStore
-from responses_agent import responses_agent  # beside this file
 
 SPAN_HEADER = "x-af-wire-span"  # tests/wire/server.py reads it
 CALLS_OPENAI = 30

@@ -117,9 +117,8 @@ def _no_bare_arguments(wire: Sequence[Any], view: Sequence[Any]) -> list[Any]:
     out = []
     for (role, parts), (_, shown) in zip(wire, view, strict=False):
         a, b = parts[0], shown[0]
-        if a[0] == b[0] == "tool_call" and b[3] is None and a[:3] == b[:3]:
-            parts = (b,)
-        out.append((role, parts))
+        bare = a[0] == b[0] == "tool_call" and b[3] is None and a[:3] == b[:3]
+        out.append((role, (b,) if bare else parts))
     return out + list(wire[len(view) :])
 
 
