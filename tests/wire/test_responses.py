@@ -129,7 +129,11 @@ def _no_call_ids(messages: Sequence[Any]) -> list[Any]:
 
 
 def compare(
-    seen: Comparable, request: Comparable, served: Comparable, strict: Any
+    seen: Comparable,
+    request: Comparable,
+    served: Comparable,
+    wire_tools: Sequence[Mapping[str, Any]],
+    view_tools: Sequence[Mapping[str, Any]] | None,
 ) -> list[Difference]:
     """How the served view differs from what the model saw, each kind once: held history not
     shown, reasoning items left out, calls under another id, a tool's `strict`, else as the Chat
@@ -153,15 +157,11 @@ def compare(
             found.append(Difference("messages", wire, view, None, "reasoning items"))
         elif wire != view:
             found += [d for d in differences(request, served) if d.field == "messages"]
-    view_strict = [bool(t.get("strict")) for t in served_tools(strict)]
-    wire_strict = [bool(t.get("strict")) for t in strict["wire"]]
+    view_strict = [bool(t.get("strict")) for t in view_tools or ()]
+    wire_strict = [bool(t.get("strict")) for t in wire_tools]
     if view_strict != wire_strict:
         found.append(Difference("tools", wire_strict, view_strict, None, "strict"))
     return found + rest
-
-
-def served_tools(strict: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
-    return strict["view"] or ()
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,7 @@ class Epoch:
     gaps: tuple[tuple[str, str], ...]
     differences: tuple[Difference, ...]
     unnamed: tuple[Difference, ...]
+    minted: bool
 
 
 def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
@@ -193,8 +194,7 @@ def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
         full = _flat(from_seen(context.items, context.instructions, wire.body))
         only = _flat(from_seen(input_items(wire.body), context.instructions, wire.body))
         served = _flat(from_view(view))
-        strict = {"wire": wire.body.get("tools") or (), "view": view.tools}
-        found = tuple(compare(full, only, served, strict))
+        found = tuple(compare(full, only, served, wire.body.get("tools") or (), view.tools))
         verdict = af_otel.verify(view)
         gaps = tuple((g.kind, g.detail) for g in view.gaps)
         unnamed = ()
@@ -204,7 +204,9 @@ def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
                 for d in found
                 if not any(names_field(k, detail, d.field, d.aspect) for k, detail in gaps)
             )
-        epochs.append(Epoch(view.epoch, wire.seq, str(verdict.status), gaps, found, unnamed))
+        epochs.append(
+            Epoch(view.epoch, wire.seq, str(verdict.status), gaps, found, unnamed, view.minted)
+        )
     return count, epochs
 
 
@@ -249,4 +251,28 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
         # the earlier response id is on record: the gap names it, and the call that answered
         details = [d for e in held for k, d in e.gaps if k == "server-held-history"]
         assert len(details) == len(held), account
-        assert all("resp_w" in d for d in details), account
+        assert all("resp_w" in d and "of epoch" in d for d in details), account
+
+
+def main() -> None:
+    """Print the verdict table of every Responses scenario (``python -m tests.wire.test_responses``)."""
+    import tempfile
+
+    print(
+        "| scenario | calls | spans | minted | verified | reconstructed | damaged | overclaims | unnamed |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for scenario in SCENARIOS:
+        with tempfile.TemporaryDirectory() as directory:
+            count, epochs = run_responses(scenario, Path(directory))
+        statuses = [sum(1 for e in epochs if e.status == s) for s in VerdictStatus]
+        overclaims = sum(1 for e in epochs if e.status == VerdictStatus.VERIFIED and e.differences)
+        print(
+            f"| {scenario.name} | {count} | {len(epochs)} | {sum(e.minted for e in epochs)} | "
+            + " | ".join(map(str, statuses))
+            + f" | {overclaims} | {sum(len(e.unnamed) for e in epochs)} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
