@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -407,8 +407,13 @@ def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextI
     elif not view.is_recorded("tools"):
         print(f"  tools: not recorded by {view.recorded_by or 'the instrumentation'}", file=out)
     else:
+        choice = view.params.get("tool_choice") if view.params else None
+        forbidden = choice == "none" or (
+            isinstance(choice, Mapping) and choice.get("type") == "none"
+        )
         print(
-            f"  tools ({len(view.tools)}): {', '.join(str(t.get('name')) for t in view.tools) or '—'}",
+            f"  tools ({len(view.tools)}): {', '.join(str(t.get('name')) for t in view.tools) or '—'}"
+            + (" (tool_choice none: the model could use none of them)" if forbidden else ""),
             file=out,
         )
     if view.messages is None:

@@ -90,6 +90,7 @@ class Supplied:
     # (the hook): the ledger then says which fields that instrumentation could not see. None
     # when the caller handed the request itself (the explicit API records every field).
     convention: Convention | None = None
+    notes: tuple[str, ...] = ()  # the adapter's notes on that record
 
 
 def error_enrichment(reason: str = names.REASON_INTERNAL_ERROR) -> Enrichment:
@@ -182,13 +183,14 @@ class Engine:
         """The evidence for one finished LLM call; the run's state moves on by this call."""
         unrecorded: tuple[str, ...] = ()
         convention: Convention | None = None
+        notes: tuple[str, ...] = ()
         if supplied is None:
             limits = facts.limits if facts.limits is not None else environment_limits()
             adapted = adapt(facts.attributes, facts.name, limits=limits)
             request_in: Mapping[str, Any] | Request | None = adapted.request
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
-            convention = adapted.convention
+            convention, notes = adapted.convention, adapted.notes
             provider = _text(adapted.request.get("provider")) if adapted.request else None
             direct = gaps.captured_at_sdk(
                 facts.scope, facts.attributes, provider, self.settings.trusted_hosts
@@ -200,14 +202,14 @@ class Engine:
             request_in, reason = supplied.request, supplied.absent_reason
             content_keys, direct = supplied.content_keys, supplied.direct
             on_span = supplied.on_span
-            convention = supplied.convention
+            convention, notes = supplied.convention, supplied.notes
         request: Request | None = None
         if request_in is not None:
             request = _parse(request_in)
             if request is None:
                 reason = names.REASON_UNREADABLE
             elif convention is not None:
-                unrecorded = ledger.unrecorded(request, facts.scope, convention)
+                unrecorded = ledger.unrecorded(request, facts.scope, convention, notes)
                 unrecorded = responses.with_responses(
                     unrecorded, request, convention, facts.attributes, facts.name
                 )
