@@ -526,6 +526,14 @@ class _Call:
     end: int
     digests: tuple[bytes, ...] | None  # one per message; None when the messages are not proven
     keys: tuple[int, ...] = ()  # keys[k]: a rolling hash of the first k digests
+    roles: tuple[str, ...] = ()
+
+
+def _answers_between(call: _Call, parent: _Call) -> int:
+    """The assistant messages ``call`` adds to ``parent``'s that another message follows (a last
+    assistant message is a prefill the caller wrote, not an answer)."""
+    added = call.roles[len(parent.roles) : len(call.roles) - 1]
+    return sum(1 for role in added if role == "assistant")
 
 
 def link_by_content(lanes: list[Run], numbers: Mapping[str, Mapping[int, int]]) -> list[Run]:
@@ -533,9 +541,11 @@ def link_by_content(lanes: list[Run], numbers: Mapping[str, Mapping[int, int]]) 
     started, the one whose messages are the longest prefix of its own (ties: the latest finished),
     the rule each writer applies to its own calls. Messages are compared by the SHA-256 of their
     canonical JSON. A call whose link cannot be proven gets parent 0 and a ``no-run-log`` reason:
-    its own messages are not on record, or a call that could have been a better parent is not
+    its own messages are not on record; a call that could have been a better parent is not
     readable (its messages are not on record, its record is incomplete, or its span is missing
-    from its lane's numbering)."""
+    from its lane's numbering); or the messages it adds to the parent found hold a second model
+    answer, which a call not on record gave (the one way a writer's last calls lost together show).
+    A link is never guessed: such a call is a root of the tree, with the reason."""
     calls: list[_Call] = []
     memo: dict[int, tuple[Any, bytes]] = {}  # id(message) -> (message, digest)
     # (earliest start, end or None when unknown) of calls that could not be read
@@ -549,7 +559,10 @@ def link_by_content(lanes: list[Run], numbers: Mapping[str, Mapping[int, int]]) 
             if digests is None:
                 unreadable.append((span.start_ns, span.end_ns))
             if own:
-                calls.append(_Call(record, span.start_ns, span.end_ns, digests, _keys(digests)))
+                roles = _roles(run, record) if digests is not None else ()
+                calls.append(
+                    _Call(record, span.start_ns, span.end_ns, digests, _keys(digests), roles)
+                )
         unreadable.extend(_holes(run, numbers.get(run.lane, {})))
     by_prefix: dict[tuple[int, int], list[_Call]] = {}
     for call in calls:
@@ -575,6 +588,14 @@ def link_by_content(lanes: list[Run], numbers: Mapping[str, Mapping[int, int]]) 
             unproven[epoch] = (
                 "its parent cannot be found from content: a call of the run that may be it "
                 "cannot be read"
+            )
+        elif found is not None and _answers_between(call, found) > 1:
+            # Each answer a call adds to its parent's messages came from a model call; the
+            # parent's own answer is one, so a second one came from a call not on record.
+            unproven[epoch] = (
+                f"its parent cannot be found from content: its messages add "
+                f"{_answers_between(call, found)} model answers to those of epoch "
+                f"{found.record.epoch}, so a call in between is not on record"
             )
         elif found is not None:
             parents[epoch] = found.record.epoch
@@ -611,6 +632,13 @@ def _longest_prefix(call: _Call, by_prefix: Mapping[tuple[int, int], list[_Call]
         if best is not None:
             return best
     return None
+
+
+def _roles(run: Run, record: EpochRecord) -> tuple[str, ...]:
+    messages = run.fold.value_at("messages", record.epoch)
+    if not isinstance(messages, tuple | ChainedTuple):
+        return ()
+    return tuple(str(m.get("role")) for m in messages)
 
 
 def _digests(
