@@ -1,7 +1,7 @@
 """A tool-using agent on OpenAI's Responses API (``client.responses.create``): the ``responses``
 profile of agent.py, imported from beside it (it imports nothing from the tests).
 
-Fifteen calls in two conversations. The first is stateless (``store=False``): each request
+Fifteen calls in two conversations, then one that fails. The first is stateless (``store=False``): each request
 carries the whole history as input items, reasoning items replayed with their encrypted content.
 The second keeps its history on the server: each request names ``previous_response_id`` and
 carries only the new items. Between them: ``instructions`` and none, function tools with
@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-CALLS_RESPONSES = 15
+CALLS_RESPONSES = 16
 
 TOOLS = [
     {
@@ -161,6 +161,11 @@ def responses_agent(client: Any) -> int:
         parallel_tool_calls=True,
     )
     held([_tool_output(c, 14) for c in calls], tool_choice="none", max_output_tokens=20)  # 15
+    try:  # 16: a response the server no longer holds: the request fails (HTTP 400)
+        agent.call(previous_response_id="resp_gone", input="And tomorrow?")
+    except Exception as exc:
+        if getattr(exc, "status_code", None) != 400:
+            raise
     return agent.calls
 
 

@@ -52,6 +52,9 @@ class Responses:
         with self._lock:
             held = self._held.get(previous) if previous else []
         if held is None:
+            # The model sees nothing; what is logged as seen is the request's own context.
+            with self._lock:
+                self.seen[seq] = Seen(body.get("instructions"), tuple(input_items(body)))
             error = {"message": f"Previous response {previous} not found.", "type": "invalid"}
             return 400, {"error": error}, None
         context = [*held, *input_items(body)]

@@ -25,9 +25,12 @@ from tests.wire.harness import _GENAI_CONTENT, Scenario, names_field, run_agent
 from tests.wire.responses_server import Seen, input_items
 from tests.wire.server import WireServer
 
-CALLS: Final = 15
+CALLS: Final = 16
 # The calls whose answer is `incomplete` (max_output_tokens below the server's threshold).
 INCOMPLETE: Final = (7, 15)
+FAILED: Final = 16  # names a response the server does not hold: HTTP 400
+# Calls OpenLLMetry writes no span for.
+_NO_SPAN: Final = INCOMPLETE
 _NOT_DIALS: Final = frozenset(
     {"model", "input", "instructions", "tools", "stream", "include", "previous_response_id"}
     | {"metadata", "user"}
@@ -185,11 +188,22 @@ def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
     spans = list(af_otel.read_spans(tmp / "trace.jsonl"))
     answered = {s.span_id: s.attributes.get("gen_ai.response.id") for s in spans}
     views = af_otel.served_views(spans, store=tmp / "store")
-    epochs = []
+    matched = {}
     for view in views:
         wire = requests.get(view.span_id)
-        if wire is None:  # no span current while the request went out: by the answer's id
-            wire = by_seq[int(str(answered[view.span_id]).removeprefix("resp_w"))]
+        answer = answered[view.span_id]
+        if wire is None and isinstance(answer, str):  # no span current while it went out
+            wire = by_seq[int(answer.removeprefix("resp_w"))]
+        if wire is not None:
+            matched[view.span_id] = wire
+    # A span with neither (a failed call under OpenLLMetry): the one request left, if one is.
+    left = [r for r in by_seq.values() if r not in matched.values() and r.seq not in _NO_SPAN]
+    epochs = []
+    for view in views:
+        if view.span_id not in matched:
+            assert len(left) == 1, f"span {view.span_id} matches no single request"
+            matched[view.span_id] = left.pop()
+        wire = matched[view.span_id]
         context = seen[wire.seq]
         full = _flat(from_seen(context.items, context.instructions, wire.body))
         only = _flat(from_seen(input_items(wire.body), context.instructions, wire.body))
@@ -228,9 +242,9 @@ def _account(epochs: Sequence[Epoch]) -> str:
 def test_no_responses_epoch_claims_more_than_the_model_saw(
     scenario: Scenario, tmp_path: Path
 ) -> None:
-    """Fifteen Responses calls, stateless and continued by previous_response_id: no verified
-    epoch differs from the context the model saw, every difference elsewhere is named by a gap,
-    and every span written carries a minted receipt."""
+    """Sixteen Responses calls, stateless and continued by previous_response_id, incomplete and
+    failed: no verified epoch differs from the context the model saw, every difference elsewhere
+    is named by a gap, and every span written carries a minted receipt."""
     count, epochs = run_responses(scenario, tmp_path)
     account = _account(epochs)
     assert count == CALLS
@@ -245,13 +259,22 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
         account
     )
     assert not [d for e in epochs for d in e.unnamed], account
+    assert all(e.minted for e in epochs), account  # incomplete and failed calls too
     held = [e for e in epochs if e.wire_seq > 8]  # every call continued by previous_response_id
     assert all(e.status != VerdictStatus.VERIFIED for e in held), account
     if scenario.instrumentation == "openinference-openai":
         # the earlier response id is on record: the gap names it, and the call that answered
         details = [d for e in held for k, d in e.gaps if k == "server-held-history"]
         assert len(details) == len(held), account
-        assert all("resp_w" in d and "of epoch" in d for d in details), account
+        linked = [
+            d
+            for e in held
+            for k, d in e.gaps
+            if k == "server-held-history" and e.wire_seq != FAILED
+        ]
+        assert all("resp_w" in d and "of epoch" in d for d in linked), account
+        failed = [d for e in held for k, d in e.gaps if e.wire_seq == FAILED]
+        assert any("resp_gone" in d and "not in this run" in d for d in failed), account
 
 
 def main() -> None:
