@@ -204,8 +204,8 @@ _CATALOGUE: Final = (
         ("messages", "bytes"),
         ("messages",),
         "caveat",
-        "This call continues history the provider's server holds (a previous response or a "
-        "conversation), so the model saw earlier turns this request does not carry and no "
+        "This call continues history the provider's server holds, such as a previous response "
+        "or a conversation, so the model saw earlier turns this request does not carry and no "
         "record here fingerprints. The turns shown are only the new ones; read the earlier "
         "call named here for the rest.",
         partial=True,
