@@ -269,7 +269,7 @@ def _common_gaps(
     tools: Sequence[FrozenDict] | None,
     sealed: bool,
     unrecorded: tuple[str, ...] = (),
-    answered_by: Mapping[str, int] | None = None,
+    answered_by: Mapping[str, tuple[int, str | None]] | None = None,
 ) -> list[Gap]:
     found: list[Gap] = []
     recorded, has_recorded = _recorded_gaps(span)
@@ -321,9 +321,9 @@ def _response_id(span: SpanRecord) -> str | None:
     return None
 
 
-def _held_detail(span: SpanRecord, answered_by: Mapping[str, int]) -> str:
-    """What the record says of the history a call continues, linking the earlier call when this
-    run holds it."""
+def _held_detail(span: SpanRecord, answered_by: Mapping[str, tuple[int, str | None]]) -> str:
+    """What the record says of the history a call continues: the earlier calls of this run that
+    hold it, followed back response by response, and where the record of it ends."""
     value = span.attributes.get(names.HELD_HISTORY)
     if not isinstance(value, str) or not value:
         return "the writer found history this request does not carry"
@@ -331,10 +331,21 @@ def _held_detail(span: SpanRecord, answered_by: Mapping[str, int]) -> str:
         if " " in value:  # a tell-tale, not an id
             return f"history not on record: {value}; the earlier response id is not recorded"
         return f"continues {value}, which is not in this run's record"
-    epoch = answered_by[value]
+    chain: list[int] = []
+    held: str | None = value
+    while held is not None and held in answered_by and len(chain) < len(answered_by):
+        epoch, held = answered_by[held]
+        chain.append(epoch)
+    epochs = ", ".join(str(e) for e in reversed(chain))
+    if held is None:
+        rest = "this run holds it from its start"
+    elif " " in held:
+        rest = f"before those, {held}"
+    else:
+        rest = f"before those, {held} is not in this run's record"
     return (
-        f"continues {value}, the response of epoch {epoch} of this run: that call's request and "
-        "output are on its span; what the server held before it is named there"
+        f"continues {value}, the response of epoch {chain[0]} of this run: the server held the "
+        f"requests and answers of epochs {epochs}, in that order; {rest}"
     )
 
 
@@ -388,11 +399,14 @@ def _run_views(run: Run, shared: dict[int, ServedView] | None = None) -> list[Se
 
     claimants = [(run.epochs[e], True) for e in sorted(run.epochs)]
     claimants += [(record, False) for record in run.others]
-    answered_by: dict[str, int] = {}
+    # Response id -> (the epoch that got it, what that call itself continued).
+    answered_by: dict[str, tuple[int, str | None]] = {}
     for record, own in claimants:
         answer = _response_id(record.span) if own else None
         if answer is not None:
-            answered_by.setdefault(answer, record.epoch)
+            continued = record.span.attributes.get(names.HELD_HISTORY)
+            held = continued if isinstance(continued, str) and continued else None
+            answered_by.setdefault(answer, (record.epoch, held))
     for record, own in claimants:
         span = record.span
         receipt = Receipt.from_attributes(span.attributes)

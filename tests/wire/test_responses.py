@@ -273,6 +273,12 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
             if k == "server-held-history" and e.wire_seq != FAILED
         ]
         assert all("resp_w" in d and "of epoch" in d for d in linked), account
+        # the last continued call: the server held every call of the conversation before it
+        (last,) = [
+            d for e in held for k, d in e.gaps if k == "server-held-history" and e.wire_seq == 15
+        ]
+        assert "epochs 8, 9, 10, 11, 12, 13, 14, in that order" in last, last
+        assert "from its start" in last, last
         failed = [d for e in held for k, d in e.gaps if e.wire_seq == FAILED]
         assert any("resp_gone" in d and "not in this run" in d for d in failed), account
 
