@@ -18,7 +18,7 @@ Pure functions over plain values; on the emit path they never raise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
@@ -148,30 +148,30 @@ def held_id(attributes: Mapping[str, object]) -> str | None:
     return None
 
 
-def _ids(messages: Iterable[Mapping[str, Any]], kind: str) -> list[str]:
-    return [
-        str(part.get("id"))
-        for message in messages
-        for part in message.get("parts", ())
-        if part.get("type") == kind
-    ]
-
-
 def telltale(request: Request, responses: bool) -> str | None:
     """What in the request shows history it does not carry, or None.
 
     A tool result whose call is not in the request (calls recorded under an item id, ``fc_...``,
     may be the results' calls: they are counted, not matched), and, on the Responses API, an input
-    whose first turn is not the user's."""
-    calls = _ids(request.messages, "tool_call")
-    unmatched = [i for i in _ids(request.messages, "tool_call_response") if i not in calls]
-    unknown = [c for c in calls if c.startswith("fc_")]
-    if len(unmatched) > len(unknown):
+    whose first turn is not the user's. One pass over the messages."""
+    calls: set[str] = set()
+    item_ids = unmatched = 0
+    first: str | None = None
+    for message in request.messages:
+        role = message.get("role")
+        if first is None and role not in ("system", "developer"):
+            first = str(role)
+        for part in message.get("parts", ()):
+            kind, found = part.get("type"), str(part.get("id"))
+            if kind == "tool_call":
+                calls.add(found)
+                item_ids += found.startswith("fc_")
+            elif kind == "tool_call_response" and found not in calls:
+                unmatched += 1
+    if unmatched > item_ids:
         return TELLTALE_ORPHAN_RESULT
-    if responses:
-        turns = [m for m in request.messages if m.get("role") not in ("system", "developer")]
-        if turns and turns[0].get("role") != "user":
-            return TELLTALE_MID_CONVERSATION
+    if responses and first is not None and first != "user":
+        return TELLTALE_MID_CONVERSATION
     return None
 
 
@@ -197,21 +197,18 @@ def unrecorded(
     if not is_responses(attributes, span_name):
         return ()
     recorded = _RECORDED.get(convention, frozenset())
-    parts = {p.get("type") for m in request.messages for p in m.get("parts", ())}
+    calls = [
+        p for m in request.messages for p in m.get("parts", ()) if p.get("type") == "tool_call"
+    ]
     out = []
-    bare = any(
-        p.get("type") == "tool_call" and "arguments" not in p
-        for m in request.messages
-        for p in m.get("parts", ())
-    )
-    if bare and convention == "openinference":
+    if convention == "openinference" and any("arguments" not in p for p in calls):
         out.append(CALL_ARGUMENTS)
     for field in RESPONSES_FIELDS:
         if field in recorded or field in request.params:
             continue
         if field in (TOOL_STRICT, "tool_choice", "parallel_tool_calls") and not request.tools:
             continue
-        if field == CALL_ID and "tool_call" not in parts:
+        if field == CALL_ID and not calls:
             continue
         out.append(field)
     return tuple(out)
