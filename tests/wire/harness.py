@@ -406,15 +406,24 @@ class Disagreement:
         return (self.first, self.second, self.field)
 
 
+def _wire_key(epoch: Epoch) -> str:
+    return json.dumps(epoch.wire, sort_keys=True, default=str)
+
+
+def shared_requests(first: Outcome, second: Outcome) -> int:
+    """How many wire requests two scenarios both sent (the same agent sends the same ones)."""
+    return len({_wire_key(e) for e in first.epochs} & {_wire_key(e) for e in second.epochs})
+
+
 def disagreements(first: Outcome, second: Outcome) -> list[Disagreement]:
     """Where two instrumentations, recording the same wire request, mint different receipt
     fields although both record what the field covers: model, system, tools (unless one does not
     record tool definitions), the messages chain (when both leave out the same message-level
     fields) and the params (when both leave out the same dials)."""
-    by_wire = {json.dumps(e.wire, sort_keys=True, default=str): e for e in first.epochs}
+    by_wire = {_wire_key(e): e for e in first.epochs}
     found = []
     for theirs in second.epochs:
-        ours = by_wire.get(json.dumps(theirs.wire, sort_keys=True, default=str))
+        ours = by_wire.get(_wire_key(theirs))
         if ours is None or ours.fingerprint is None or theirs.fingerprint is None:
             continue
         a_unrecorded, b_unrecorded = set(ours.unrecorded), set(theirs.unrecorded)

@@ -13,7 +13,14 @@ import pytest
 from af_otel.reader.verify import VerdictStatus
 from tests.wire.conftest import Outcomes
 from tests.wire.convert import differences, from_anthropic, from_openai, from_view
-from tests.wire.harness import SCENARIOS, Scenario, describe, disagreements, names_field
+from tests.wire.harness import (
+    SCENARIOS,
+    Scenario,
+    describe,
+    disagreements,
+    names_field,
+    shared_requests,
+)
 
 
 @pytest.mark.instrumentation
@@ -38,36 +45,23 @@ def test_no_epoch_claims_more_than_its_wire_request(
         assert not outcome.wrong_parents, account
 
 
-# Known, reported, not yet fixed: OpenInference's anthropic instrumentation records the system
-# blocks as a system-role message, so its receipts put them in the messages chain where the other
-# Anthropic instrumentations hash them as system. Listed exactly: a fix makes this test fail until
-# the entry goes, and any other disagreement fails it at once.
-KNOWN_DISAGREEMENTS = frozenset(
-    (first, second, field)
-    for first, second in (
-        ("genai-anthropic", "openinference-anthropic"),
-        ("openinference-anthropic", "openllmetry-anthropic"),
-    )
-    for field in ("system", "messages.chain")
-)
-
-
 @pytest.mark.instrumentation
 @pytest.mark.parametrize("client", ["openai", "anthropic"])
 def test_instrumentations_agree_on_what_both_record(client: str, wire_outcomes: Outcomes) -> None:
     """One wire request through two instrumentations mints the same model, system, tools, messages
     chain and params wherever both record what the field covers."""
     outcomes = [wire_outcomes[s] for s in SCENARIOS if s.client == client]
-    found = [
-        disagreement
+    pairs = [
+        (first, second)
         for index, first in enumerate(outcomes)
         for second in outcomes[index + 1 :]
-        for disagreement in disagreements(first, second)
+        if first.scenario.profile == second.scenario.profile
     ]
-    known = {kind for kind in KNOWN_DISAGREEMENTS if client in kind[0]}
-    unexpected = [d.account for d in found if d.kind not in known]
-    assert not unexpected, "\n".join(unexpected[:40])
-    assert {d.kind for d in found} == known, "a known disagreement is gone: drop it from the list"
+    # The agent and the server are deterministic: one profile sends the same requests every time.
+    for first, second in pairs:
+        assert shared_requests(first, second) == first.scenario.calls
+    found = [d for first, second in pairs for d in disagreements(first, second)]
+    assert not found, "\n".join(d.account for d in found[:40])
 
 
 _ANTHROPIC_BODY: dict[str, Any] = {
