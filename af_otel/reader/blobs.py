@@ -15,7 +15,9 @@ __all__ = ["referenced_blobs"]
 
 def referenced_blobs(spans: Iterable[SpanRecord]) -> list[str]:
     """The valid store addresses ``spans`` refer to (run bases, commit payloads), each once, in
-    the order met. An invalid address is left out: the fold reports it as a gap on its call."""
+    the order met. An invalid address is left out: the fold reports it as a gap on its call.
+    The messages a stored list names by reference (`af_otel.store.items`) are not followed: they
+    are behind these blobs, so a store holding none of these cannot be the trace's either."""
     found: dict[str, None] = {}
     for span in spans:
         base = span.attributes.get(names.RUN_BASE)

@@ -30,12 +30,14 @@ class Pipeline:
         return self.exporter.get_finished_spans()
 
 
-def make_pipeline(store: Store, **options: Any) -> Pipeline:
+def make_pipeline(store: Store, *, scope: str = "test", **options: Any) -> Pipeline:
+    """``scope``: the tracer's instrumentation scope ("test" is one the field ledger does not know,
+    so the reader names the settings such a writer may have left off)."""
     exporter = InMemorySpanExporter()
     processor = ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=store, **options)
     provider = TracerProvider()
     provider.add_span_processor(processor)
-    return Pipeline(provider, provider.get_tracer("test"), exporter, processor, store)
+    return Pipeline(provider, provider.get_tracer(scope), exporter, processor, store)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from opentelemetry.trace import Tracer
 
 from af_otel import names
 from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, RunTagger, run
+from af_otel.receipts import Receipt, receipt_digest
 from af_otel.store import Store
 from tests.processor.helpers import (
     af,
@@ -266,11 +268,27 @@ def _run_evidence(spans: Sequence[ReadableSpan]) -> list[tuple[Any, ...]]:
         names.EPOCH,
         names.EPOCH_PARENT,
         names.RUN_BASE,
-        names.RECEIPT_DIGEST,
         names.RECEIPT_MESSAGES_CHAIN,
+        names.RECEIPT_MESSAGES_KEPT,
+        names.RECEIPT_MESSAGES_ADDED,
         names.GAPS,
     )
-    return sorted(tuple(af(s).get(k) for k in keys) for s in llm_spans(spans))
+    # Not the digest: it binds each writer's own lane (checked by _lane_bound).
+    return sorted(tuple(_hashable(af(s).get(k)) for k in keys) for s in llm_spans(spans))
+
+
+def _lane_bound(spans: Sequence[ReadableSpan]) -> set[str]:
+    """The one lane the calls were numbered in, after checking each digest binds it."""
+    lanes = set()
+    for span in llm_spans(spans):
+        receipt = Receipt.from_attributes(af(span))
+        assert isinstance(receipt, Receipt)
+        assert receipt.lane == af(span)[names.EPOCH_LANE]
+        assert receipt_digest(receipt) == af(span)[names.RECEIPT_DIGEST]
+        assert receipt_digest(replace(receipt, lane="another")) != af(span)[names.RECEIPT_DIGEST]
+        lanes.add(af(span)[names.EPOCH_LANE])
+    assert len(lanes) == 1
+    return lanes
 
 
 def _tagged_batches(store: Store, batch_size: int, tagger: bool) -> list[ReadableSpan]:
@@ -292,13 +310,15 @@ def _tagged_batches(store: Store, batch_size: int, tagger: bool) -> list[Readabl
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 512])
 def test_run_block_gives_the_same_evidence_in_both_forms(batch_size: int, store: Store) -> None:
     """Inside af_otel.run("r1"), the exporter form behind RunTagger gets the processor form's run
-    id, epochs, parents, base and digests, also when batches are smaller than the run."""
+    id, epochs, parents, base, kept counts and gaps, also when batches are smaller than the run;
+    each digest binds its own writer's lane."""
     processor_spans = _record(_in_run, store, form="processor")
     exporter_spans = _tagged_batches(store, batch_size, tagger=True)
     want = _run_evidence(processor_spans)
     assert [row[:3] for row in want] == [("r1", epoch, epoch - 1) for epoch in range(1, 8)]
     assert all(row[3] for row in want)  # the declared base, stored once and named
     assert _run_evidence(exporter_spans) == want
+    assert _lane_bound(exporter_spans) != _lane_bound(processor_spans)  # two writers, two lanes
     assert states(exporter_spans, store, BASE) == states(processor_spans, store, BASE)
 
 

@@ -21,6 +21,7 @@ from af_otel.reader.sources import read_spans
 from af_otel.store import LocalStore, Store
 from tests.processor.conftest import Pipeline, make_pipeline
 from tests.processor.helpers import assistant, end_attributes, llm_spans, start_chat, user
+from tests.reader.recordings import WHOLE_RECORD
 
 RUN = "conv-1"
 
@@ -79,7 +80,7 @@ def test_any_schedule_over_writers_is_one_verified_chain(
     """Whichever writer serves each turn, freed or not between turns: epochs 1..n in start order,
     each call's parent the turn before, every call verified."""
     store = LocalStore(tmp_path / f"store-{len(list(tmp_path.iterdir()))}")
-    pipelines = [make_pipeline(store) for _ in range(writers)]
+    pipelines = [make_pipeline(store, scope=WHOLE_RECORD) for _ in range(writers)]
     schedule = [(w % writers, block) for w, block in schedule]
     _conversation(pipelines, schedule)
     views = _views([s for p in pipelines for s in p.spans()], store)
@@ -95,7 +96,7 @@ def test_any_schedule_over_writers_is_one_verified_chain(
 
 def test_one_writer_keeps_its_own_numbers(store: Store) -> None:
     """A run one writer served reads as before: the epochs and parents it wrote."""
-    pipeline = make_pipeline(store)
+    pipeline = make_pipeline(store, scope=WHOLE_RECORD)
     _conversation([pipeline], [(0, False)] * 3)
     views = _views(pipeline.spans(), store)
     spans = {s.context.span_id: s for s in llm_spans(pipeline.spans())}
@@ -112,7 +113,7 @@ def _sent_label(span: ReadableSpan) -> str:
 
 def _alternating(store: Store, *lost: str) -> dict[str, ServedView]:
     """Six turns alternating over two writers, read without the calls named ``lost``."""
-    writers = [make_pipeline(store), make_pipeline(store)]
+    writers = [make_pipeline(store, scope=WHOLE_RECORD), make_pipeline(store, scope=WHOLE_RECORD)]
     _conversation(writers, [(turn % 2, False) for turn in range(6)])
     spans = [s for p in writers for s in llm_spans(p.spans())]
     kept = [s for s in spans if _sent_label(s) not in lost]
@@ -145,7 +146,7 @@ def test_a_writers_last_call_lost_is_noticed_from_the_answers(store: Store) -> N
 def test_a_fan_in_names_the_call_it_grew_from_across_writers(store: Store) -> None:
     """Three overlapping calls on one writer, then the follow-up on another writer, grown from the
     second branch: its parent is that branch, and the branches share the call before them."""
-    writers = [make_pipeline(store), make_pipeline(store)]
+    writers = [make_pipeline(store, scope=WHOLE_RECORD), make_pipeline(store, scope=WHOLE_RECORD)]
     history = [user("plan")]
     _call(writers[0], history, block=False)
     history.append(assistant("plan ready"))
