@@ -87,3 +87,7 @@ ENV_KEY: Final = "AF_OTEL_KEY"  # HMAC secret for keyed receipts
 ENV_KEY_FILE: Final = "AF_OTEL_KEY_FILE"  # file holding the HMAC secret
 DEFAULT_STORE: Final = "./.af_otel/store"
 DEFAULT_INLINE_LIMIT: Final = 1024
+
+# The writer (one engine: a process, or a forked or restarted one) that numbered a call: epochs
+# count per run and lane, so workers serving one run never need to agree on a number.
+EPOCH_LANE: Final = "af.epoch.lane"

@@ -21,6 +21,7 @@ from af_otel.model import Request
 from af_otel.model.request import REQUEST_KEYS
 from af_otel.processor.guard import report
 from af_otel.processor.settings import Settings, WriteMode, note_written
+from af_otel.store.items import StoredItems
 
 Verb = Literal["set", "append", "delete"]
 # A state no call has: what the first call of a run without a base diffs against.
@@ -86,7 +87,11 @@ def _is_prefix(before: list[Any] | tuple[Any, ...], value: list[Any]) -> bool:
 
 
 def event_attributes(
-    change: Change, seq: int, settings: Settings, mode: WriteMode | None = None
+    change: Change,
+    seq: int,
+    settings: Settings,
+    mode: WriteMode | None = None,
+    items: StoredItems | None = None,
 ) -> dict[str, Any]:
     """One commit's event attributes, written the call's way (``mode``, see
     `Settings.write_mode`): ``inline`` puts the payload on the event up to the inline limit and
@@ -117,7 +122,14 @@ def event_attributes(
     if settings.store is None:
         return attrs
     try:
-        attrs[names.COMMIT_REF] = settings.store.put(data)
+        if change.key == "messages" and items is not None:
+            # Message by message (af_otel.store.items): history another writer stored is not
+            # written again.
+            attrs[names.COMMIT_REF] = settings.store.put_json(
+                items.put(settings.store, change.payload)
+            )
+        else:
+            attrs[names.COMMIT_REF] = settings.store.put(data)
     except (StoreError, OSError) as exc:
         report("store", exc)
         return attrs

@@ -11,9 +11,13 @@ attribute, else its trace id in hex. Epochs follow start
 order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it
 can only tell at the end (and every call the exporter sees) is numbered then, and when that breaks
 start order (a call that started earlier was already numbered later) the span says so with
-``no-run-log`` instead of guessing. The parent is the call that finished last before this one
-started, so calls that overlap share a parent and the log is a tree; both forms read it off the
-same span timestamps and so agree.
+``no-run-log`` instead of guessing. Epochs count per lane (``af.epoch.lane``, random): one lane
+per run state this engine holds, so another process, a restarted one, or this one after it
+released or evicted the run, numbers its calls in a lane of its own without agreeing with anyone,
+and the reader joins a run's lanes into one tree by content. The parent is,
+among the calls that finished before this one started, the one whose messages are the longest
+prefix of this call's (ties: the latest finished), so calls that overlap never parent each other
+and the log is a tree; both forms read it off the same span timestamps and requests and so agree.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from af_otel.processor.runs import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
 from af_otel.semconv import adapt, is_llm_call
+from af_otel.store.items import StoredItems
 
 SpanKey = tuple[int, int]
 # Calls started but not finished, remembered with their run: bounded like the run table, since a
@@ -106,6 +111,7 @@ class Engine:
         # An exporter's engine sees calls after their `af_otel.run` block exited.
         self.deferred = deferred
         self.runs = runs if runs is not None else RunTable()
+        self.items = StoredItems()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = threading.Lock()
         with _default_lock:
@@ -206,7 +212,7 @@ class Engine:
         on_span: bool = True,
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
-        parent = run.parent_of(facts.start_time)
+        parent = run.parent_of(facts.start_time, request)
         parent_epoch = 0
         parent_state: Mapping[str, Any] | None = commits.EMPTY
         parent_receipt: Receipt | None = None
@@ -233,6 +239,7 @@ class Engine:
                 parent=parent_receipt if parent_receipt is not None else parent_epoch,
                 digests=run.digests,
                 key=key,
+                lane=run.lane,
             )
         events: list[tuple[str, dict[str, Any]]] = []
         mode = self.settings.write_mode(on_span)
@@ -242,7 +249,9 @@ class Engine:
                 events.append(
                     (
                         names.COMMIT_EVENT,
-                        commits.event_attributes(change, seq, self.settings, mode),
+                        commits.event_attributes(
+                            change, seq, self.settings, mode, self.items
+                        ),
                     )
                 )
         minted = receipt.minted
@@ -274,6 +283,7 @@ class Engine:
             names.RUN_ID: run.run_id,
             names.EPOCH: epoch,
             names.EPOCH_PARENT: parent_epoch,
+            names.EPOCH_LANE: run.lane,
         }
         attributes.update(receipt.to_attributes())
         if run.base is not None:
@@ -298,7 +308,9 @@ class Engine:
             run.started_empty = True
             return
         try:
-            address = store.put_json(commits.state_of(request))
+            state = commits.state_of(request)
+            state["messages"] = self.items.put(store, state["messages"])
+            address = store.put_json(state)
         except Exception as exc:
             report("store", exc)
             run.started_empty = True
@@ -316,6 +328,7 @@ class Engine:
         self._open_lock = threading.Lock()
         self._open = OrderedDict()
         self.runs.clear_after_fork()
+        self.items = StoredItems()
 
     def close(self) -> None:
         """The processor or exporter shut down: the hook stops choosing this engine."""

@@ -2,9 +2,9 @@
 
 One `RunState` per run id, kept in a `RunTable` bounded two ways (STYLE rule 4): at most
 ``max_runs`` runs (least recently used evicted first) and none idle longer than ``idle_seconds``.
-A run evicted while still live starts afresh if it comes back: its next call is numbered from 1
-again and diffs against an empty state, which the reader sees as a new run log (never as a
-wrong one). Within a run, memory is bounded too: the requests of the last `STATE_DEPTH` finished
+A run evicted (or released) while still live starts afresh if it comes back: in a new lane
+(``af.epoch.lane``), numbered from 1 again, diffing against a base of its own; the reader joins
+the lanes of a run into one tree by content, as it does for lanes written by other processes. Within a run, memory is bounded too: the requests of the last `STATE_DEPTH` finished
 calls (the only ones a new call can diff against cheaply) and the end times of the last
 `HISTORY_DEPTH` (enough to name a parent for any call that overlaps fewer calls than that).
 """
@@ -12,11 +12,12 @@ calls (the only ones a new call can diff against cheaply) and the end times of t
 from __future__ import annotations
 
 import bisect
+import secrets
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from af_otel.model import Request
 from af_otel.receipts import Receipt, ReceiptDigests
@@ -51,6 +52,9 @@ class RunState:
     """Mutable state of one run; every access holds ``lock``."""
 
     run_id: str
+    # This state's ``af.epoch.lane``: 64 random bits, so writers that do not share this state (other
+    # processes, a restarted or forked one, this one after the run was freed) never share a lane.
+    lane: str = field(default_factory=lambda: secrets.token_hex(8))
     lock: threading.Lock = field(default_factory=threading.Lock)
     digests: ReceiptDigests = field(default_factory=ReceiptDigests)
     last_epoch: int = 0
@@ -77,13 +81,24 @@ class RunState:
         self.open_calls[key] = (self.last_epoch, out_of_order)
         return self.last_epoch, out_of_order
 
-    def parent_of(self, start_time: int) -> Finished | None:
-        """The call that finished last before ``start_time``: what this call was built on.
+    def parent_of(self, start_time: int, request: Request | None = None) -> Finished | None:
+        """The call this one grew from, among the calls that finished before ``start_time``: the
+        one whose messages are the longest prefix of ``request``'s (ties: the latest finished).
 
-        Calls that overlap (a fan-out) finish after each other started, so they share a parent and
-        the run's log is a tree (CONTRACT §2)."""
+        Calls that overlap (a fan-out) finish after each other started, so none is another's
+        parent and the log is a tree; after a fan-in the follow-up names the call its messages
+        extend, not whichever parallel call happened to finish last. Only the calls still holding
+        their request (the last `STATE_DEPTH`) can be compared; when none of them is a prefix (or
+        this call's request is unknown) the call that finished last is named, so the commits
+        still diff against a state the run holds."""
         at = bisect.bisect_right(self.finished, start_time, key=_end_time)
-        return self.finished[at - 1] if at else None
+        if not at:
+            return None
+        if request is not None:
+            found = _longest_prefix(self.finished[:at], request.messages)
+            if found is not None:
+                return found
+        return self.finished[at - 1]
 
     def finish(self, key: tuple[int, int], record: Finished) -> None:
         self.open_calls.pop(key, None)
@@ -103,6 +118,29 @@ class RunState:
 
 def _end_time(record: Finished) -> int:
     return record.end_time
+
+
+def _longest_prefix(finished: list[Finished], messages: tuple[Any, ...]) -> Finished | None:
+    """The latest-finished record of the longest message list that ``messages`` starts with."""
+    best: Finished | None = None
+    best_size = -1
+    for record in reversed(finished):  # latest first, so a tie keeps the latest
+        if record.request is None:
+            continue
+        theirs = record.request.messages
+        size = len(theirs)
+        if size <= best_size or size > len(messages):
+            continue
+        # The last message first: a sibling branch differs there, and most candidates go.
+        if size and not _same(theirs[-1], messages[size - 1]):
+            continue
+        if all(_same(a, b) for a, b in zip(theirs, messages, strict=False)):
+            best, best_size = record, size
+    return best
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or bool(a == b)
 
 
 class RunTable:

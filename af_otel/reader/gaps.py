@@ -197,12 +197,18 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "digest, so a receipt moved to another call fails there.",
         "receipt.parent": "read from the same span attribute as the view's parent; it enters the "
         "digest like the epoch.",
+        "receipt.lane": "read from the span's af.epoch.lane, the writer that numbered the call; it "
+        "enters the digest like the epoch.",
         "receipt.entries": "held in memory by the writer only and never exported; the chain, "
         "kept and added fields stand for it on the record.",
         # view fields
         "view.run_id": "read straight off the span; the salt every recomputed hash uses.",
-        "view.epoch": "read straight off the span; it enters the digest.",
-        "view.parent": "read straight off the span; it enters the digest.",
+        "view.epoch": "read straight off the span; it enters the digest. In a run several writers "
+        "served, the call's rank by start time (the writer's own number enters the digest).",
+        "view.parent": "read straight off the span; it enters the digest. In a run several writers "
+        "served, the call found from content, or 0 with a no-run-log gap when it cannot be proven.",
+        "view.basis": "the writer's own parent (af.epoch.parent) in the reader's numbers; it enters "
+        "the digest.",
         "view.span_id": "the span's own identity, as exported.",
         "view.trace_id": "the span's own identity, as exported.",
         "view.service": "the resource that exported the span; it says where to look, not what "

@@ -9,19 +9,22 @@ already the normalized request's parts.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final
 
 import orjson
 
 from af_otel import names
+from af_otel.canonical import canonical_json
 from af_otel.errors import AfOtelError
 from af_otel.model.request import normalize_message, normalize_part, normalize_tool
-from af_otel.reader.fold import UNKNOWN, Commit, KeyedFold, Verb, freeze
+from af_otel.reader.fold import UNKNOWN, ChainedTuple, Commit, KeyedFold, Verb, freeze
 from af_otel.reader.records import AttrValue, SpanRecord
 from af_otel.store import Store
+from af_otel.store.items import load_items
 
 __all__ = [
     "BACKEND_LIMITS",
@@ -40,6 +43,8 @@ EMPTY_STATE: Final[Mapping[str, Any]] = MappingProxyType({"messages": ()})
 BACKEND_LIMITS: Final = frozenset({2048})
 _ITEMS: Final = {"system": normalize_part, "messages": normalize_message, "tools": normalize_tool}
 _VERBS: Final = {verb.value: verb for verb in Verb}
+# Item blobs fetched during one read, by address: a message stored once is fetched once.
+Blobs = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,12 @@ class EpochRecord:
     commits: tuple[Commit, ...] = ()
     problems: tuple[str, ...] = ()
     cut: tuple[str, ...] = ()
+    # The epoch this one's commits and ``messages.kept`` are relative to (the writer's
+    # ``af.epoch.parent``, in the reader's numbers; -1 when that span is not on record). In a run
+    # one writer served it is ``parent``; in a run served by several, ``parent`` is the call found
+    # from content, which may be another writer's.
+    basis: int = 0
+    lane: str = ""
 
     @property
     def where(self) -> str:
@@ -68,7 +79,12 @@ class Run:
     ``epochs`` holds the first span claiming each epoch number (by start time); ``others`` any
     later claimants. ``broken`` maps each epoch whose path from the base has an incomplete record
     to the first reason found; ``fold_parents`` is the tree the fold walks (a parent whose span is
-    missing reads as the base there, under a ``no-run-log`` gap)."""
+    missing reads as the base there, under a ``no-run-log`` gap).
+
+    A run served by several writers (``af.epoch.lane``) is one `Run` per lane, each with its own
+    base, commits and fold, consecutive in `group_runs`' answer and sharing one numbering: the
+    reader numbers the run's calls 1, 2, ... by start time, and each call's ``parent`` is the one
+    found from content across the lanes (see `link_by_content`)."""
 
     run_id: str
     base_address: str | None
@@ -78,6 +94,7 @@ class Run:
     broken: Mapping[int, str]
     fold: KeyedFold
     fold_parents: Mapping[int, int] = field(default_factory=dict)
+    lane: str = ""
 
 
 def is_llm_call(span: SpanRecord) -> bool:
@@ -165,7 +182,9 @@ def _span_cut(span: SpanRecord) -> list[str]:
     return cut
 
 
-def _decode_commit(attrs: Mapping[str, AttrValue], store: Store | None, where: str) -> Commit:
+def _decode_commit(
+    attrs: Mapping[str, AttrValue], store: Store | None, where: str, cache: Blobs
+) -> Commit:
     seq = _int(attrs.get(names.COMMIT_SEQ))
     if seq is None or seq < 1:
         raise _Bad(f"{where}: a commit without a valid {names.COMMIT_SEQ}")
@@ -195,6 +214,8 @@ def _decode_commit(attrs: Mapping[str, AttrValue], store: Store | None, where: s
             raise _Bad(f"{where}: commit {seq} is stored at {ref} and no store was given")
         try:
             payload = store.get_json(ref)
+            if key == "messages" and isinstance(payload, list):
+                payload = load_items(store, payload, cache)
         except AfOtelError as exc:
             raise _Bad(f"{where}: commit {seq} payload {ref}: {exc}") from None
     else:
@@ -207,7 +228,9 @@ def _decode_commit(attrs: Mapping[str, AttrValue], store: Store | None, where: s
         raise _Bad(str(exc)) from None
 
 
-def _load_base(address: str, store: Store | None) -> tuple[Mapping[str, Any], str | None]:
+def _load_base(
+    address: str, store: Store | None, cache: Blobs
+) -> tuple[Mapping[str, Any], str | None]:
     if store is None:
         return EMPTY_STATE, f"base {address}: no store was given"
     try:
@@ -216,6 +239,12 @@ def _load_base(address: str, store: Store | None) -> tuple[Mapping[str, Any], st
         return EMPTY_STATE, f"base {address}: {exc}"
     if not isinstance(raw, dict):
         return EMPTY_STATE, f"base {address} is not a JSON object"
+    messages = raw.get("messages")
+    if isinstance(messages, list):
+        try:
+            raw["messages"] = load_items(store, messages, cache)
+        except AfOtelError as exc:
+            return EMPTY_STATE, f"base {address}: {exc}"
     try:
         state = {k: normalize_value(k, v, f"base {address}") for k, v in raw.items()}
     except (_Bad, AfOtelError) as exc:
@@ -224,7 +253,7 @@ def _load_base(address: str, store: Store | None) -> tuple[Mapping[str, Any], st
     return MappingProxyType(state), None
 
 
-def _read_epoch(span: SpanRecord, store: Store | None) -> EpochRecord | None:
+def _read_epoch(span: SpanRecord, store: Store | None, cache: Blobs) -> EpochRecord | None:
     attrs = span.attributes
     where = span.origin or f"span {span.span_id}"
     epoch = _int(attrs.get(names.EPOCH))
@@ -240,13 +269,23 @@ def _read_epoch(span: SpanRecord, store: Store | None) -> EpochRecord | None:
         if event.name != names.COMMIT_EVENT:
             continue
         try:
-            commits.append(_decode_commit(event.attributes, store, where))
+            commits.append(_decode_commit(event.attributes, store, where, cache))
         except _Bad as bad:
             problems.append(str(bad))
     commits.sort(key=lambda c: c.seq)
     if span.dropped_events_count:
         problems.append(f"{where}: {span.dropped_events_count} event(s) dropped at the source")
-    return EpochRecord(epoch, parent, span, tuple(commits), tuple(problems), tuple(_span_cut(span)))
+    lane = attrs.get(names.EPOCH_LANE)
+    return EpochRecord(
+        epoch,
+        parent,
+        span,
+        tuple(commits),
+        tuple(problems),
+        tuple(_span_cut(span)),
+        basis=parent,
+        lane=lane if isinstance(lane, str) else "",
+    )
 
 
 def _seq_problems(records: Sequence[EpochRecord]) -> dict[int, list[str]]:
@@ -298,17 +337,22 @@ def _seq_problems(records: Sequence[EpochRecord]) -> dict[int, list[str]]:
     return out
 
 
-def _one_run(run_id: str, spans: Sequence[SpanRecord], store: Store | None) -> Run:
+def _one_run(
+    run_id: str,
+    spans: Sequence[SpanRecord],
+    store: Store | None,
+    cache: Blobs,
+    numbers: Mapping[int, int] | None = None,
+) -> Run:
+    """One lane's log (every span of a run one writer served). ``numbers`` maps the lane's own
+    epoch numbers to the run's when the run has several lanes; the checks below use the lane's."""
     records: list[EpochRecord] = []
     for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id)):
-        record = _read_epoch(span, store)
+        record = _read_epoch(span, store, cache)
         if record is not None:
             records.append(record)
     for index, extra in _seq_problems(records).items():
-        r = records[index]
-        records[index] = EpochRecord(
-            r.epoch, r.parent, r.span, r.commits, (*r.problems, *extra), r.cut
-        )
+        records[index] = replace(records[index], problems=(*records[index].problems, *extra))
     epochs: dict[int, EpochRecord] = {}
     others: list[EpochRecord] = []
     claimed: dict[int, int] = {}
@@ -332,7 +376,7 @@ def _one_run(run_id: str, spans: Sequence[SpanRecord], store: Store | None) -> R
         base_address = sorted(addresses)[0]
     elif addresses:
         base_address = next(iter(addresses))
-        base, base_problem = _load_base(base_address, store)
+        base, base_problem = _load_base(base_address, store, cache)
     broken: dict[int, str] = {}
     fold_parents: dict[int, int] = {}
     for epoch in sorted(epochs):
@@ -351,6 +395,11 @@ def _one_run(run_id: str, spans: Sequence[SpanRecord], store: Store | None) -> R
         fold_parents[epoch] = parent
         if reason is not None:
             broken[epoch] = reason
+    lane = records[0].lane if records else ""
+    if numbers is not None:
+        epochs, others, broken, fold_parents = _renumber(
+            epochs, others, broken, fold_parents, numbers, lane
+        )
     fold = KeyedFold(base, fold_parents, {e: r.commits for e, r in epochs.items()})
     return Run(
         run_id,
@@ -361,14 +410,83 @@ def _one_run(run_id: str, spans: Sequence[SpanRecord], store: Store | None) -> R
         MappingProxyType(broken),
         fold,
         MappingProxyType(fold_parents),
+        lane,
     )
+
+
+def _renumber(
+    epochs: Mapping[int, EpochRecord],
+    others: Sequence[EpochRecord],
+    broken: Mapping[int, str],
+    fold_parents: Mapping[int, int],
+    numbers: Mapping[int, int],
+    lane: str,
+) -> tuple[dict[int, EpochRecord], list[EpochRecord], dict[int, str], dict[int, int]]:
+    """A lane's log in the run's numbers. A parent that started after its child (possible only
+    with clocks the spans do not agree on) cannot be folded onto, and says so."""
+    new_broken = {numbers[e]: why for e, why in broken.items()}
+    new_parents: dict[int, int] = {}
+    for epoch, parent in fold_parents.items():
+        mine, theirs = numbers[epoch], numbers[parent] if parent else 0
+        if theirs >= mine:
+            new_broken.setdefault(
+                mine, f"epoch {parent} of lane {lane}, this call's parent, started after it"
+            )
+            theirs = 0
+        new_parents[mine] = theirs
+
+    def moved(record: EpochRecord, basis: int) -> EpochRecord:
+        return replace(record, epoch=numbers[record.epoch], parent=basis, basis=basis)
+
+    new_epochs = {numbers[e]: moved(r, new_parents[numbers[e]]) for e, r in epochs.items()}
+    new_others = [moved(r, numbers.get(r.basis, -1) if r.basis else 0) for r in others]
+    return new_epochs, new_others, new_broken, new_parents
+
+
+def _lane_of(span: SpanRecord) -> str:
+    lane = span.attributes.get(names.EPOCH_LANE)
+    return lane if isinstance(lane, str) else ""
+
+
+def _run_lanes(
+    run_id: str, spans: Sequence[SpanRecord], store: Store | None, cache: Blobs
+) -> list[Run]:
+    """A run's lanes: one `Run` when one writer served it (its numbers as written), else one per
+    lane in the run's numbering (by start time), linked into one tree by content."""
+    lanes: dict[str, list[SpanRecord]] = {}
+    for span in spans:
+        lanes.setdefault(_lane_of(span), []).append(span)
+    if len(lanes) == 1:
+        return [_one_run(run_id, spans, store, cache)]
+    # The run's numbering: each (lane, epoch) gets the rank of its first span by start time.
+    numbers: dict[str, dict[int, int]] = {lane: {} for lane in lanes}
+    ranked = sorted(
+        spans,
+        key=lambda s: (
+            s.start_ns,
+            _lane_of(s),
+            _int(s.attributes.get(names.EPOCH)) or 0,
+            s.span_id,
+        ),
+    )
+    for span in ranked:
+        epoch = _int(span.attributes.get(names.EPOCH))
+        own = numbers[_lane_of(span)]
+        if epoch is not None and epoch not in own:
+            own[epoch] = sum(len(n) for n in numbers.values()) + 1
+    out = [
+        _one_run(run_id, members, store, cache, numbers[lane]) for lane, members in lanes.items()
+    ]
+    out.sort(key=lambda r: min((e.span.start_ns for e in r.epochs.values()), default=0))
+    return link_by_content(out, numbers)
 
 
 def group_runs(
     spans: Iterable[SpanRecord], store: Store | None
 ) -> tuple[tuple[Run, ...], tuple[SpanRecord, ...]]:
     """The runs among ``spans`` (in order of their first call) and the LLM-call spans that name
-    no run or no epoch. Spans that are not LLM calls are ignored; a span read twice counts once."""
+    no run or no epoch. Spans that are not LLM calls are ignored; a span read twice counts once.
+    A run served by several writers comes as one `Run` per lane, consecutive."""
     seen: dict[tuple[str, str], SpanRecord] = {}
     by_run: dict[str, list[SpanRecord]] = {}
     loose: list[SpanRecord] = []
@@ -385,7 +503,178 @@ def group_runs(
             by_run.setdefault(run_id, []).append(span)
         else:
             loose.append(span)
-    runs = [_one_run(run_id, members, store) for run_id, members in by_run.items()]
-    runs.sort(key=lambda r: min((e.span.start_ns for e in r.epochs.values()), default=0))
+    cache: Blobs = {}
+    grouped = [_run_lanes(run_id, members, store, cache) for run_id, members in by_run.items()]
+    grouped.sort(
+        key=lambda lanes: min(
+            (e.span.start_ns for r in lanes for e in r.epochs.values()), default=0
+        )
+    )
     loose.sort(key=lambda s: (s.start_ns, s.span_id))
-    return tuple(runs), tuple(loose)
+    return tuple(run for lanes in grouped for run in lanes), tuple(loose)
+
+
+# -- one tree across lanes -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Call:
+    """One call of a run served by several writers, as the content link sees it."""
+
+    record: EpochRecord
+    start: int
+    end: int
+    digests: tuple[bytes, ...] | None  # one per message; None when the messages are not proven
+    keys: tuple[int, ...] = ()  # keys[k]: a rolling hash of the first k digests
+    roles: tuple[str, ...] = ()
+
+
+def _answers_between(call: _Call, parent: _Call) -> int:
+    """The assistant messages ``call`` adds to ``parent``'s that another message follows (a last
+    assistant message is a prefill the caller wrote, not an answer)."""
+    added = call.roles[len(parent.roles) : len(call.roles) - 1]
+    return sum(1 for role in added if role == "assistant")
+
+
+def link_by_content(lanes: list[Run], numbers: Mapping[str, Mapping[int, int]]) -> list[Run]:
+    """Each call's parent across the lanes of one run: among the calls that finished before it
+    started, the one whose messages are the longest prefix of its own (ties: the latest finished),
+    the rule each writer applies to its own calls. Messages are compared by the SHA-256 of their
+    canonical JSON. A call whose link cannot be proven gets parent 0 and a ``no-run-log`` reason:
+    its own messages are not on record; a call that could have been a better parent is not
+    readable (its messages are not on record, its record is incomplete, or its span is missing
+    from its lane's numbering); or the messages it adds to the parent found hold a second model
+    answer, which a call not on record gave (the one way a writer's last calls lost together show).
+    A link is never guessed: such a call is a root of the tree, with the reason."""
+    calls: list[_Call] = []
+    memo: dict[int, tuple[Any, bytes]] = {}  # id(message) -> (message, digest)
+    # (earliest start, end or None when unknown) of calls that could not be read
+    unreadable: list[tuple[int, int | None]] = []
+    for run in lanes:
+        for record in (*run.epochs.values(), *run.others):
+            span = record.span
+            own = run.epochs.get(record.epoch) is record
+            readable = own and record.epoch not in run.broken
+            digests = _digests(run, record, memo) if readable else None
+            if digests is None:
+                unreadable.append((span.start_ns, span.end_ns))
+            if own:
+                roles = _roles(run, record) if digests is not None else ()
+                calls.append(
+                    _Call(record, span.start_ns, span.end_ns, digests, _keys(digests), roles)
+                )
+        unreadable.extend(_holes(run, numbers.get(run.lane, {})))
+    by_prefix: dict[tuple[int, int], list[_Call]] = {}
+    for call in calls:
+        if call.digests is not None:
+            by_prefix.setdefault((len(call.digests), call.keys[-1]), []).append(call)
+    parents: dict[int, int] = {}
+    unproven: dict[int, str] = {}
+    for call in calls:
+        epoch = call.record.epoch
+        parents[epoch] = 0
+        if call.digests is None:
+            unproven[epoch] = (
+                "its parent cannot be found from content: its messages are not on record"
+            )
+            continue
+        found = _longest_prefix(call, by_prefix)
+        after = found.end if found is not None else None
+        if any(
+            start < call.start
+            and (end is None or (end <= call.start and (after is None or end > after)))
+            for start, end in unreadable
+        ):
+            unproven[epoch] = (
+                "its parent cannot be found from content: a call of the run that may be it "
+                "cannot be read"
+            )
+        elif found is not None and _answers_between(call, found) > 1:
+            # Each answer a call adds to its parent's messages came from a model call; the
+            # parent's own answer is one, so a second one came from a call not on record.
+            unproven[epoch] = (
+                f"its parent cannot be found from content: its messages add "
+                f"{_answers_between(call, found)} model answers to those of epoch "
+                f"{found.record.epoch}, so a call in between is not on record"
+            )
+        elif found is not None:
+            parents[epoch] = found.record.epoch
+    out: list[Run] = []
+    for run in lanes:
+        epochs = {e: replace(r, parent=parents.get(e, 0)) for e, r in run.epochs.items()}
+        broken = dict(run.broken)
+        for epoch in epochs:
+            if epoch in unproven:
+                broken.setdefault(epoch, unproven[epoch])
+        out.append(replace(run, epochs=MappingProxyType(epochs), broken=MappingProxyType(broken)))
+    return out
+
+
+def _keys(digests: tuple[bytes, ...] | None) -> tuple[int, ...]:
+    if digests is None:
+        return ()
+    keys = [0]
+    for digest in digests:
+        keys.append(hash((keys[-1], digest)))
+    return tuple(keys)
+
+
+def _longest_prefix(call: _Call, by_prefix: Mapping[tuple[int, int], list[_Call]]) -> _Call | None:
+    digests = call.digests
+    assert digests is not None
+    for size in range(len(digests), -1, -1):
+        best: _Call | None = None
+        for other in by_prefix.get((size, call.keys[size]), ()):
+            if other is call or other.end > call.start or other.digests != digests[:size]:
+                continue
+            if best is None or (other.end, other.record.epoch) > (best.end, best.record.epoch):
+                best = other
+        if best is not None:
+            return best
+    return None
+
+
+def _roles(run: Run, record: EpochRecord) -> tuple[str, ...]:
+    messages = run.fold.value_at("messages", record.epoch)
+    if not isinstance(messages, tuple | ChainedTuple):
+        return ()
+    return tuple(str(m.get("role")) for m in messages)
+
+
+def _digests(
+    run: Run, record: EpochRecord, memo: dict[int, tuple[Any, bytes]]
+) -> tuple[bytes, ...] | None:
+    """The call's messages as digests, when the record proves them: the fold holds them and the
+    call has commits or a minted receipt (a call with neither says nothing of its own request)."""
+    state = record.span.attributes.get(names.RECEIPT_STATE)
+    if not record.commits and state != names.STATE_MINTED:
+        return None
+    messages = run.fold.value_at("messages", record.epoch)
+    if messages is UNKNOWN:
+        return None
+    if not isinstance(messages, tuple | ChainedTuple):
+        return ()
+    out: list[bytes] = []
+    for message in messages:  # a lane's calls share their message objects: each is hashed once
+        found = memo.get(id(message))
+        if found is None or found[0] is not message:
+            found = (message, hashlib.sha256(canonical_json(message)).digest())
+            memo[id(message)] = found
+        out.append(found[1])
+    return tuple(out)
+
+
+def _holes(run: Run, numbers: Mapping[int, int]) -> list[tuple[int, int | None]]:
+    """Calls missing from a lane's numbering, as (earliest start, None): each started after the
+    lane's call numbered just below it, and could have ended any time."""
+    starts = {
+        wire: run.epochs[mine].span.start_ns for wire, mine in numbers.items() if mine in run.epochs
+    }
+    out: list[tuple[int, int | None]] = []
+    earliest = -1
+    for wire in range(1, max(numbers, default=0) + 1):
+        if wire in numbers:
+            earliest = starts.get(wire, earliest)
+        else:
+            out.append((earliest, None))
+    return out

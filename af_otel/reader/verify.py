@@ -147,7 +147,7 @@ class _Recomputer:
                 previous = found
                 break
             chain.append(at)
-            at = at.parent_view
+            at = at.basis_view
         for step in reversed(chain):
             previous = self._step(step.messages or (), step.system, step.tools, previous)
             if self._own(step):
@@ -239,7 +239,7 @@ class _Recomputer:
             if not (isinstance(receipt, Receipt) and receipt.minted) or receipt.messages_kept == 0:
                 at = None
                 break
-            at = at.parent_view
+            at = at.basis_view
         for step in reversed(chain):
             receipt = step.receipt
             if not (isinstance(receipt, Receipt) and receipt.minted):
@@ -267,14 +267,14 @@ def _recomputer(view: ServedView, key: bytes | None) -> _Recomputer:
 def _basis(view: ServedView, worker: _Recomputer) -> Sequence[str] | None:
     """The entries the writer compared this epoch's with to count ``kept``: the parent's (or the
     base's, at epoch 0's children); () when the writer held none; None when not on record."""
-    if view.parent == 0:
+    if view.basis == 0:
         context = view.context
         if view.base is None:
             return ()
         if context.base_messages is None:
             return None
         return worker.base_state(context.base_messages).entries
-    parent = view.parent_view
+    parent = view.basis_view
     if parent is None:
         return None
     receipt = parent.receipt
@@ -312,6 +312,7 @@ def _receipt(
     *,
     with_entries: bool = False,
 ) -> Receipt:
+    recorded = view.receipt if isinstance(view.receipt, Receipt) else None
     # The request's parts straight from the view (building a `Request` would copy the messages).
     params_value = view.params if view.params is not None else FrozenDict()
     model, provider = view.model, view.provider
@@ -333,8 +334,11 @@ def _receipt(
     receipt = Receipt(
         state="minted",
         run_id=view.run_id or "",
-        epoch=view.epoch,
-        parent=view.parent,
+        # The place the writer bound (its own numbers and lane), which the reader's placement
+        # in the run's tree was derived from.
+        epoch=recorded.epoch if recorded is not None else view.epoch,
+        parent=recorded.parent if recorded is not None else view.parent,
+        lane=recorded.lane if recorded is not None else None,
         scheme=names.SCHEME_HMAC if secret is not None else names.SCHEME_PLAIN,
         model=model,
         provider=provider,

@@ -61,10 +61,16 @@ class RunContext:
 
     __slots__ = ("base_messages", "lock", "memo", "run_id", "views")
 
-    def __init__(self, run_id: str | None, base_messages: Sequence[Any] | None) -> None:
+    def __init__(
+        self,
+        run_id: str | None,
+        base_messages: Sequence[Any] | None,
+        views: dict[int, ServedView] | None = None,
+    ) -> None:
         self.run_id = run_id
         self.base_messages = base_messages  # the base's messages when the run has a loaded base
-        self.views: dict[int, ServedView] = {}
+        # shared by the lanes of a run several writers served
+        self.views: dict[int, ServedView] = views if views is not None else {}
         self.memo: dict[object, Any] = {}
         self.lock = threading.RLock()
 
@@ -120,6 +126,9 @@ class ServedView:
     receipt: Receipt | ReceiptRejected | None
     gaps: tuple[Gap, ...]
     context: RunContext = field(compare=False, repr=False)
+    # The epoch the writer diffed this call against (its ``af.epoch.parent``): ``parent`` itself
+    # unless several writers served the run and ``parent`` was found from content.
+    basis: int = 0
 
     @property
     def request(self) -> Request:
@@ -147,6 +156,11 @@ class ServedView:
         return self.context.views.get(self.parent) if self.parent else None
 
     @property
+    def basis_view(self) -> ServedView | None:
+        """The view of the epoch this one's commits and ``messages.kept`` are relative to."""
+        return self.context.views.get(self.basis) if self.basis > 0 else None
+
+    @property
     def minted(self) -> bool:
         """Whether the span carries a usable receipt to check this view against."""
         return isinstance(self.receipt, Receipt) and self.receipt.minted
@@ -170,8 +184,15 @@ def served_views(
         opened = open_store(store)  # type: ignore[arg-type]
     runs, loose = group_runs(spans, opened)
     out: list[ServedView] = []
-    for run in runs:
-        out.extend(_run_views(run))
+    # A run several writers served comes as consecutive lanes sharing one numbering: their views
+    # share one index (so a parent in another lane is found) and are listed in that numbering.
+    shared: dict[int, ServedView] = {}
+    lanes: list[ServedView] = []
+    for index, run in enumerate(runs):
+        lanes.extend(_run_views(run, shared))
+        if index + 1 == len(runs) or runs[index + 1].run_id != run.run_id:
+            out.extend(sorted(lanes, key=lambda view: view.epoch) if len(lanes) > 1 else lanes)
+            shared, lanes = {}, []
     for span in loose:
         out.append(_loose_view(span))
     return tuple(out)
@@ -255,13 +276,13 @@ def _common_gaps(
     return found
 
 
-def _run_views(run: Run) -> list[ServedView]:
+def _run_views(run: Run, shared: dict[int, ServedView] | None = None) -> list[ServedView]:
     fold = run.fold
     base_messages: Sequence[Any] | None = None
     if run.base_address is not None and run.base_problem is None:
         loaded = fold.value_at("messages", 0)
         base_messages = loaded if isinstance(loaded, tuple | ChainedTuple) else ()
-    context = RunContext(run.run_id, base_messages)
+    context = RunContext(run.run_id, base_messages, shared)
     params_memo: dict[int, tuple[Any, FrozenDict]] = {}
     # Per epoch: its messages and the positions of sealed reasoning in them, found by scanning
     # only what the epoch added to its parent's list.
@@ -275,10 +296,10 @@ def _run_views(run: Run) -> list[ServedView]:
             values = {key: fold.value_at(key, record.epoch) for key in REQUEST_KEYS}
         else:
             # A second span claiming an epoch number: its commits on the claimed parent's state.
-            known = record.parent == 0 or (
-                record.parent in run.epochs and record.parent < record.epoch
+            known = record.basis == 0 or (
+                record.basis in run.epochs and record.basis < record.epoch
             )
-            at = record.parent if known else 0
+            at = record.basis if known else 0
             values = {key: fold.value_at(key, at) for key in REQUEST_KEYS}
             for commit in record.commits:
                 if commit.key in values:
@@ -347,6 +368,7 @@ def _run_views(run: Run) -> list[ServedView]:
             receipt=receipt,
             gaps=order_gaps(found),
             context=context,
+            basis=record.basis,
         )
         if own:
             context.views[record.epoch] = view

@@ -29,13 +29,15 @@ def mint_receipt(
     parent: int | Receipt = 0,
     digests: ReceiptDigests | None = None,
     key: bytes | str | None = None,
+    lane: str | None = None,
 ) -> Receipt:
     """Mint the receipt of ``request`` for call ``epoch`` of run ``run_id``.
 
     ``parent`` is the parent epoch number, or the parent's `Receipt` (then ``messages.kept`` counts
     the leading entries identical to the parent's; epoch 0 is the run's base). ``digests`` is the
     run-scoped memo; results are identical with or without it. ``key`` switches to keyed hashing
-    (``af-1-hmac``); an empty key is no key (``af-1``, and the scheme says so).
+    (``af-1-hmac``); an empty key is no key (``af-1``, and the scheme says so). ``lane`` is the
+    writer's ``af.epoch.lane``, bound by the digest with the epoch and its parent.
 
     Never raises: an unreadable request gives ``absent``/``content-unreadable``, an empty run id
     ``absent``/``no-run-id``, and a failure of af_otel itself ``error``/``internal-error``.
@@ -52,7 +54,7 @@ def mint_receipt(
         with memo.lock:
             hasher = memo.begin(run_id, secret or None)
             memo.transaction()
-            receipt = _mint(normalized, run_id, epoch, parent, parent_epoch, memo, hasher)
+            receipt = _mint(normalized, run_id, epoch, parent, parent_epoch, memo, hasher, lane)
             memo.commit()
             return receipt
     except (RequestShapeError, CanonicalJSONError):
@@ -83,6 +85,7 @@ def _mint(
     parent_epoch: int,
     memo: ReceiptDigests,
     hasher: _Hasher,
+    lane: str | None = None,
 ) -> Receipt:
     system = memo.pieces(hasher, "system", request.system, keep_body=True)
     messages = memo.pieces(hasher, "messages", request.messages, keep_body=False)
@@ -112,16 +115,20 @@ def _mint(
         params=params.decode("utf-8"),
         bytes=request_size(request, system, messages, tools, len(params)),
         entries=entries,
+        lane=lane,
     )
     return replace(receipt, digest=hasher.hash_bytes(digest_preimage(receipt)))
 
 
 def digest_preimage(receipt: Receipt) -> bytes:
     """What ``af.receipt.digest`` is taken over: JCS of the fingerprint attributes plus the call's
-    place in the run (``af.epoch``, ``af.epoch.parent``), so a receipt moved to another span fails."""
+    place in the run (``af.epoch``, ``af.epoch.parent``, and ``af.epoch.lane`` when the span has
+    one), so a receipt moved to another span fails."""
     body = receipt.fingerprint_attributes()
     body[names.EPOCH] = receipt.epoch
     body[names.EPOCH_PARENT] = receipt.parent
+    if receipt.lane is not None:
+        body[names.EPOCH_LANE] = receipt.lane
     return canonical_json(body)
 
 

@@ -50,6 +50,8 @@ class Receipt:
     # Every message entry hash; in memory only (the wire carries kept + added + chain instead),
     # so that the next epoch can compute its own `kept`.
     entries: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    # The writer's lane (``af.epoch.lane``); None on spans written before lanes existed.
+    lane: str | None = None
 
     @property
     def minted(self) -> bool:
@@ -161,6 +163,7 @@ def _read(attrs: Mapping[str, Any]) -> Receipt | ReceiptRejected | None:
         run = run_id if isinstance(run_id, str) else ""
         epoch = _int(attrs, names.EPOCH, default=0)
         parent = _int(attrs, names.EPOCH_PARENT, default=0)
+        lane = _str(attrs, names.EPOCH_LANE, optional=True)
         if state != names.STATE_MINTED:
             reason = attrs.get(names.RECEIPT_ABSENT_REASON)
             return Receipt(state, run, epoch, parent, reason if isinstance(reason, str) else None)
@@ -197,6 +200,7 @@ def _read(attrs: Mapping[str, Any]) -> Receipt | ReceiptRejected | None:
             tools_forced=_str(attrs, names.RECEIPT_TOOLS_FORCED, optional=True),
             params=_str(attrs, names.RECEIPT_PARAMS),
             bytes=_int(attrs, names.RECEIPT_BYTES),
+            lane=lane,
         )
     except _Reject as reject:
         return ReceiptRejected(str(reject))

@@ -22,8 +22,8 @@ FINGERPRINTS = (
     names.RECEIPT_MESSAGES_CHAIN,
     names.RECEIPT_TOOLS_HASHES,
     names.RECEIPT_PARAMS,
-    names.RECEIPT_DIGEST,
-)
+    names.RECEIPT_MESSAGES_ADDED,
+)  # not the digest: it binds each writer's own lane (af.epoch.lane)
 
 
 def _agent(tmp_path: Path, *, hook: bool, form: str = "processor") -> list[Any]:

@@ -10,6 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from af_otel import names
+from af_otel.store.items import load_items
 
 SYSTEM = [{"type": "text", "content": "You are terse."}]
 TOOLS = [
@@ -80,6 +81,16 @@ def llm_spans(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
     return [s for s in spans if names.RECEIPT_STATE in (s.attributes or {})]
 
 
+def stored(store: Any, address: str) -> Any:
+    """A stored payload or base with its message references resolved (af_otel.store.items)."""
+    value = store.get_json(address)
+    if isinstance(value, list):
+        return load_items(store, value)
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        return {**value, "messages": load_items(store, value["messages"])}
+    return value
+
+
 def fold(
     state: Mapping[str, Any], events: Sequence[Mapping[str, Any]], store: Any = None
 ) -> dict[str, Any]:
@@ -93,7 +104,7 @@ def fold(
         if names.COMMIT_VALUE in event:
             payload = json.loads(event[names.COMMIT_VALUE])
         else:
-            payload = store.get_json(event[names.COMMIT_REF])
+            payload = stored(store, event[names.COMMIT_REF])
         if verb == "append":
             out[key] = [*out.get(key, []), *payload]
         else:

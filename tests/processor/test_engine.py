@@ -26,6 +26,7 @@ from tests.processor.helpers import (
     llm_spans,
     start_chat,
     states,
+    stored,
     user,
 )
 
@@ -56,7 +57,7 @@ def test_fan_out_calls_share_their_parent(pipeline: Pipeline) -> None:
         2: 1,
         3: 1,
         4: 1,
-        5: 3,  # b (epoch 3) finished last before epoch 5 started
+        5: 2,  # a (epoch 2) holds the longest prefix of epoch 5's messages; b finished last
     }
     assert spans[2].context.span_id == a.get_span_context().span_id
     for epoch in (2, 3, 4):
@@ -122,9 +123,9 @@ def test_declared_base_is_the_parent_of_the_first_call(pipeline: Pipeline) -> No
         chat(pipeline.tracer, [user("old"), assistant("older"), user("new")])
     (span,) = llm_spans(pipeline.spans())
     address = af(span)[names.RUN_BASE]
-    stored = pipeline.store.get_json(address)
-    assert isinstance(stored, dict)
-    assert Request.from_dict(stored) == Request.from_dict(base)
+    found = stored(pipeline.store, address)
+    assert isinstance(found, dict)
+    assert Request.from_dict(found) == Request.from_dict(base)
     assert af(span)[names.EPOCH_PARENT] == 0
     assert af(span)[names.RECEIPT_MESSAGES_KEPT] == 2
     keys = [(c[names.COMMIT_KEY], c[names.COMMIT_VERB]) for c in commits(span)]
@@ -207,7 +208,7 @@ def test_commits_fold_back_into_every_request(
             expected.append(Request.from_dict(request).to_dict())
     spans = pipeline.spans()
     base_address = next((af(s).get(names.RUN_BASE) for s in llm_spans(spans)), None)
-    base = store.get_json(base_address) if base_address else None
+    base = stored(store, base_address) if base_address else None
     folded = states(spans, store, base)
     for epoch, want in enumerate(expected, start=1):
         assert Request.from_dict(folded[epoch]) == Request.from_dict(want)

@@ -105,10 +105,16 @@ def _evidence(spans: Sequence[ReadableSpan]) -> list[tuple[Any, ...]]:
         names.EPOCH,
         names.EPOCH_PARENT,
         names.RECEIPT_MESSAGES_CHAIN,
-        names.RECEIPT_DIGEST,
+        names.RECEIPT_MESSAGES_KEPT,
+        names.RECEIPT_MESSAGES_ADDED,
         names.GAPS,
     )
-    return sorted(tuple(af(s).get(k) for k in keys) for s in llm_spans(spans))
+    # Not the digest: it binds each writer's own lane, which differs between the two forms.
+    return sorted(tuple(_hashable(af(s).get(k)) for k in keys) for s in llm_spans(spans))
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list | tuple) else value
 
 
 def _parents_by_content(spans: Sequence[ReadableSpan]) -> dict[str, str | None]:

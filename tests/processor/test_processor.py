@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from af_otel import names
+from af_otel.canonical import canonical_json
 from af_otel.processor import ReceiptSpanProcessor
 from af_otel.store import Store
 from tests.processor.conftest import Pipeline, make_pipeline
@@ -23,6 +24,7 @@ from tests.processor.helpers import (
     llm_spans,
     start_chat,
     states,
+    stored,
     user,
 )
 
@@ -173,9 +175,9 @@ def test_large_payload_goes_to_the_store(pipeline: Pipeline) -> None:
     messages = by_key["messages"]
     assert names.COMMIT_VALUE not in messages
     assert messages[names.COMMIT_REF].startswith("sha256:")
-    stored = pipeline.store.get(messages[names.COMMIT_REF])
-    assert len(stored) == messages[names.COMMIT_BYTES]
-    assert json.loads(stored)[0]["parts"][0]["content"] == big
+    payload = stored(pipeline.store, messages[names.COMMIT_REF])
+    assert len(canonical_json(payload)) == messages[names.COMMIT_BYTES]
+    assert payload[0]["parts"][0]["content"] == big
 
 
 def test_content_store_keeps_only_addresses_in_the_trace(store: Store) -> None:
@@ -220,7 +222,7 @@ def test_first_call_with_history_stores_a_base(pipeline: Pipeline) -> None:
         chat(pipeline.tracer, [*history, assistant("a1"), user("q2")])
     first, second = llm_spans(pipeline.spans())
     address = af(first)[names.RUN_BASE]
-    base = pipeline.store.get_json(address)
+    base = stored(pipeline.store, address)
     assert isinstance(base, dict)
     assert base["messages"] == history
     assert commits(first) == []

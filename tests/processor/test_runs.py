@@ -1,10 +1,15 @@
-"""The run table's bounds: LRU past max_runs, idle expiry, release when the root ends."""
+"""The run table's bounds (LRU past max_runs, idle expiry, release when the root ends), the
+parent rule (the longest message prefix) and the lane each run state numbers in."""
 
 from __future__ import annotations
 
 import time
 
-from af_otel.processor.runs import HISTORY_DEPTH, STATE_DEPTH, Finished, RunTable
+from hypothesis import given
+from hypothesis import strategies as st
+
+from af_otel.model import Request
+from af_otel.processor.runs import HISTORY_DEPTH, STATE_DEPTH, Finished, RunState, RunTable
 
 
 def test_least_recently_used_run_is_evicted_past_the_bound() -> None:
@@ -59,3 +64,75 @@ def test_out_of_order_numbering_is_reported() -> None:
     assert run.number((1, 1), 100) == (1, False)
     assert run.number((1, 2), 50) == (2, True)
     assert run.number((1, 2), 50) == (2, True)
+
+
+def _finished(run: RunState, end: int, epoch: int, *texts: str) -> None:
+    request = Request.from_dict({"messages": [{"role": "user", "content": t} for t in texts]})
+    run.finish((1, epoch), Finished(end, epoch, request, None))
+
+
+def _request(*texts: str) -> Request:
+    return Request.from_dict({"messages": [{"role": "user", "content": t} for t in texts]})
+
+
+def test_parent_is_the_longest_message_prefix_among_calls_finished_before() -> None:
+    """After a fan-in the parent is the call the messages grew from, not the last to finish; ties
+    go to the latest finished; a call that finished after the start is never the parent."""
+    run = RunTable().get("r")
+    _finished(run, 10, 1, "plan")
+    _finished(run, 20, 2, "plan", "a")
+    _finished(run, 30, 3, "plan", "b")
+    _finished(run, 40, 4, "plan", "c")
+    _finished(run, 60, 5, "plan", "a", "more")
+    found = run.parent_of(50, _request("plan", "a", "more", "next"))
+    assert found is not None
+    assert found.epoch == 2  # 5 is longer but finished after 50
+    found = run.parent_of(70, _request("plan", "a", "more", "next"))
+    assert found is not None
+    assert found.epoch == 5
+    _finished(run, 45, 6, "plan", "b")
+    found = run.parent_of(50, _request("plan", "b", "x"))
+    assert found is not None
+    assert found.epoch == 6  # 3 and 6 hold the same prefix: the latest finished
+
+
+def test_without_a_prefix_the_last_finished_call_is_the_basis() -> None:
+    """When no held request is a prefix (the history was rewritten), the call that finished last
+    before the start is named, so the commits still diff against a state the run holds."""
+    run = RunTable().get("r")
+    _finished(run, 10, 1, "a")
+    _finished(run, 20, 2, "b")
+    found = run.parent_of(30, _request("summary", "c"))
+    assert found is not None
+    assert found.epoch == 2
+    assert run.parent_of(5, _request("a")) is None
+
+
+@given(st.lists(st.lists(st.sampled_from("xyz"), max_size=4), min_size=1, max_size=8))
+def test_the_parent_found_is_a_prefix_and_none_longer_is(histories: list[list[str]]) -> None:
+    """Whatever the finished calls held, the parent named holds a prefix of the new call's
+    messages and no finished call holds a longer one."""
+    run = RunTable().get("r")
+    for epoch, texts in enumerate(histories, start=1):
+        _finished(run, epoch * 10, epoch, *texts)
+    new = ["x", "y", "z", "x", "y"]
+    found = run.parent_of(10**6, _request(*new))
+    assert found is not None
+    prefixes = [len(t) for t in histories if new[: len(t)] == t]
+    if prefixes:
+        assert found.request is not None
+        held = [m["parts"][0]["content"] for m in found.request.messages]
+        assert new[: len(held)] == held
+        assert len(held) == max(prefixes)
+
+
+def test_each_run_state_numbers_in_a_lane_of_its_own() -> None:
+    """A run freed and served again starts a new lane, so its numbers never collide with the
+    numbers it gave before."""
+    table = RunTable()
+    first = table.get("r")
+    assert len(first.lane) == 16
+    table.release("r")
+    again = table.get("r")
+    assert again is not first
+    assert again.lane != first.lane

@@ -221,9 +221,9 @@ def test_store_directory_replaced_by_a_file(tmp_path: Path) -> None:
 
 
 def _half_write_child(root: str) -> dict[str, Any]:
-    """In a child: files may grow to 300 bytes only, so every larger blob dies half way through."""
+    """In a child: files may grow to 200 bytes only, so every larger blob dies half way through."""
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))
     store = LocalStore(root)
     big = b"x" * 4096
     try:

@@ -92,7 +92,8 @@ class TestInterleavedRuns:
             assert sorted(epochs) == [1, 2, 3, 4, 5], run
             # Fan-out: the two parallel calls share the parent that finished before both started.
             assert epochs[3][names.EPOCH_PARENT] == epochs[4][names.EPOCH_PARENT] == 2
-            assert epochs[5][names.EPOCH_PARENT] == 4
+            # The final call's messages extend turn 1's (epoch 2), neither branch's.
+            assert epochs[5][names.EPOCH_PARENT] == 2
             seqs = sorted(
                 e[1][names.COMMIT_SEQ] for epoch in epochs.values() for e in epoch["events"]
             )
