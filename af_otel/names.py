@@ -30,6 +30,8 @@ RECEIPT_TOOLS_HASHES: Final = "af.receipt.tools.hashes"
 RECEIPT_TOOLS_FORCED: Final = "af.receipt.tools.forced"
 RECEIPT_PARAMS: Final = "af.receipt.params"
 RECEIPT_BYTES: Final = "af.receipt.bytes"
+# The request fields the instrumentation could not record (not part of the digest, like af.gaps).
+RECEIPT_UNRECORDED: Final = "af.receipt.unrecorded"
 
 GAPS: Final = "af.gaps"
 GAP_NO_RECEIPT_ON_CHART: Final = "af.gap.no_receipt_on_chart"
@@ -54,6 +56,8 @@ REASON_EXTERNAL: Final = "content-external"
 REASON_UNREADABLE: Final = "content-unreadable"
 REASON_NO_RUN_ID: Final = "no-run-id"
 REASON_INTERNAL_ERROR: Final = "internal-error"
+# The span limits may have evicted or cut an attribute the request is read from.
+REASON_CUT: Final = "content-cut"
 
 # Gap kinds (CONTRACT §7), as strings on `af.gaps`.
 GAP_NO_RECEIPT: Final = "no-receipt-on-chart"
@@ -65,6 +69,7 @@ GAP_CACHE_TRANSFORM: Final = "cache-transform"
 GAP_PROVIDER_DEFAULTS: Final = "provider-defaults"
 GAP_FORCED_TOOL_SCHEMA: Final = "forced-tool-schema"
 GAP_THINKING_REPLAY: Final = "thinking-replay"
+GAP_UNRECORDED: Final = "unrecorded-field"
 
 # Receipt schemes.
 SCHEME_PLAIN: Final = "af-1"

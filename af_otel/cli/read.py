@@ -385,6 +385,10 @@ def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextI
         else (_json_text(view.params) if view.params else "none set")
     )
     print(f"  params {params}", file=out)
+    unrecorded = [name for name in view.unrecorded if name != "tools"]
+    if unrecorded:
+        by = view.recorded_by or "the instrumentation"
+        print(f"  not recorded by {by}: {', '.join(unrecorded)}", file=out)
     for gap in view.gaps:
         cause = f" ({gap.cause})" if gap.cause else ""
         print(f"  gap {gap.kind}{cause}: {gap.why}", file=out)
@@ -400,6 +404,8 @@ def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextI
             print(_indent(_part_text(part, full), "    "), file=out)
     if view.tools is None:
         print("  tools: not on record", file=out)
+    elif not view.is_recorded("tools"):
+        print(f"  tools: not recorded by {view.recorded_by or 'the instrumentation'}", file=out)
     else:
         print(
             f"  tools ({len(view.tools)}): {', '.join(str(t.get('name')) for t in view.tools) or '—'}",

@@ -16,8 +16,11 @@ receipt, so each rule lives here once and `docs/receipt-spec.md` restates it:
    both are given ``parts`` wins. A part given as a bare string is a text part. Unknown part types
    are kept as they are; message keys other than ``role``, ``parts`` and ``name`` are not part of
    the normalized message (adapters turn them into parts).
-5. ``params`` keep only the dials of ``gen_ai.request.*`` (and ``tool_choice``) that are set;
-   ``stop_sequences`` is a list. Empty ``system``/``tools``/``params`` are the same as absent.
+5. ``params`` keep only the dials of ``gen_ai.request.*`` and the settings that steer the model
+   (``tool_choice``, ``parallel_tool_calls``, ``response_format``, ``reasoning_effort``,
+   ``thinking``) that are set, each as the caller gave it; ``stop_sequences`` is a list. Empty
+   ``system``/``tools``/``params`` are the same as absent. A ``tool_call_response`` part's
+   ``is_error`` is kept when true and dropped when false (false is the default).
 6. Key order never matters (the hash is over RFC 8785 canonical JSON).
 
 Values are frozen at the schema level (`FrozenDict`, tuples). Free-form content inside parts is not
@@ -47,6 +50,10 @@ PARAM_KEYS: Final = (
     "presence_penalty",
     "choice_count",
     "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "reasoning_effort",
+    "thinking",
 )
 REQUEST_KEYS: Final = ("system", "messages", "tools", "params", "model", "provider")
 
@@ -110,8 +117,11 @@ def normalize_part(part: object, where: str) -> FrozenDict:
             # rule 2: a string that does not parse is kept as the string
             with contextlib.suppress(orjson.JSONDecodeError):
                 body["arguments"] = orjson.loads(arguments)
-    elif kind == "tool_call_response" and "response" not in body and "result" in body:
-        body["response"] = body.pop("result")
+    elif kind == "tool_call_response":
+        if "response" not in body and "result" in body:
+            body["response"] = body.pop("result")
+        if body.get("is_error") is False:
+            del body["is_error"]
     return FrozenDict(body)
 
 

@@ -22,6 +22,7 @@ and the log is a tree; both forms read it off the same span timestamps and reque
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -39,7 +40,7 @@ from af_otel.processor.guard import report
 from af_otel.processor.runs import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
-from af_otel.semconv import adapt, is_llm_call
+from af_otel.semconv import Convention, Limits, adapt, is_llm_call, ledger
 from af_otel.store.items import StoredItems
 
 SpanKey = tuple[int, int]
@@ -61,6 +62,9 @@ class CallFacts:
     scope: str | None = None
     dropped: bool = False
     run_unknown: bool = False  # the exporter cannot tell which `af_otel.run` the call was in
+    # The span limits the attributes were recorded under (None: the request does not come from
+    # them, or they are unknown and the environment's are used).
+    limits: Limits | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +86,10 @@ class Supplied:
     direct: bool = False  # nothing but the provider SDK stands between (see gaps.py)
     content_keys: tuple[str, ...] = ()
     on_span: bool = False  # the span itself already carries this request's content
+    # The convention the request was read in, when it was read from an instrumentation's record
+    # (the hook): the ledger then says which fields that instrumentation could not see. None
+    # when the caller handed the request itself (the explicit API records every field).
+    convention: Convention | None = None
 
 
 def error_enrichment(reason: str = names.REASON_INTERNAL_ERROR) -> Enrichment:
@@ -172,29 +180,40 @@ class Engine:
 
     def enrich(self, facts: CallFacts, supplied: Supplied | None = None) -> Enrichment:
         """The evidence for one finished LLM call; the run's state moves on by this call."""
+        unrecorded: tuple[str, ...] = ()
+        convention: Convention | None = None
         if supplied is None:
-            adapted = adapt(facts.attributes, facts.name)
+            limits = facts.limits if facts.limits is not None else environment_limits()
+            adapted = adapt(facts.attributes, facts.name, limits=limits)
             request_in: Mapping[str, Any] | Request | None = adapted.request
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
+            convention = adapted.convention
             provider = _text(adapted.request.get("provider")) if adapted.request else None
             direct = gaps.captured_at_sdk(
                 facts.scope, facts.attributes, provider, self.settings.trusted_hosts
             )
             on_span = True  # read off the span's own attributes
+            if adapted.cut is not None:
+                warn_cut(adapted.cut, limits)
         else:
             request_in, reason = supplied.request, supplied.absent_reason
             content_keys, direct = supplied.content_keys, supplied.direct
             on_span = supplied.on_span
+            convention = supplied.convention
         request: Request | None = None
         if request_in is not None:
             request = _parse(request_in)
             if request is None:
                 reason = names.REASON_UNREADABLE
+            elif convention is not None:
+                unrecorded = ledger.unrecorded(request, facts.scope, convention)
         run_id = self.run_of(facts.key, facts.attributes, pop=True)
         run = self.runs.get(run_id)
         with run.lock:
-            enrichment = self._finish(run, facts, request, reason, content_keys, direct, on_span)
+            enrichment = self._finish(
+                run, facts, request, reason, content_keys, direct, on_span, unrecorded
+            )
         self.runs.settle(run)
         metrics.count_receipt(
             enrichment.state, enrichment.attributes.get(names.RECEIPT_ABSENT_REASON)
@@ -210,6 +229,7 @@ class Engine:
         content_keys: tuple[str, ...],
         direct: bool,
         on_span: bool = True,
+        unrecorded: tuple[str, ...] = (),
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
         parent = run.parent_of(facts.start_time, request)
@@ -249,9 +269,7 @@ class Engine:
                 events.append(
                     (
                         names.COMMIT_EVENT,
-                        commits.event_attributes(
-                            change, seq, self.settings, mode, self.items
-                        ),
+                        commits.event_attributes(change, seq, self.settings, mode, self.items),
                     )
                 )
         minted = receipt.minted
@@ -278,6 +296,8 @@ class Engine:
             dropped=facts.dropped,
             direct_capture=direct,
             order_unknown=out_of_order or lost or facts.run_unknown,
+            unrecorded=unrecorded if minted else (),
+            cut=reason == names.REASON_CUT,
         )
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,
@@ -286,6 +306,8 @@ class Engine:
             names.EPOCH_LANE: run.lane,
         }
         attributes.update(receipt.to_attributes())
+        if minted:
+            attributes[names.RECEIPT_UNRECORDED] = list(unrecorded)
         if run.base is not None:
             attributes[names.RUN_BASE] = run.base.address
         attributes[names.GAPS] = found
@@ -366,6 +388,55 @@ def _parse(request: Mapping[str, Any] | Request) -> Request | None:
         return Request.from_dict(request)
     except Exception:  # a shape the adapter let through: unreadable content, never a crash
         return None
+
+
+# The SDK's environment variables for span limits, and the names to raise when one cut a record.
+ENV_COUNT_LIMIT: Final = "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT"
+ENV_LENGTH_LIMIT: Final = "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"
+_ENV_LENGTH_FALLBACK: Final = "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"
+_RAISE: Final = {ledger.CUT_COUNT: ENV_COUNT_LIMIT, ledger.CUT_LENGTH: ENV_LENGTH_LIMIT}
+_logger = logging.getLogger("af_otel")
+_warned: set[str] = set()  # at most one entry per limit: bounded
+_warned_lock = threading.Lock()
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
+def environment_limits() -> Limits:
+    """The limits a span was recorded under when the span does not carry them: the SDK's
+    environment variables (a span that carries its limits is read by the processor instead)."""
+    length = _env_int(ENV_LENGTH_LIMIT)
+    return Limits(
+        max_attributes=_env_int(ENV_COUNT_LIMIT),
+        max_value_length=length if length is not None else _env_int(_ENV_LENGTH_FALLBACK),
+    )
+
+
+def warn_cut(cut: str, limits: Limits) -> None:
+    """Say once per limit which setting to raise when span limits cut a call's record."""
+    with _warned_lock:
+        if cut in _warned:
+            return
+        _warned.add(cut)
+    setting = _RAISE.get(cut)
+    if setting is None:
+        _logger.warning(
+            "af_otel: an LLM call's span lost part of its indexed attributes, so it gets no "
+            "receipt (%s); look for a pipeline that drops attributes",
+            names.REASON_CUT,
+        )
+        return
+    now = limits.max_attributes if cut == ledger.CUT_COUNT else limits.max_value_length
+    _logger.warning(
+        "af_otel: the SDK's span limits cut an LLM call's record, so it gets no receipt (%s); "
+        "raise %s (in force: %s)",
+        names.REASON_CUT,
+        setting,
+        "default" if now is None else now,
+    )
 
 
 def _attribute_run(attributes: Mapping[str, Any]) -> str | None:

@@ -5,8 +5,13 @@ Ordered most suspicious first, as the reader orders them: what makes the whole r
 
 Rules decided here (docs/processor.md restates them):
 
-* ``provider-defaults``: whenever a receipt exists and any of the nine ``gen_ai.request.*`` dials is
-  absent from it: the provider filled it with a default no record shows.
+* ``span-limits``: the span dropped attributes or events, or its request may have been cut by the
+  span limits (the receipt is then absent with ``content-cut``).
+* ``unrecorded-field``: the instrumentation cannot record a field that matters for this request
+  at its provider (`af_otel.semconv.ledger`); the fields are listed on ``af.receipt.unrecorded``.
+* ``provider-defaults``: a receipt exists and a setting the request's provider has (and the
+  instrumentation records) is not set: the provider filled it with a default no record shows.
+  Settings the provider does not have (Anthropic has no seed) are never listed.
 * ``cache-transform``: raised unless the request was captured at the provider SDK's own call by an
   instrumentation of that SDK (`SDK_SCOPES`) *and* the span names the provider's own API host
   (`PROVIDER_HOSTS`): then only the SDK's serializer stands between the record and the wire. A
@@ -19,15 +24,14 @@ Rules decided here (docs/processor.md restates them):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from af_otel import names
 from af_otel.model import Request, sealed_reasoning
-from af_otel.model.request import PARAM_KEYS
+from af_otel.model.fields import defaulted
 from af_otel.receipts import Receipt
 
-DIALS: Final = tuple(key for key in PARAM_KEYS if key != "tool_choice")
 SDK_SCOPES: Final = frozenset(
     {
         "opentelemetry.instrumentation.genai.openai",
@@ -35,6 +39,11 @@ SDK_SCOPES: Final = frozenset(
         "opentelemetry.instrumentation.openai_v2",
         "opentelemetry.instrumentation.anthropic",
         "opentelemetry.instrumentation.openai",
+        # OpenLLMetry's OpenAI scope for the 1.x SDK, and OpenInference's: both wrap the
+        # provider SDK's own call, so only its serializer stands after them.
+        "opentelemetry.instrumentation.openai.v1",
+        "openinference.instrumentation.openai",
+        "openinference.instrumentation.anthropic",
     }
 )
 PROVIDER_HOSTS: Final[Mapping[str, frozenset[str]]] = {
@@ -45,6 +54,7 @@ ORDER: Final = (
     names.GAP_NO_RUN_LOG,
     names.GAP_NO_RECEIPT,
     names.GAP_SPAN_LIMITS,
+    names.GAP_UNRECORDED,
     names.GAP_CACHE_TRANSFORM,
     names.GAP_PROVIDER_DEFAULTS,
     names.GAP_THINKING_REPLAY,
@@ -59,6 +69,8 @@ def gaps_of(
     dropped: bool,
     direct_capture: bool,
     order_unknown: bool,
+    unrecorded: Sequence[str] = (),
+    cut: bool = False,
 ) -> list[str]:
     """The gap kinds for one LLM-call span, most suspicious first."""
     found: set[str] = set()
@@ -67,12 +79,19 @@ def gaps_of(
     minted = receipt is not None and receipt.minted
     if not minted:
         found.add(names.GAP_NO_RECEIPT)
-    if dropped:
+    if dropped or cut:
         found.add(names.GAP_SPAN_LIMITS)
+    if unrecorded:
+        found.add(names.GAP_UNRECORDED)
     if not direct_capture:
         found.add(names.GAP_CACHE_TRANSFORM)
     if minted and request is not None:
-        if any(dial not in request.params for dial in DIALS):
+        if defaulted(
+            request.params,
+            request.provider,
+            tools=bool(request.tools),
+            unrecorded_fields=unrecorded,
+        ):
             found.add(names.GAP_PROVIDER_DEFAULTS)
         if _sealed_reasoning(request):
             found.add(names.GAP_THINKING_REPLAY)

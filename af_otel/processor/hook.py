@@ -153,6 +153,7 @@ def mint_on_span(
         content_keys=(),
         # Capture on: util-genai wrote these same attributes before calling the hook.
         on_span=bool(content) and all(key in attributes for key in content),
+        convention=adapted.convention,
     )
     facts = CallFacts(
         key=key,

@@ -11,11 +11,11 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from af_otel import names
-from af_otel.processor.engine import CallFacts, Engine, error_enrichment
+from af_otel.processor.engine import CallFacts, Engine, environment_limits, error_enrichment
 from af_otel.processor.guard import guard, report, strict
 from af_otel.processor.settings import resolve_settings
 from af_otel.processor.spancopy import copy_span
-from af_otel.semconv import adapt
+from af_otel.semconv import Limits, adapt
 from af_otel.store import Store
 
 
@@ -147,6 +147,31 @@ def facts_of(
         scope=scope.name if scope is not None else None,
         dropped=bool(span.dropped_attributes or span.dropped_events),
         run_unknown=run_unknown,
+        limits=limits_of(span),
+    )
+
+
+def limits_of(span: Any) -> Limits:
+    """The span limits a span's attributes were recorded under, as the span carries them: the
+    SDK's span keeps its `SpanLimits`, and its bounded attributes know their own bounds; the
+    environment's where the span says neither (a span built elsewhere)."""
+    count: object = None
+    length: object = None
+    limits = getattr(span, "_limits", None)
+    bounded = getattr(span, "_attributes", None)
+    if limits is not None and hasattr(limits, "max_span_attribute_length"):
+        count = limits.max_span_attributes
+        length = limits.max_span_attribute_length
+    elif bounded is not None and hasattr(bounded, "max_value_len"):
+        count, length = getattr(bounded, "maxlen", None), bounded.max_value_len
+    else:
+        default = environment_limits()
+        count, length = default.max_attributes, default.max_value_length
+    dropped = getattr(span, "dropped_attributes", 0)
+    return Limits(
+        max_attributes=count if isinstance(count, int) else None,
+        max_value_length=length if isinstance(length, int) else None,
+        dropped_attributes=dropped if isinstance(dropped, int) else 0,
     )
 
 

@@ -52,6 +52,9 @@ class GapKind:
     view_fields: tuple[str, ...]  # view fields covered
     relation: Relation
     why: str
+    # The record itself is partial: a match proves only the part recorded, so `verify` never says
+    # `verified` while a gap of such a kind is on the view.
+    partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,10 @@ class Gap:
     @property
     def excuses(self) -> bool:
         return SERVED_GAPS[self.kind].relation == "excuse"
+
+    @property
+    def partial(self) -> bool:
+        return SERVED_GAPS[self.kind].partial
 
 
 # Declaration order IS the view's order: most suspicious first. What makes the whole request
@@ -122,8 +129,9 @@ _CATALOGUE: Final = (
         (*_VIEW_CONTENT, "receipt", "base"),
         "excuse",
         "The span itself reports that attributes or events were dropped before export, or a "
-        "value stops exactly at a backend's size limit, so part of this call's record was cut. "
+        "value stops exactly at a size limit, so part of this call's record was cut. "
         "Treat every value here as possibly partial, and raise the limits that cut it.",
+        partial=True,
     ),
     GapKind(
         names.GAP_NO_RECEIPT,
@@ -143,6 +151,17 @@ _CATALOGUE: Final = (
         "This call carries no usable fingerprint of its request: none was made, or what arrived "
         "is malformed or cut. Nothing shown can be checked against what was sent; the request "
         "is the best rebuild available, not evidence.",
+    ),
+    GapKind(
+        names.GAP_UNRECORDED,
+        ("tools", "tools.forced", "params", "messages", "bytes", "digest"),
+        ("tools", "params", "messages", "unrecorded"),
+        "caveat",
+        "The instrumentation that recorded this call does not record the fields named here, so "
+        "what the model got in them is not on record: an empty or missing value there is not "
+        "proof the request had none. The fingerprints cover only what was recorded; use an "
+        "instrumentation that records these fields to check them.",
+        partial=True,
     ),
     GapKind(
         names.GAP_CACHE_TRANSFORM,
@@ -214,6 +233,8 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "view.service": "the resource that exported the span; it says where to look, not what "
         "was sent.",
         "view.name": "the span's name, for finding the call; not part of the request.",
+        "view.recorded_by": "the instrumentation scope that wrote the span; it says who recorded "
+        "the call, not what was sent.",
         "view.origin": "where this reader found the span (file and line, URL); not a recorded fact.",
         "view.gaps": "the account itself, not a fact about the request.",
         "view.context": "the reader's working memory for the run (other epochs' views, "

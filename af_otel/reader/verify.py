@@ -436,9 +436,10 @@ def verify(
     key: bytes | str | None = None,
     store: StoreArg = None,
 ) -> Verdict | tuple[Verdict, ...]:
-    """Recompute every receipt field from ``view`` and compare: `verified`, `reconstructed` (no
-    usable receipt, or each mismatch excused by a gap) or `damaged` (the first unexcused field,
-    with the message index and whether the rebuild looks cut or altered).
+    """Recompute every receipt field from ``view`` and compare: `verified` (every field recomputes
+    and no gap says the record is partial), `reconstructed` (no usable receipt, each mismatch
+    excused by a gap, or a partial record) or `damaged` (the first unexcused field, with the
+    message index and whether the rebuild looks cut or altered).
 
     ``key`` is the HMAC secret for keyed (``af-1-hmac``) receipts; a keyed receipt without it
     raises `ReaderError`, as does a view of a span that names no run.
@@ -503,6 +504,18 @@ def verify(
     mismatches.sort(key=lambda m: order.index(m.field))
     judged = tuple(replace(m, excused_by=_excuse(view.gaps, m.field)) for m in mismatches)
     if not judged:
+        partial = next((g for g in view.gaps if g.partial), None)
+        if partial is not None:
+            # A match proves the record, and this record is partial: never `verified`.
+            found = f": {partial.detail}" if partial.detail else ""
+            return Verdict(
+                VerdictStatus.RECONSTRUCTED,
+                run_id,
+                epoch,
+                span_id,
+                f"every receipt field recomputes, but the record is partial ({partial.kind}"
+                f"{found})",
+            )
         return Verdict(
             VerdictStatus.VERIFIED, run_id, epoch, span_id, "every receipt field recomputes"
         )

@@ -16,7 +16,8 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import FrozenDict, Request, sealed_reasoning
-from af_otel.model.request import PARAM_KEYS, REQUEST_KEYS, forced_tool, normalize_params
+from af_otel.model.fields import defaulted, order_fields
+from af_otel.model.request import REQUEST_KEYS, forced_tool, normalize_params
 from af_otel.reader._args import spans_only
 from af_otel.reader._prefix import common_prefix
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
@@ -34,9 +35,6 @@ from af_otel.store import Store, open_store
 
 __all__ = ["RunContext", "ServedView", "served_views"]
 
-_DIALS: Final = tuple(key for key in PARAM_KEYS if key != "tool_choice")
-# Reasoning the model reads back but the record cannot show: parts without content, sealed
-# (signed or encrypted) parts and redacted-thinking parts. The same rule as the writer's.
 # Gap kinds the writer records that the reader adds to its own findings. Kinds the reader finds
 # itself from the record (base, missing spans, receipts, limits) are decided here and only here;
 # the writer's word is taken for what the reader cannot see: what stood between it and the wire,
@@ -129,6 +127,11 @@ class ServedView:
     # The epoch the writer diffed this call against (its ``af.epoch.parent``): ``parent`` itself
     # unless several writers served the run and ``parent`` was found from content.
     basis: int = 0
+    # Request fields the instrumentation does not record (``af.receipt.unrecorded``), and the
+    # instrumentation scope that wrote the span: a renderer says "tools: not recorded by <scope>"
+    # instead of showing an empty list as if the request had none.
+    unrecorded: tuple[str, ...] = ()
+    recorded_by: str | None = None
 
     @property
     def request(self) -> Request:
@@ -141,6 +144,10 @@ class ServedView:
             self.model,
             self.provider,
         )
+
+    def is_recorded(self, field_name: str) -> bool:
+        """Whether the record can show ``field_name`` (``tools``, ``tool_choice``, ...) at all."""
+        return field_name not in self.unrecorded
 
     @property
     def gap_kinds(self) -> tuple[str, ...]:
@@ -232,6 +239,15 @@ def _recorded_gaps(span: SpanRecord) -> tuple[frozenset[str], bool]:
     return frozenset(), False
 
 
+def _unrecorded(span: SpanRecord) -> tuple[str, ...]:
+    value = span.attributes.get(names.RECEIPT_UNRECORDED)
+    if isinstance(value, str):  # a backend that flattened a one-item array
+        value = (value,)
+    if not isinstance(value, tuple):
+        return ()
+    return order_fields(v for v in value if isinstance(v, str) and v)
+
+
 def _receipt_gap(receipt: Receipt | ReceiptRejected | None) -> Gap | None:
     if receipt is None:
         return gap(names.GAP_NO_RECEIPT, "the span carries no receipt", CAUSE_NOT_COMMITTED)
@@ -250,9 +266,13 @@ def _common_gaps(
     params: FrozenDict | None,
     tools: Sequence[FrozenDict] | None,
     sealed: bool,
+    unrecorded: tuple[str, ...] = (),
 ) -> list[Gap]:
     found: list[Gap] = []
     recorded, has_recorded = _recorded_gaps(span)
+    if unrecorded:
+        by = span.scope or "the instrumentation"
+        found.append(gap(names.GAP_UNRECORDED, f"not recorded by {by}: " + ", ".join(unrecorded)))
     minted = isinstance(receipt, Receipt) and receipt.minted
     missing = [k for k in REQUEST_KEYS if values.get(k) is UNKNOWN]
     if missing:
@@ -268,9 +288,15 @@ def _common_gaps(
     named = {t.get("name") for t in tools} if tools is not None else set()
     if choice is not None and choice != "required" and tools is not None and choice not in named:
         found.append(gap(names.GAP_FORCED_TOOL_SCHEMA, f"tool {choice!r} is forced"))
-    if minted and (params is None or any(d not in params for d in _DIALS)):
-        unset = [d for d in _DIALS if params is None or d not in params]
-        found.append(gap(names.GAP_PROVIDER_DEFAULTS, "not recorded: " + ", ".join(unset)))
+    provider = values.get("provider")
+    unset = defaulted(
+        params if params is not None else FrozenDict(),
+        provider if isinstance(provider, str) else None,
+        tools=tools is None or bool(tools),
+        unrecorded_fields=unrecorded,
+    )
+    if minted and unset:
+        found.append(gap(names.GAP_PROVIDER_DEFAULTS, "not set: " + ", ".join(unset)))
     for kind in sorted(recorded & _TAKEN_FROM_WRITER):
         found.append(gap(kind, "recorded by the writer"))
     return found
@@ -348,7 +374,8 @@ def _run_views(run: Run, shared: dict[int, ServedView] | None = None) -> list[Se
             found.append(gap(names.GAP_NO_RUN_LOG, run.broken[record.epoch]))
         if record.cut:
             found.append(gap(names.GAP_SPAN_LIMITS, "; ".join(record.cut)))
-        found += _common_gaps(span, receipt, values, params, tools, sealed)
+        unrecorded = _unrecorded(span)
+        found += _common_gaps(span, receipt, values, params, tools, sealed, unrecorded)
         view = ServedView(
             run_id=run.run_id,
             epoch=record.epoch,
@@ -369,6 +396,8 @@ def _run_views(run: Run, shared: dict[int, ServedView] | None = None) -> list[Se
             gaps=order_gaps(found),
             context=context,
             basis=record.basis,
+            unrecorded=unrecorded,
+            recorded_by=span.scope or None,
         )
         if own:
             context.views[record.epoch] = view
@@ -385,7 +414,8 @@ def _loose_view(span: SpanRecord) -> ServedView:
     if span.dropped_attributes_count or span.dropped_events_count:
         cut.append("the span reports dropped attributes or events")
         found.append(gap(names.GAP_SPAN_LIMITS, cut[0]))
-    found += _common_gaps(span, receipt, values, None, None, sealed=False)
+    unrecorded = _unrecorded(span)
+    found += _common_gaps(span, receipt, values, None, None, False, unrecorded)
     run_id = span.attributes.get(names.RUN_ID)
     epoch = span.attributes.get(names.EPOCH)
     parent = span.attributes.get(names.EPOCH_PARENT)
@@ -408,4 +438,6 @@ def _loose_view(span: SpanRecord) -> ServedView:
         receipt=receipt,
         gaps=order_gaps(found),
         context=RunContext(None, None),
+        unrecorded=unrecorded,
+        recorded_by=span.scope or None,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from af_otel import names
@@ -30,6 +30,7 @@ from af_otel.semconv._adapted import (
     content_keys,
 )
 from af_otel.semconv._coerce import text
+from af_otel.semconv.ledger import Limits, cut_by
 
 __all__ = [
     "NOTE_ADAPTER_ERROR",
@@ -43,6 +44,7 @@ __all__ = [
     "NOTE_TOOL_CHOICE_NOT_CAPTURED",
     "Adapted",
     "Convention",
+    "Limits",
     "adapt",
     "is_llm_call",
 ]
@@ -106,11 +108,16 @@ def is_llm_call(attributes: Mapping[str, object], span_name: str = "") -> bool:
         return False
 
 
-def adapt(attributes: Mapping[str, object], span_name: str = "") -> Adapted:
+def adapt(
+    attributes: Mapping[str, object], span_name: str = "", *, limits: Limits | None = None
+) -> Adapted:
     """The span's request as its convention recorded it, or the reason there is none.
 
-    Never raises: an input no coercer foresaw yields ``content-unreadable`` with the note
-    ``adapter-error`` (the fuzz tests prove no such input is known).
+    ``limits`` are the span limits the attributes were recorded under: when they may have evicted
+    or cut an attribute the request is read from, there is no request (``content-cut``) and
+    ``cut`` names the limit. Never raises: an input no coercer foresaw yields
+    ``content-unreadable`` with the note ``adapter-error`` (the fuzz tests prove no such input is
+    known).
     """
     attrs: dict[str, object] = {}
     convention: Convention = "genai"
@@ -118,7 +125,13 @@ def adapt(attributes: Mapping[str, object], span_name: str = "") -> Adapted:
         attrs = _snapshot(attributes)
         reader = _reader(attrs, text(span_name) or "")
         convention = reader.name
-        return reader.adapt(attrs)
+        adapted = reader.adapt(attrs)
+        # A value cut at the length limit often no longer parses: say it was cut, not unreadable.
+        readable = adapted.request is not None or adapted.absent_reason == names.REASON_UNREADABLE
+        cut = cut_by(attrs, limits) if limits is not None and readable else None
+        if cut is not None:
+            return replace(adapted, request=None, absent_reason=names.REASON_CUT, cut=cut)
+        return adapted
     except Exception:
         _log.debug("af_otel: adapting a span's attributes failed", exc_info=True)
         try:

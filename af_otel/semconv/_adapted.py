@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from af_otel import names
 from af_otel.semconv._shape import Absent
 
 Convention = Literal["genai", "openllmetry", "openllmetry-legacy", "openinference"]
@@ -44,6 +45,8 @@ class Adapted:
     absent_reason: str | None
     content_keys: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    # With ``content-cut``: which span limit may have cut the record (`af_otel.semconv.ledger`).
+    cut: str | None = None
 
 
 # Keys that carry conversation or tool content, of every convention af_otel reads: what a caller
@@ -92,5 +95,6 @@ def conclude(
     try:
         request, found = build()
     except Absent as absent:
-        return Adapted(convention, None, absent.reason, keys, tuple(notes))
+        cut = "holes" if absent.reason == names.REASON_CUT else None
+        return Adapted(convention, None, absent.reason, keys, tuple(notes), cut)
     return Adapted(convention, request, None, keys, (*notes, *found))

@@ -50,6 +50,11 @@ def integer(value: object) -> int | None:
     return None
 
 
+def boolean(value: object) -> bool | None:
+    """An exact ``bool``."""
+    return bool(value) if isinstance(value, bool) else None
+
+
 def number(value: object) -> int | float | None:
     """A finite ``int`` or ``float`` (not a ``bool``)."""
     if isinstance(value, bool):

@@ -31,6 +31,12 @@ def unreadable() -> Absent:
     return Absent(names.REASON_UNREADABLE)
 
 
+def holed() -> Absent:
+    """An indexed family with a missing index: part of the record was lost (an evicted attribute,
+    a cut export), and a request rebuilt without it would be a different request."""
+    return Absent(names.REASON_CUT)
+
+
 def refuse_placeholder(value: object) -> None:
     """Stop with ``content-redacted`` when ``value`` is a redaction placeholder."""
     if is_placeholder(value):

@@ -19,6 +19,7 @@ from af_otel.semconv._adapted import (
 from af_otel.semconv._coerce import (
     Bad,
     JsonValue,
+    boolean,
     choice_count,
     integer,
     is_placeholder,
@@ -35,6 +36,7 @@ from af_otel.semconv._shape import (
     checked_part,
     content_value,
     flat_message,
+    holed,
     media_part,
     refuse_placeholder,
     tool_call,
@@ -75,6 +77,10 @@ PARAMS: Final = (
     Row("presence_penalty", ("presence_penalty",), number),
     Row("choice_count", ("n", "candidate_count"), choice_count),
     Row("tool_choice", ("tool_choice",), _json_or_none),
+    Row("parallel_tool_calls", ("parallel_tool_calls",), boolean),
+    Row("response_format", ("response_format",), _json_or_none),
+    Row("reasoning_effort", ("reasoning_effort",), text),
+    Row("thinking", ("thinking",), _json_or_none),
 )
 # `llm.model_name` is what openinference-instrumentation-openai copies from the *response*; the
 # request model is in the invocation parameters (or `llm.request.model_name` in newer releases).
@@ -107,7 +113,7 @@ def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[st
     prompts = dense(bucket(items, PROMPTS))
     tools = dense(bucket(items, TOOLS))
     if messages is None or prompts is None or tools is None:
-        raise unreadable()
+        raise holed()
     if messages:
         built = [_message(fields) for fields in messages]
     elif prompts:  # the completions API: each prompt text is a user turn
@@ -152,9 +158,10 @@ def _message(fields: dict[str, object]) -> dict[str, JsonValue]:
     contents = dense(bucket(fields.items(), CONTENTS))
     calls = dense(bucket(fields.items(), TOOL_CALLS))
     if contents is None or calls is None:
-        raise unreadable()
+        raise holed()
     if contents:
-        parts = [_content(entry) for entry in contents]
+        # A `tool_use` entry repeats a call that `message.tool_calls` holds (openinference-anthropic).
+        parts = [_content(entry) for entry in contents if not _repeats_a_call(entry)]
     elif "message.content" in fields:
         parts = [_text(fields["message.content"])]
     else:
@@ -191,11 +198,36 @@ def _text(value: object) -> Part:
     return {"type": "text", "content": content}
 
 
+def _repeats_a_call(entry: dict[str, object]) -> bool:
+    return text(entry.get(CONTENT_PREFIX + "type")) == "tool_use" and "tool_call.id" in entry
+
+
+def _reasoning(entry: dict[str, object]) -> Part:
+    """A reasoning entry: its text as a GenAI reasoning part with its signature; one that holds
+    only sealed ``data`` is Anthropic's redacted thinking."""
+    if CONTENT_PREFIX + "data" in entry and CONTENT_PREFIX + "text" not in entry:
+        refuse_placeholder(entry[CONTENT_PREFIX + "data"])
+        return checked_part(
+            {"type": "redacted_thinking", "data": text(entry[CONTENT_PREFIX + "data"])}
+        )
+    part = _text(entry.get(CONTENT_PREFIX + "text"))
+    part["type"] = "reasoning"
+    signature = entry.get(CONTENT_PREFIX + "signature")
+    if signature is not None:
+        part["signature"] = text(signature)
+        if part["signature"] is None:
+            raise unreadable()
+    return checked_part(part)
+
+
 def _content(entry: dict[str, object]) -> Part:
-    """One ``message.contents.M`` entry: text, an image URL, or another typed part as it is."""
+    """One ``message.contents.M`` entry: text, reasoning, an image URL, or another typed part as
+    it is."""
     kind = text(entry.get(CONTENT_PREFIX + "type"))
     if kind == "text":
         return _text(entry.get(CONTENT_PREFIX + "text"))
+    if kind == "reasoning":
+        return _reasoning(entry)
     if kind == "image":
         url = entry.get(CONTENT_PREFIX + "image.image.url")
         refuse_placeholder(url)

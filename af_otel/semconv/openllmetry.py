@@ -34,6 +34,7 @@ from af_otel.semconv._shape import (
     Part,
     content_value,
     flat_message,
+    holed,
     openai_block,
     refuse_placeholder,
     tool_call,
@@ -129,13 +130,13 @@ def _build_legacy(attributes: Mapping[str, object]) -> tuple[dict[str, object], 
     items = list(attributes.items())
     prompts = dense(bucket(items, PROMPTS))
     if prompts is None:
-        raise unreadable()
+        raise holed()
     if not prompts:
         raise Absent(names.REASON_NOT_CAPTURED)
     messages = [_legacy_message(fields) for fields in prompts]
     functions = dense(bucket(items, FUNCTIONS))
     if functions is None:
-        raise unreadable()
+        raise holed()
     notes = [] if functions else [NOTE_TOOLS_NOT_CAPTURED]
     basis, basis_notes = genai.model_and_provider(attributes)
     request: dict[str, object] = {
@@ -157,7 +158,7 @@ def _legacy_message(fields: dict[str, object]) -> dict[str, JsonValue]:
         raise unreadable()
     calls = dense(bucket(fields.items(), TOOL_CALLS))
     if calls is None:
-        raise unreadable()
+        raise holed()
     tool_calls = [tool_call(c.get("id"), c.get("name"), c.get("arguments")) for c in calls]
     tool_call_id = text(fields.get("tool_call_id"))
     return flat_message(role, None, _legacy_content(raw_content), tool_calls, tool_call_id)

@@ -142,7 +142,10 @@ def test_verify_exits_2_on_input_it_cannot_read(
     assert "expected" in err.lower()
     lines = traces.read_text(encoding="utf-8").splitlines()
     cut = tmp_path / "cut.jsonl"
-    cut.write_text("\n".join([*lines[:-1], lines[-1][: len(lines[-1]) // 2]]) + "\n")
+    # Cut mid-line, not right after an opening bracket (a lone line ending in one reads as the
+    # start of a pretty-printed document, not as a torn line).
+    torn = lines[-1][: len(lines[-1]) // 2].rstrip("{[")
+    cut.write_text("\n".join([*lines[:-1], torn]) + "\n")
     code, _, err = cli(capsys, "verify", str(cut), "--store", str(store))
     assert code == 2
     assert f"cut.jsonl:{len(lines)}" in err

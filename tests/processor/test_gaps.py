@@ -6,6 +6,7 @@ from typing import Any
 
 from af_otel import names
 from af_otel.model import Request
+from af_otel.model.fields import defaulted
 from af_otel.processor.gaps import captured_at_sdk, gaps_of
 from af_otel.receipts import mint_receipt
 
@@ -19,6 +20,19 @@ ALL_DIALS = {
     "frequency_penalty": 0,
     "presence_penalty": 0,
     "choice_count": 1,
+    "tool_choice": "auto",
+    "parallel_tool_calls": True,
+    "response_format": {"type": "text"},
+    "reasoning_effort": "low",
+    "thinking": {"type": "disabled"},
+}
+ANTHROPIC_DIALS = {
+    "temperature": 0.1,
+    "max_tokens": 10,
+    "top_p": 1,
+    "top_k": 5,
+    "stop_sequences": ["x"],
+    "thinking": {"type": "enabled", "budget_tokens": 1024},
 }
 
 
@@ -34,10 +48,42 @@ def _user(*parts: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_provider_defaults_unless_every_dial_is_set() -> None:
-    """Any dial left unset raises provider-defaults; all nine set lifts it."""
+    """Any dial left unset raises provider-defaults; all of them set lifts it."""
     text = {"type": "text", "content": "hi"}
     assert _gaps({"messages": [_user(text)]}) == [names.GAP_PROVIDER_DEFAULTS]
     assert _gaps({"messages": [_user(text)], "params": ALL_DIALS}) == []
+
+
+def test_provider_defaults_lists_only_the_dials_the_provider_has() -> None:
+    """Anthropic has no seed or penalties: its every dial set lifts the gap; tool settings count
+    only when the request has tools."""
+    text = {"type": "text", "content": "hi"}
+    request = {"messages": [_user(text)], "params": ANTHROPIC_DIALS, "provider": "anthropic"}
+    assert _gaps(request) == []
+    tools = [{"type": "function", "name": "answer"}]
+    assert _gaps({**request, "tools": tools}) == [names.GAP_PROVIDER_DEFAULTS]
+    normalized = Request.from_dict({**request, "tools": tools})
+    unset = defaulted(normalized.params, "anthropic", tools=True)
+    assert unset == ("tool_choice",)
+    openai = defaulted({}, "openai", tools=False)
+    assert "seed" in openai
+    assert not {"top_k", "thinking", "tool_choice"} & set(openai)
+
+
+def test_unrecorded_fields_and_cut_records_have_their_gaps() -> None:
+    """Fields the instrumentation cannot record raise unrecorded-field (and leave provider-defaults
+    to the fields it does record); a cut record raises span-limits."""
+    text = {"type": "text", "content": "hi"}
+    request = {"messages": [_user(text)], "params": ALL_DIALS}
+    assert _gaps(request, unrecorded=("tools",)) == [names.GAP_UNRECORDED]
+    assert gaps_of(
+        receipt=None,
+        request=None,
+        dropped=False,
+        direct_capture=True,
+        order_unknown=False,
+        cut=True,
+    ) == [names.GAP_NO_RECEIPT, names.GAP_SPAN_LIMITS]
 
 
 def test_forced_tool_without_its_schema() -> None:
@@ -75,6 +121,13 @@ def test_order_of_gaps_is_most_suspicious_first() -> None:
         names.GAP_NO_RECEIPT,
         names.GAP_SPAN_LIMITS,
         names.GAP_CACHE_TRANSFORM,
+    ]
+    text = {"type": "text", "content": "hi"}
+    minted = _gaps({"messages": [_user(text)]}, unrecorded=("tools",), direct_capture=False)
+    assert minted == [
+        names.GAP_UNRECORDED,
+        names.GAP_CACHE_TRANSFORM,
+        names.GAP_PROVIDER_DEFAULTS,
     ]
 
 

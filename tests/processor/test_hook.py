@@ -51,7 +51,14 @@ def test_hook_mints_with_content_capture_off(pipeline: Pipeline) -> None:
         assert "gen_ai.tool.definitions" not in attrs
         assert af(span)[names.RECEIPT_TOOLS_NAMES] == ("get_weather",)
         # The genai-openai span names api.openai.com and nothing stood between: no cache-transform.
-        assert list(af(span)[names.GAPS]) == [names.GAP_PROVIDER_DEFAULTS]
+        # genai-openai records no tool_choice (nor the other steering settings): they are named.
+        assert list(af(span)[names.GAPS]) == [names.GAP_UNRECORDED, names.GAP_PROVIDER_DEFAULTS]
+        assert tuple(af(span)[names.RECEIPT_UNRECORDED]) == (
+            "tool_choice",
+            "parallel_tool_calls",
+            "response_format",
+            "reasoning_effort",
+        )
     seqs = [c[names.COMMIT_SEQ] for s in calls for c in commits(s)]
     assert seqs == list(range(1, len(seqs) + 1))
     folded = states(pipeline.spans(), pipeline.store)

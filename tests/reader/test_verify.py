@@ -4,27 +4,39 @@ names the first field and message where a record was damaged."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from af_otel import names
+from af_otel.cli.read import print_view
 from af_otel.errors import ReaderError
 from af_otel.model import Request
+from af_otel.processor import ReceiptSpanProcessor, run
+from af_otel.processor import engine as engine_module
 from af_otel.reader.verify import VerdictStatus, recompute, verify
 from af_otel.reader.view import served_views
 from af_otel.receipts import Receipt, mint_receipt
 from af_otel.store import LocalStore, Store
 
 from .recordings import (
+    WHOLE_RECORD,
+    Recorder,
     commit_events,
     cut_strings,
     edit_events,
     event_with,
+    llm_spans,
     record_agent,
     recorder,
     replace_span,
@@ -307,3 +319,103 @@ def test_verifying_out_of_order_and_twice_gives_the_same_verdicts(store: Store) 
     again = served_views(spans, store=store)
     backward = [verify(v) for v in reversed(again)][::-1]
     assert forward == backward == [verify(v) for v in views]
+
+
+# -- a record the SDK's span limits cut, or an instrumentation that records less -------------------
+
+
+@contextmanager
+def limited_recorder(
+    store: Store, limits: SpanLimits | None = None, scope: str = WHOLE_RECORD
+) -> Iterator[Recorder]:
+    """A recorder whose SDK runs under ``limits``, as a user's would with the OTEL_SPAN_* variables."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=limits)
+    provider.add_span_processor(ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=store))
+    made = Recorder(store, scope=scope, provider=provider)
+    made.exporter = exporter
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture
+def warnings_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine_module, "_warned", set())
+
+
+def test_an_evicted_attribute_means_no_receipt_and_never_verified(
+    store: Store, caplog: pytest.LogCaptureFixture, warnings_again: None
+) -> None:
+    """One attribute over the SDK's count limit: the call gets no receipt (content-cut) and
+    span-limits, its verdict is reconstructed, and the warning names the limit to raise."""
+    with limited_recorder(store, SpanLimits(max_span_attributes=7)) as rec, run("evicted"):
+        rec.chat([user("hello")])  # eight attributes: the oldest one is evicted
+        spans = rec.records()
+    (span,) = llm_spans(spans)
+    assert span.dropped_attributes_count == 1
+    assert span.attributes[names.RECEIPT_STATE] == names.STATE_ABSENT
+    assert span.attributes[names.RECEIPT_ABSENT_REASON] == names.REASON_CUT
+    assert names.GAP_SPAN_LIMITS in span.attributes[names.GAPS]
+    (view,) = served_views(spans, store=store)
+    assert names.GAP_SPAN_LIMITS in view.gap_kinds
+    assert verify(view).status is VerdictStatus.RECONSTRUCTED
+    assert "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT" in caplog.text
+
+
+def test_a_value_at_the_length_limit_means_no_receipt_and_never_verified(
+    store: Store, caplog: pytest.LogCaptureFixture, warnings_again: None
+) -> None:
+    """A 2,230-character message under a 1,500-character value limit reaches the span cut: no
+    receipt (content-cut), reconstructed, and the warning names the length limit; a message
+    shorter than the limit in the same run still verifies."""
+    weather = {"type": "function", "function": {"name": "get_weather"}}
+    with (
+        limited_recorder(store, SpanLimits(max_attribute_length=1500)) as rec,
+        run("long"),
+    ):
+        rec.openinference_chat([{"role": "user", "content": "short"}], [weather], {})
+        long_text = "x" * 2230
+        rec.openinference_chat([{"role": "user", "content": long_text}], [weather], {})
+        spans = rec.records()
+    short, cut = llm_spans(spans)
+    assert short.attributes[names.RECEIPT_STATE] == names.STATE_MINTED
+    assert cut.attributes[names.RECEIPT_ABSENT_REASON] == names.REASON_CUT
+    first, second = served_views(spans, store=store)
+    assert verify(first).status is VerdictStatus.VERIFIED
+    assert verify(second).status is VerdictStatus.RECONSTRUCTED
+    assert names.GAP_SPAN_LIMITS in second.gap_kinds
+    assert "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT" in caplog.text
+
+
+def test_an_instrumentation_without_tool_definitions_is_never_verified(store: Store) -> None:
+    """openai-v2 records no tool definitions: its call is reconstructed with unrecorded-field
+    naming tools and the instrumentation, and is shown as not recorded, never as no tools; the
+    same call from a writer that records every field verifies."""
+    with limited_recorder(store, scope="opentelemetry.instrumentation.openai_v2") as rec:
+        with run("v2"):
+            rec.chat([user("weather?")], tools=None)
+        spans = rec.records()
+    (view,) = served_views(spans, store=store)
+    assert view.tools == ()
+    assert "tools" in view.unrecorded
+    assert not view.is_recorded("tools")
+    found = view.gap(names.GAP_UNRECORDED)
+    assert found is not None
+    assert "tools" in found.detail
+    assert "opentelemetry.instrumentation.openai_v2" in found.detail
+    verdict = verify(view)
+    assert verdict.status is VerdictStatus.RECONSTRUCTED
+    assert names.GAP_UNRECORDED in verdict.reason
+    shown = io.StringIO()
+    print_view(view, verdict, False, shown)
+    assert "tools: not recorded by opentelemetry.instrumentation.openai_v2" in shown.getvalue()
+    assert "tools (0)" not in shown.getvalue()
+    with limited_recorder(store) as rec:
+        with run("whole"):
+            rec.chat([user("weather?")], tools=None)
+        spans = rec.records()
+    (whole,) = served_views(spans, store=store)
+    assert whole.unrecorded == ()
+    assert verify(whole).status is VerdictStatus.VERIFIED

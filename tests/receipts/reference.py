@@ -122,7 +122,7 @@ def requests(draw: st.DrawFn, values: st.SearchStrategy[Any] = json_values) -> d
     for them), floats and nulls inside the free-form content included."""
     messages = []
     for index in range(draw(st.integers(0, 5))):
-        kind = draw(st.sampled_from(["text", "call", "response", "other"]))
+        kind = draw(st.sampled_from(["text", "call", "response", "reasoning", "other"]))
         if kind == "text":
             part: dict[str, Any] = {"type": "text", "content": draw(_text)}
         elif kind == "call":
@@ -130,6 +130,10 @@ def requests(draw: st.DrawFn, values: st.SearchStrategy[Any] = json_values) -> d
             part = {"type": "tool_call", "id": f"c{index}", "name": "f", "arguments": arguments}
         elif kind == "response":
             part = {"type": "tool_call_response", "id": f"c{index}", "response": draw(values)}
+            if draw(st.booleans()):
+                part["is_error"] = True  # false is the default and is dropped
+        elif kind == "reasoning":
+            part = {"type": "reasoning", "content": draw(_text), "signature": draw(_text)}
         else:
             part = {"type": "weird", "payload": draw(values)}
         message: dict[str, Any] = {"role": draw(st.sampled_from(["user", "assistant", "tool"]))}
@@ -156,8 +160,30 @@ def requests(draw: st.DrawFn, values: st.SearchStrategy[Any] = json_values) -> d
                 "temperature": st.floats(0, 2),
                 "seed": st.integers(0, 99),
                 "tool_choice": st.sampled_from(
-                    ["auto", "required", "f", {"type": "function", "function": {"name": "g"}}]
+                    [
+                        "auto",
+                        "required",
+                        "none",
+                        "f",
+                        {"type": "function", "function": {"name": "g"}},
+                        {"type": "tool", "name": "f", "disable_parallel_tool_use": True},
+                        {"type": "none"},
+                    ]
                 ),
+                "parallel_tool_calls": st.booleans(),
+                "response_format": st.builds(
+                    lambda schema: {
+                        "type": "json_schema",
+                        "json_schema": {"name": "out", "schema": schema},
+                    },
+                    st.dictionaries(_text, values, max_size=2),
+                ),
+                "reasoning_effort": st.sampled_from(["low", "medium", "high"]),
+                "thinking": st.builds(
+                    lambda budget: {"type": "enabled", "budget_tokens": budget},
+                    st.integers(1024, 4096),
+                ),
+                "stop_sequences": st.lists(_text, min_size=1, max_size=2),
             },
         )
     )

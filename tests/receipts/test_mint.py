@@ -298,3 +298,50 @@ class TestNotMinted:
         """A parent that is neither an int nor a Receipt reads as the base."""
         receipt = mint_receipt(FULL, run_id="r", epoch=1, parent="x")  # type: ignore[arg-type]
         assert (receipt.state, receipt.parent) == ("minted", 0)
+
+
+def test_what_steers_the_model_changes_the_receipt() -> None:
+    """Requests that differ only in a setting or flag that changes what the model does (a forced
+    or forbidden tool, parallel calls, a response schema, a thinking budget, a tool error, a
+    reasoning signature) mint pairwise different digests."""
+    result = {"type": "tool_call_response", "id": "t1", "response": "upstream timeout"}
+    thought = {"type": "reasoning", "content": "Weighing it."}
+    base: dict[str, Any] = {
+        "messages": [
+            {"role": "user", "parts": [{"type": "text", "content": "weather?"}]},
+            {"role": "assistant", "parts": [thought]},
+            {"role": "user", "parts": [result]},
+        ],
+        "tools": [{"type": "function", "name": "get_time"}],
+        "provider": "anthropic",
+    }
+
+    def with_params(**params: Any) -> dict[str, Any]:
+        return {**base, "params": params}
+
+    def with_parts(reasoning: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+        messages = [
+            base["messages"][0],
+            {"role": "assistant", "parts": [reasoning]},
+            {"role": "user", "parts": [answer]},
+        ]
+        return {**base, "messages": messages}
+
+    variants = [
+        base,
+        with_params(tool_choice={"type": "tool", "name": "get_time"}),
+        with_params(tool_choice={"type": "none"}),
+        with_params(tool_choice={"type": "auto", "disable_parallel_tool_use": True}),
+        with_params(parallel_tool_calls=False),
+        with_params(response_format={"type": "json_schema", "json_schema": {"schema": {}}}),
+        with_params(thinking={"type": "enabled", "budget_tokens": 1024}),
+        with_params(reasoning_effort="high"),
+        with_parts(thought, {**result, "is_error": True}),
+        with_parts({**thought, "signature": "sig-a"}, result),
+        with_parts({**thought, "signature": "sig-b"}, result),
+    ]
+    digests = [mint_receipt(v, run_id="r", epoch=1).digest for v in variants]
+    assert len(set(digests)) == len(variants)
+    assert mint_receipt(
+        with_parts(thought, {**result, "is_error": False}), run_id="r", epoch=1
+    ) == (mint_receipt(base, run_id="r", epoch=1))

@@ -96,7 +96,7 @@ def _play(
     processor = ReceiptSpanProcessor(
         SimpleSpanProcessor(exporter), store=store, content="store", **options
     )
-    tracer = provider_with(processor).get_tracer("agent")
+    tracer = provider_with(processor).get_tracer("af_otel")  # a writer recording every field
     spans = 0
     for index in range(RUNS):
         between(index)
@@ -233,7 +233,7 @@ def _half_write_child(root: str) -> dict[str, Any]:
         direct = str(exc)
     exporter = InMemorySpanExporter()
     processor = ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=store, content="store")
-    tracer = provider_with(processor).get_tracer("agent")
+    tracer = provider_with(processor).get_tracer("af_otel")  # a writer recording every field
     for index in range(5):
         run = script(tracer, index)
         run.play()
@@ -317,7 +317,7 @@ def test_exporter_down_and_queue_full(tmp_path: Path, raises: bool) -> None:
     inner.add_span_processor(batch)
     processor = ReceiptSpanProcessor(inner, store=LocalStore(tmp_path / "store"))
     provider = provider_with(processor)
-    tracer = provider.get_tracer("agent")
+    tracer = provider.get_tracer("af_otel")  # a writer recording every field
     total = 0
     for index in range(100):
         run = script(tracer, index)
@@ -339,7 +339,7 @@ def test_shutdown_with_spans_in_flight(tmp_path: Path) -> None:
     )
     processor = ReceiptSpanProcessor(inner, store=LocalStore(tmp_path / "store"))
     provider = provider_with(processor)
-    tracer = provider.get_tracer("agent")
+    tracer = provider.get_tracer("af_otel")  # a writer recording every field
     failures: list[BaseException] = []
     played = [0] * 8
     started = threading.Barrier(9)

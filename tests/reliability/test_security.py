@@ -363,7 +363,7 @@ def _keyed_trace(
             SimpleSpanProcessor(FileSpanExporter(trace_path)), store=store, content="store"
         )
         provider = provider_with(processor)
-        tracer = provider.get_tracer("agent")
+        tracer = provider.get_tracer("af_otel")  # a writer recording every field
         for index in range(3):
             script(tracer, index).play()
         provider.shutdown()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from af_otel import names, semconv
 from af_otel.model import Request
-from af_otel.semconv import NOTE_ADAPTER_ERROR, adapt, is_llm_call
+from af_otel.semconv import NOTE_ADAPTER_ERROR, Limits, adapt, is_llm_call, ledger
 
 from .hostile import HostileMapping, attributes, hostile_value, span_name
 
@@ -216,3 +216,38 @@ def test_adapters_import_without_opentelemetry() -> None:
     code = "import sys; sys.modules['opentelemetry'] = None; import af_otel.semconv"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def _genai_span(text: str) -> dict[str, object]:
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": text}]}]
+        ),
+        "gen_ai.output.messages": "y" * 200,
+    }
+
+
+def test_a_record_the_span_limits_may_have_cut_is_no_request() -> None:
+    """Dropped attributes, or a request value as long as the length limit, give content-cut and
+    name the limit; a response value at the limit, or no limits, cut nothing."""
+    attrs = _genai_span("hello")
+    assert adapt(attrs, limits=Limits()).request is not None
+    evicted = adapt(attrs, limits=Limits(max_attributes=4, dropped_attributes=1))
+    assert (evicted.request, evicted.absent_reason, evicted.cut) == (
+        None,
+        names.REASON_CUT,
+        ledger.CUT_COUNT,
+    )
+    size = len(str(attrs["gen_ai.input.messages"]))
+    at_limit = adapt(attrs, limits=Limits(max_value_length=size))
+    assert (at_limit.absent_reason, at_limit.cut) == (names.REASON_CUT, ledger.CUT_LENGTH)
+    assert adapt(attrs, limits=Limits(max_value_length=size + 1)).request is not None
+    # The SDK cut a longer value to exactly the limit: it no longer parses, and is still "cut".
+    cut_json = {**attrs, "gen_ai.input.messages": str(attrs["gen_ai.input.messages"])[:20]}
+    assert adapt(cut_json, limits=Limits(max_value_length=20)).absent_reason == names.REASON_CUT
+    assert adapt(cut_json).absent_reason == names.REASON_UNREADABLE
+    # The response is not the request: a response value at the limit cuts nothing.
+    assert adapt(attrs, limits=Limits(max_value_length=200)).request is not None

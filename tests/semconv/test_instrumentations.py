@@ -10,7 +10,8 @@ from urllib.parse import urlparse
 import pytest
 
 from af_otel import names
-from af_otel.model import Request
+from af_otel.canonical import canonical_json
+from af_otel.model import Request, fields
 from af_otel.receipts import mint_receipt
 from af_otel.semconv import (
     NOTE_MESSAGE_NAMES_NOT_CAPTURED,
@@ -20,6 +21,7 @@ from af_otel.semconv import (
     Adapted,
     adapt,
     is_llm_call,
+    ledger,
 )
 
 from . import expected
@@ -201,3 +203,45 @@ def test_live_capture_adapts_as_its_instrumentation_records_it(
         restored = adapt(attributes)
         assert restored.request is not None
         assert _normalized(dict(restored.request)) == _normalized(expected.weather())
+
+
+def _recorded(source: str, scenario: str) -> tuple[Request, frozenset[str], tuple[str, ...]]:
+    """The request a saved capture adapts to, the fields its instrumentation records (ledger plus
+    what the span shows), and the fields it names as unrecorded."""
+    span = _llm_call(load_fixture(_spec(source, scenario)))
+    adapted = adapt(span["attributes"], span["name"])
+    assert adapted.request is not None
+    request = Request.from_dict(adapted.request)
+    entry = ledger.entry_for(span["scope"], adapted.convention)
+    assert entry is not None, span["scope"]
+    recorded = entry.recorded | ledger.written(request)
+    return request, recorded, ledger.unrecorded(request, span["scope"], adapted.convention)
+
+
+@pytest.mark.parametrize("scenario", ["weather", "dials"])
+def test_fields_both_instrumentations_record_mint_one_hash(scenario: str) -> None:
+    """For every pair of instrumentations, every field both record fingerprints alike (the params
+    each records, hashed on their own), and each one names what it does not record as unrecorded."""
+    seen = {source: _recorded(source, scenario) for source in SOURCES}
+    for source, (request, recorded, unrecorded) in seen.items():
+        sent = set(expected.ALL_DIALS) if scenario == "dials" else {"temperature", "max_tokens"}
+        assert sent - recorded <= set(unrecorded), source
+        assert not set(unrecorded) & recorded
+        for other, (theirs, their_recorded, _) in seen.items():
+            both = recorded & their_recorded
+            mine = {k: v for k, v in request.params.items() if k in both}
+            yours = {k: v for k, v in theirs.params.items() if k in both}
+            assert canonical_json(mine) == canonical_json(yours), (source, other)
+            if fields.TOOLS in both:
+                assert request.tools == theirs.tools
+
+
+def test_the_docs_table_is_the_ledger() -> None:
+    """docs/instrumentations.md's ledger table says yes exactly where the ledger records a field."""
+    text = (Path(__file__).parents[2] / "docs" / "instrumentations.md").read_text(encoding="utf-8")
+    entries = [*ledger.LEDGER, ledger.EXPLICIT_API]
+    header = "| field | " + " | ".join(f"`{e.label}`" for e in entries) + " |"
+    assert header in text
+    for name in dict.fromkeys(fields.FIELDS):
+        cells = ["yes" if name in e.recorded else "no" for e in entries]
+        assert f"| `{name}` | " + " | ".join(cells) + " |" in text, name

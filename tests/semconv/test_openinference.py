@@ -181,21 +181,65 @@ def test_completion_prompts_are_user_messages() -> None:
     [
         ({f"{M}.0.message.role": None, f"{M}.0.message.content": None}, names.REASON_NOT_CAPTURED),
         ({f"{M}.0.message.content": "__REDACTED__"}, names.REASON_REDACTED),
-        ({f"{M}.2.message.role": "user"}, names.REASON_UNREADABLE),
+        ({f"{M}.2.message.role": "user"}, names.REASON_CUT),
         ({f"{M}.0.message.role": 3}, names.REASON_UNREADABLE),
         ({f"{M}.0.message.name": ["x"]}, names.REASON_UNREADABLE),
         ({f"{M}.0.message.tool_calls.0.tool_call.id": "c"}, names.REASON_UNREADABLE),
-        ({f"{M}.0.message.contents.1.message_content.type": "text"}, names.REASON_UNREADABLE),
+        ({f"{M}.0.message.contents.1.message_content.type": "text"}, names.REASON_CUT),
         ({f"{M}.0.message.contents.0.message_content.text": "x"}, names.REASON_UNREADABLE),
         ({f"{M}.0.message.contents.0.message_content.type": "image",
           f"{M}.0.message.contents.0.message_content.image.image.url": "__REDACTED__"},
          names.REASON_REDACTED),
         ({"llm.tools.0.tool.json_schema": "__REDACTED__"}, names.REASON_REDACTED),
         ({"llm.tools.0.tool.json_schema": '{"type":"function"}'}, names.REASON_UNREADABLE),
-        ({"llm.tools.1.tool.json_schema": '{"name":"f"}'}, names.REASON_UNREADABLE),
+        ({"llm.tools.1.tool.json_schema": '{"name":"f"}'}, names.REASON_CUT),
     ],
 )  # fmt: skip
 def test_spans_without_a_whole_request_give_a_reason(extra: dict[str, Any], reason: str) -> None:
     """Hidden, placeholder, holed or mistyped content never yields a request."""
     adapted = adapt(span(**extra))
     assert (adapted.request, adapted.absent_reason) == (None, reason)
+
+
+def test_anthropic_thinking_and_tool_use_entries_read_as_the_request_held_them() -> None:
+    """openinference-anthropic's reasoning entry is a reasoning part with its signature, and its
+    tool_use entry (a copy of the tool call) is not a part of its own."""
+    a = f"{M}.1.message"
+    adapted = adapt(
+        span(
+            **{
+                f"{a}.role": "assistant",
+                f"{a}.contents.0.message_content.type": "reasoning",
+                f"{a}.contents.0.message_content.text": "Weighing it.",
+                f"{a}.contents.0.message_content.signature": "sig==",
+                f"{a}.contents.1.message_content.type": "tool_use",
+                f"{a}.contents.1.tool_call.id": "t1",
+                f"{a}.contents.1.tool_call.function.name": "get_time",
+                f"{a}.tool_calls.0.tool_call.id": "t1",
+                f"{a}.tool_calls.0.tool_call.function.name": "get_time",
+                f"{a}.tool_calls.0.tool_call.function.arguments": "{}",
+            }
+        )
+    )
+    assert adapted.request is not None
+    parts = adapted.request["messages"][1]["parts"]  # type: ignore[index]
+    assert parts == [
+        {"type": "reasoning", "content": "Weighing it.", "signature": "sig=="},
+        {"type": "tool_call", "id": "t1", "name": "get_time", "arguments": "{}"},
+    ]
+
+
+def test_steering_settings_are_read_from_the_invocation_parameters() -> None:
+    """tool_choice, parallel_tool_calls, response_format, reasoning_effort and thinking are read."""
+    given = {
+        "model": "gpt-4o",
+        "tool_choice": "none",
+        "parallel_tool_calls": False,
+        "response_format": {"type": "json_object"},
+        "reasoning_effort": "low",
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    }
+    adapted = adapt(span(**{"llm.invocation_parameters": json.dumps(given)}))
+    assert adapted.request is not None
+    params = adapted.request["params"]
+    assert params == {k: v for k, v in given.items() if k != "model"}

@@ -142,11 +142,11 @@ def test_llm_prefixed_dials_are_read() -> None:
     ("extra", "reason"),
     [
         ({"gen_ai.prompt.0.role": None, "gen_ai.prompt.0.content": None}, names.REASON_NOT_CAPTURED),
-        ({"gen_ai.prompt.2.role": "user"}, names.REASON_UNREADABLE),  # index 1 is missing
+        ({"gen_ai.prompt.2.role": "user"}, names.REASON_CUT),  # index 1 is missing
         ({"gen_ai.prompt.0.role": None}, names.REASON_UNREADABLE),
         ({"gen_ai.prompt.0.content": 42}, names.REASON_UNREADABLE),
         ({"gen_ai.prompt.0.content": "__REDACTED__"}, names.REASON_REDACTED),
-        ({"gen_ai.prompt.0.tool_calls.1.name": "f"}, names.REASON_UNREADABLE),
+        ({"gen_ai.prompt.0.tool_calls.1.name": "f"}, names.REASON_CUT),
         ({"gen_ai.prompt.0.tool_calls.0.id": "c"}, names.REASON_UNREADABLE),  # no name
         ({"llm.request.functions.0.parameters": "{}"}, names.REASON_UNREADABLE),  # no name
         ({"llm.request.functions.0.name": "f", "llm.request.functions.0.parameters": "{"},

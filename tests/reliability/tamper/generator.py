@@ -80,7 +80,7 @@ def record(directory: Path) -> tuple[Path, Path]:
             inline_limit=INLINE_LIMIT,
         )
     )
-    tracer = provider.get_tracer("agent")
+    tracer = provider.get_tracer("af_otel")  # a writer recording every field
     for run in (RUN_A, RUN_B):
         with af_otel.run(run, base=base_of(run)), tracer.start_as_current_span(f"agent {run}"):
             history = _base_messages(run)

@@ -1,0 +1,153 @@
+"""The request fields a record may leave out, which of them each provider has, and when leaving
+one out matters for a given request: the one rule the emitter and the reader both ask.
+
+A field is named as the normalized request names it: a ``params`` key (``seed``, ``tool_choice``),
+``tools``, or a part-level flag (``message.name``, ``tool_result.is_error``,
+``reasoning.signature``). What each instrumentation records lives in `af_otel.semconv.ledger`;
+here is only what does not depend on the instrumentation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, Final
+
+from af_otel.model.request import PARAM_KEYS, REASONING_TYPES, Request
+
+TOOLS: Final = "tools"
+MESSAGE_NAME: Final = "message.name"
+TOOL_ERROR: Final = "tool_result.is_error"
+SIGNATURE: Final = "reasoning.signature"
+
+# Every field a record can lack, in the order a report lists them: what the model could use,
+# what it was steered by, then the sampling dials.
+FIELDS: Final = (
+    TOOLS,
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "reasoning_effort",
+    "thinking",
+    TOOL_ERROR,
+    SIGNATURE,
+    MESSAGE_NAME,
+    *(key for key in PARAM_KEYS if key not in ("tool_choice", "parallel_tool_calls")),
+)
+_FIELD_ORDER: Final = {name: rank for rank, name in enumerate(dict.fromkeys(FIELDS))}
+
+# The dials: settings the provider fills with its own default when a request leaves them out.
+DIALS: Final = tuple(key for key in dict.fromkeys(FIELDS) if key in PARAM_KEYS)
+
+# The fields each provider's API has (Chat Completions for OpenAI, the Messages API for Anthropic).
+# A field the provider does not have cannot have been sent, so neither a missing record of it nor
+# a default for it says anything. A provider not listed is read as having every field.
+PROVIDER_FIELDS: Final[Mapping[str, frozenset[str]]] = {
+    "openai": frozenset(
+        {
+            TOOLS,
+            MESSAGE_NAME,
+            "tool_choice",
+            "parallel_tool_calls",
+            "response_format",
+            "reasoning_effort",
+            "temperature",
+            "max_tokens",
+            "top_p",
+            "stop_sequences",
+            "seed",
+            "frequency_penalty",
+            "presence_penalty",
+            "choice_count",
+        }
+    ),
+    "anthropic": frozenset(
+        {
+            TOOLS,
+            TOOL_ERROR,
+            SIGNATURE,
+            "tool_choice",
+            "thinking",
+            "temperature",
+            "max_tokens",
+            "top_p",
+            "top_k",
+            "stop_sequences",
+        }
+    ),
+}
+# Settings that only steer tool use: without tools on the request (or on record) they change nothing.
+_TOOL_SETTINGS: Final = frozenset({"tool_choice", "parallel_tool_calls"})
+
+
+def provider_has(provider: str | None, field: str) -> bool:
+    """Whether ``provider``'s API has ``field`` (an unknown provider has every field)."""
+    known = PROVIDER_FIELDS.get(provider or "")
+    return known is None or field in known
+
+
+def matters(
+    field: str,
+    provider: str | None,
+    *,
+    tools: bool,
+    tool_results: bool = True,
+    reasoning: bool = True,
+) -> bool:
+    """Whether a record that lacks ``field`` could be hiding something from a request.
+
+    The field must exist at the request's ``provider``, and its cause must be present: tool
+    settings need ``tools`` (on the request, or themselves off the record), a tool result's error
+    flag needs ``tool_results``, a reasoning signature needs a ``reasoning`` part."""
+    if not provider_has(provider, field):
+        return False
+    if field in _TOOL_SETTINGS:
+        return tools
+    if field == TOOL_ERROR:
+        return tool_results
+    if field == SIGNATURE:
+        return reasoning
+    return True
+
+
+def unrecorded(request: Request, recorded: Collection[str]) -> tuple[str, ...]:
+    """The fields this request may have set that a record keeping only ``recorded`` cannot show."""
+    kinds = {part.get("type") for message in request.messages for part in message.get("parts", ())}
+    tools = bool(request.tools) or TOOLS not in recorded
+    return tuple(
+        field
+        for field in _FIELD_ORDER
+        if field not in recorded
+        and matters(
+            field,
+            request.provider,
+            tools=tools,
+            tool_results="tool_call_response" in kinds,
+            reasoning=bool(kinds & REASONING_TYPES),
+        )
+    )
+
+
+def defaulted(
+    params: Mapping[str, Any],
+    provider: str | None,
+    *,
+    tools: bool,
+    unrecorded_fields: Collection[str] = (),
+) -> tuple[str, ...]:
+    """The dials ``provider`` has that the request (as recorded) did not set: the provider chose
+    them. Dials the record cannot show at all are named as unrecorded instead; tool settings
+    count only when the request has ``tools`` (or its tools are off the record)."""
+    tools = tools or TOOLS in unrecorded_fields
+    return tuple(
+        dial
+        for dial in DIALS
+        if dial not in params
+        and dial not in unrecorded_fields
+        and matters(dial, provider, tools=tools)
+    )
+
+
+def order_fields(found: Iterable[str]) -> tuple[str, ...]:
+    """Field names in report order (unknown names last, alphabetically)."""
+    known = len(_FIELD_ORDER)
+    return tuple(sorted(set(found), key=lambda name: (_FIELD_ORDER.get(name, known), name)))

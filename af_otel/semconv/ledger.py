@@ -1,0 +1,190 @@
+"""The field ledger: which request fields each instrumentation records, and which a span lost.
+
+A receipt can only fingerprint what the record holds. When an instrumentation never records a
+field (tool definitions, ``tool_choice``), an empty value on its span is not proof the request had
+none, so the field is named as unrecorded and the reader cannot say ``verified``. When the SDK's
+span limits may have evicted or cut an attribute the adapter reads, no receipt is minted at all.
+docs/instrumentations.md restates the ledger as a table; a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from af_otel.model import fields
+from af_otel.model.request import PARAM_KEYS, Request
+from af_otel.semconv._adapted import Convention
+
+_ALL: Final = frozenset(fields.FIELDS)
+_OPENAI_DIALS: Final = frozenset(
+    {
+        "temperature",
+        "max_tokens",
+        "top_p",
+        "stop_sequences",
+        "seed",
+        "frequency_penalty",
+        "presence_penalty",
+        "choice_count",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One instrumentation: the scopes and convention it writes, and the fields it records."""
+
+    label: str
+    scopes: tuple[str, ...]  # instrumentation scope names; a name also matches its dotted children
+    conventions: tuple[Convention, ...]
+    recorded: frozenset[str]
+    versions: str = ""  # the releases this entry was checked against (docs only)
+
+    def claims(self, scope: str | None, convention: Convention) -> bool:
+        if convention not in self.conventions or not scope:
+            return False
+        return any(scope == s or scope.startswith(s + ".") for s in self.scopes)
+
+
+# First match wins; `docs/instrumentations.md` has the same rows as a table.
+LEDGER: Final = (
+    Entry(
+        "genai-openai",
+        ("opentelemetry.instrumentation.genai.openai",),
+        ("genai",),
+        frozenset({fields.TOOLS, fields.MESSAGE_NAME, *_OPENAI_DIALS}),
+        "1.x (util-genai)",
+    ),
+    Entry(
+        "genai-anthropic",
+        ("opentelemetry.instrumentation.genai.anthropic",),
+        ("genai",),
+        frozenset({fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k", "stop_sequences"}),
+        "1.x (util-genai)",
+    ),
+    Entry(
+        "openai-v2",
+        ("opentelemetry.instrumentation.openai_v2",),
+        ("genai",),
+        frozenset(
+            {"temperature", "max_tokens", "top_p", "stop_sequences", "frequency_penalty"}
+            | {"presence_penalty"}
+        ),
+        "2.x",
+    ),
+    Entry(
+        "openinference",
+        ("openinference.instrumentation",),
+        ("openinference",),
+        # anthropic 3.1 writes a thinking block's signature; older releases may not, so a
+        # signature counts as recorded only where the span shows one.
+        _ALL - {fields.TOOL_ERROR, fields.SIGNATURE},
+        "openai 0.1.66, anthropic 3.1",
+    ),
+    Entry(
+        "openllmetry",
+        ("opentelemetry.instrumentation",),
+        ("openllmetry",),
+        frozenset(
+            {fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
+            | {"frequency_penalty", "presence_penalty"}
+        ),
+        ">=0.55",
+    ),
+    Entry(
+        "openllmetry-legacy",
+        ("opentelemetry.instrumentation",),
+        ("openllmetry-legacy",),
+        frozenset(
+            {fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
+            | {"frequency_penalty", "presence_penalty"}
+        ),
+        "<=0.54",
+    ),
+)
+# af_otel's explicit API is handed the request itself: every field the caller passes is recorded.
+EXPLICIT_API: Final = Entry("af_otel.llm_call", ("af_otel",), ("genai",), _ALL)
+
+
+def entry_for(scope: str | None, convention: Convention) -> Entry | None:
+    """The ledger entry of the instrumentation that wrote a span, or None when it is unknown."""
+    for entry in (*LEDGER, EXPLICIT_API):
+        if entry.claims(scope, convention):
+            return entry
+    return None
+
+
+def written(request: Request) -> frozenset[str]:
+    """The fields a request, as an unknown instrumentation wrote it, shows a value for: all an
+    unknown instrumentation is taken to record."""
+    found: set[str] = {key for key in request.params if key in PARAM_KEYS}
+    if request.tools:
+        found.add(fields.TOOLS)
+    for message in request.messages:
+        if "name" in message:
+            found.add(fields.MESSAGE_NAME)
+        for part in message.get("parts", ()):
+            if "is_error" in part:
+                found.add(fields.TOOL_ERROR)
+            if "signature" in part:
+                found.add(fields.SIGNATURE)
+    return frozenset(found)
+
+
+def unrecorded(request: Request, scope: str | None, convention: Convention) -> tuple[str, ...]:
+    """The fields of ``request`` its instrumentation could not show (module docstring)."""
+    entry = entry_for(scope, convention)
+    # What the span shows is on record whatever the ledger says (a newer release may record more).
+    recorded = written(request) | (entry.recorded if entry is not None else frozenset())
+    return fields.unrecorded(request, recorded)
+
+
+# -- span limits ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The span limits in force where a span was recorded, and what they already dropped."""
+
+    max_attributes: int | None = None
+    max_value_length: int | None = None
+    dropped_attributes: int = 0
+
+
+CUT_COUNT: Final = "count"
+CUT_LENGTH: Final = "length"
+CUT_HOLES: Final = "holes"
+
+# Keys that hold the response, not the request: a cut there does not touch the receipt.
+_OUTPUT_EXACT: Final = frozenset({"gen_ai.output.messages", "gen_ai.completion", "output.value"})
+_OUTPUT_PREFIXES: Final = ("gen_ai.completion.", "llm.output_messages.", "llm.choices.")
+
+
+def _reads(key: str) -> bool:
+    return key not in _OUTPUT_EXACT and not key.startswith(_OUTPUT_PREFIXES)
+
+
+def _at_limit(value: object, limit: int) -> bool:
+    if isinstance(value, str):
+        return len(value) >= limit
+    if isinstance(value, list | tuple):
+        return any(isinstance(item, str) and len(item) >= limit for item in value)
+    return False
+
+
+def cut_by(attributes: Mapping[str, object], limits: Limits) -> str | None:
+    """Which limit may have cut the request read from ``attributes``: `CUT_COUNT` when the span
+    dropped attributes (the SDK evicts the oldest, so any key the adapter reads may be gone),
+    `CUT_LENGTH` when a value other than the response stops at the value-length limit (the SDK
+    cuts a longer one to exactly that length, so one that long may have been longer); else None."""
+    if limits.dropped_attributes > 0:
+        return CUT_COUNT
+    limit = limits.max_value_length
+    if limit is None or limit <= 0:
+        return None
+    for key, value in attributes.items():
+        if _reads(key) and _at_limit(value, limit):
+            return CUT_LENGTH
+    return None

@@ -1,0 +1,286 @@
+"""A loopback HTTP server speaking just enough of the OpenAI Chat Completions and Anthropic Messages
+APIs for a tool-using agent, that logs every request body it receives.
+
+The log is the ground truth of the wire tests: what the model was sent, byte for byte, before any
+instrumentation or af_otel saw it. Answers are deterministic (a function of the request and its
+arrival number) and include streaming (SSE) with tool calls, thinking blocks and signatures.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+
+# The header the agent's transport adds: the span id current while the client sent the request,
+# so that each span is paired with the request it made even when three calls run at once.
+SPAN_HEADER: Final = "x-af-wire-span"
+
+
+@dataclass(frozen=True, slots=True)
+class WireRequest:
+    """One request as it arrived: its arrival number, path, the span header and the parsed body."""
+
+    seq: int
+    path: str
+    span_id: str | None
+    body: dict[str, Any]
+
+
+class WireServer:
+    """A `ThreadingHTTPServer` on a free loopback port, in a daemon thread, for a ``with`` block."""
+
+    def __init__(self) -> None:
+        self.requests: list[WireRequest] = []
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_: object) -> None:  # keep pytest output clean
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with owner._lock:
+                    seq = len(owner.requests) + 1
+                    owner.requests.append(
+                        WireRequest(seq, self.path, self.headers.get(SPAN_HEADER), body)
+                    )
+                if self.path.endswith("/chat/completions"):
+                    events = _openai_events(body, seq) if body.get("stream") else None
+                    reply: Any = _openai_reply(body, seq)
+                elif self.path.endswith("/messages"):
+                    events = _anthropic_events(body, seq) if body.get("stream") else None
+                    reply = _anthropic_reply(body, seq)
+                else:
+                    self.send_error(404)
+                    return
+                if events is None:
+                    data = json.dumps(reply).encode()
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                stream = "".join(events).encode()
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(stream)))
+                self.end_headers()
+                self.wfile.write(stream)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def __enter__(self) -> WireServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+
+# -- OpenAI Chat Completions ---------------------------------------------------------------------
+
+
+def _tool_names(body: dict[str, Any]) -> list[str]:
+    names = []
+    for tool in body.get("tools") or []:
+        inner = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        names.append(str(inner.get("name")))
+    return names
+
+
+def _openai_tool_wanted(body: dict[str, Any]) -> str | None:
+    """The tool this answer calls: the forced one, else the first, when the last turn is the
+    user's and tools are allowed."""
+    names = _tool_names(body)
+    choice = body.get("tool_choice")
+    if not names or choice == "none" or body["messages"][-1].get("role") != "user":
+        return None
+    if isinstance(choice, dict):
+        return str(choice["function"]["name"])
+    return names[-1] if "time" in str(body["messages"][-1].get("content")) else names[0]
+
+
+def _arguments(tool: str, seq: int) -> str:
+    return json.dumps({"city": ["Paris", "Oslo", "Lima"][seq % 3]} if "weather" in tool else {})
+
+
+def _openai_reply(body: dict[str, Any], seq: int) -> dict[str, Any]:
+    tool = _openai_tool_wanted(body)
+    if tool is not None:
+        call = {
+            "id": f"call_w{seq}",
+            "type": "function",
+            "function": {"name": tool, "arguments": _arguments(tool, seq)},
+        }
+        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+        finish = "tool_calls"
+    else:
+        message = {"role": "assistant", "content": f"Answer {seq}: it is mild."}
+        finish = "stop"
+    return {
+        "id": f"chatcmpl-w{seq}",
+        "object": "chat.completion",
+        "created": 1767225600 + seq,
+        "model": f"{body.get('model')}-2024-07-18",
+        "system_fingerprint": "fp_wire",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": 40 + seq, "completion_tokens": 7, "total_tokens": 47 + seq},
+    }
+
+
+def _sse(data: dict[str, Any] | str, event: str | None = None) -> str:
+    text = data if isinstance(data, str) else json.dumps(data)
+    return (f"event: {event}\n" if event else "") + f"data: {text}\n\n"
+
+
+def _openai_events(body: dict[str, Any], seq: int) -> Iterator[str]:
+    reply = _openai_reply(body, seq)
+    message, finish = reply["choices"][0]["message"], reply["choices"][0]["finish_reason"]
+    head = {key: reply[key] for key in ("id", "created", "model", "system_fingerprint")}
+    head["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
+        return _sse({**head, "choices": [choice]})
+
+    yield chunk({"role": "assistant", "content": None if message["content"] is None else ""})
+    for call in message.get("tool_calls") or []:
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["function"]["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
+        for piece in (arguments[:half], arguments[half:]):
+            yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+    if message["content"]:
+        words = message["content"].split(" ")
+        for index, word in enumerate(words):
+            yield chunk({"content": word if index == 0 else " " + word})
+    yield chunk({}, finish)
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield _sse({**head, "choices": [], "usage": reply["usage"]})
+    yield _sse("[DONE]")
+
+
+# -- Anthropic Messages ----------------------------------------------------------------------------
+
+
+def _anthropic_tool_wanted(body: dict[str, Any]) -> str | None:
+    names = _tool_names(body)
+    choice = body.get("tool_choice") or {}
+    last = body["messages"][-1]
+    content = last.get("content")
+    fresh_question = last.get("role") == "user" and (
+        isinstance(content, str)
+        or not any(block.get("type") == "tool_result" for block in content or [])
+    )
+    if not names or choice.get("type") == "none" or not fresh_question:
+        return None
+    if choice.get("type") == "tool":
+        return str(choice["name"])
+    return names[-1] if "time" in json.dumps(content) else names[0]
+
+
+def _anthropic_reply(body: dict[str, Any], seq: int) -> dict[str, Any]:
+    blocks: list[dict[str, Any]] = []
+    if (body.get("thinking") or {}).get("type") == "enabled":
+        blocks.append(
+            {"type": "thinking", "thinking": f"Weighing call {seq}.", "signature": f"sig-w{seq}=="}
+        )
+    tool = _anthropic_tool_wanted(body)
+    if tool is not None:
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_w{seq}",
+                "name": tool,
+                "input": json.loads(_arguments(tool, seq)),
+            }
+        )
+        stop = "tool_use"
+    else:
+        blocks.append({"type": "text", "text": f"Answer {seq}: it is mild."})
+        stop = "end_turn"
+    return {
+        "id": f"msg_w{seq}",
+        "type": "message",
+        "role": "assistant",
+        "model": f"{body.get('model')}-20250929",
+        "content": blocks,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 40 + seq, "output_tokens": 7},
+    }
+
+
+def _anthropic_events(body: dict[str, Any], seq: int) -> Iterator[str]:
+    reply = _anthropic_reply(body, seq)
+    start = {**reply, "content": [], "stop_reason": None}
+    start["usage"] = {"input_tokens": reply["usage"]["input_tokens"], "output_tokens": 1}
+    yield _sse({"type": "message_start", "message": start}, "message_start")
+    for index, block in enumerate(reply["content"]):
+        kind = block["type"]
+        empty: dict[str, Any] = {
+            "thinking": {"type": "thinking", "thinking": "", "signature": ""},
+            "text": {"type": "text", "text": ""},
+            "tool_use": {**block, "input": {}},
+        }[kind]
+        yield _sse(
+            {"type": "content_block_start", "index": index, "content_block": empty},
+            "content_block_start",
+        )
+        if kind == "thinking":
+            deltas = [
+                {"type": "thinking_delta", "thinking": block["thinking"]},
+                {"type": "signature_delta", "signature": block["signature"]},
+            ]
+        elif kind == "text":
+            deltas = [{"type": "text_delta", "text": block["text"]}]
+        else:
+            text = json.dumps(block["input"])
+            half = len(text) // 2
+            deltas = [
+                {"type": "input_json_delta", "partial_json": piece}
+                for piece in (text[:half], text[half:])
+            ]
+        for delta in deltas:
+            yield _sse(
+                {"type": "content_block_delta", "index": index, "delta": delta},
+                "content_block_delta",
+            )
+        yield _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
+    yield _sse(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reply["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": reply["usage"]["output_tokens"]},
+        },
+        "message_delta",
+    )
+    yield _sse({"type": "message_stop"}, "message_stop")
