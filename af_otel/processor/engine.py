@@ -33,14 +33,14 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.processor import commits, context, gaps, guard, metrics
+from af_otel.processor import commits, context, gaps, guard, incremental, metrics
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
 from af_otel.processor.runs import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
-from af_otel.semconv import Convention, Limits, adapt, is_llm_call, ledger
+from af_otel.semconv import Convention, Limits, is_llm_call, ledger
 from af_otel.store.items import StoredItems
 
 SpanKey = tuple[int, int]
@@ -182,10 +182,14 @@ class Engine:
         """The evidence for one finished LLM call; the run's state moves on by this call."""
         unrecorded: tuple[str, ...] = ()
         convention: Convention | None = None
+        run_id = self.run_of(facts.key, facts.attributes, pop=True)
+        run = self.runs.get(run_id)
         if supplied is None:
             limits = facts.limits if facts.limits is not None else environment_limits()
-            adapted = adapt(facts.attributes, facts.name, limits=limits)
-            request_in: Mapping[str, Any] | Request | None = adapted.request
+            # Only what is new since the run's last call is parsed (see incremental.py).
+            read = incremental.read(facts.attributes, facts.name, limits, run.seen)
+            run.seen, adapted = read.seen, read.adapted
+            request_in: Mapping[str, Any] | Request | None = read.request or adapted.request
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
             convention = adapted.convention
@@ -208,8 +212,6 @@ class Engine:
                 reason = names.REASON_UNREADABLE
             elif convention is not None:
                 unrecorded = ledger.unrecorded(request, facts.scope, convention)
-        run_id = self.run_of(facts.key, facts.attributes, pop=True)
-        run = self.runs.get(run_id)
         with run.lock:
             enrichment = self._finish(
                 run, facts, request, reason, content_keys, direct, on_span, unrecorded

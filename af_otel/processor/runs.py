@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from af_otel.model import Request
+from af_otel.model.prefix import identical_prefix
+from af_otel.processor.incremental import Seen
 from af_otel.receipts import Receipt, ReceiptDigests
 
 MAX_RUNS: Final = 10_000
@@ -68,6 +70,7 @@ class RunState:
     started_empty: bool = False  # the first call decided the run has no base
     release_requested: bool = False
     touched: float = field(default_factory=time.monotonic)
+    seen: Seen | None = None  # what the last readable call was read from (incremental.py)
 
     def number(self, key: tuple[int, int], start_time: int) -> tuple[int, bool]:
         """Give the call ``key`` the next epoch; also say whether that breaks start order (a call
@@ -134,7 +137,9 @@ def _longest_prefix(finished: list[Finished], messages: tuple[Any, ...]) -> Fini
         # The last message first: a sibling branch differs there, and most candidates go.
         if size and not _same(theirs[-1], messages[size - 1]):
             continue
-        if all(_same(a, b) for a, b in zip(theirs, messages, strict=False)):
+        if identical_prefix(theirs, messages) == size or all(
+            _same(a, b) for a, b in zip(theirs, messages, strict=False)
+        ):
             best, best_size = record, size
     return best
 
