@@ -184,7 +184,8 @@ def test_an_appended_message_is_the_only_one_read() -> None:
     first, second = read_in_turn([json.dumps(history), json.dumps([*history, user("c")])])
     assert first.reused == 0
     assert second.reused == 2
-    assert second.request is not None and first.request is not None
+    assert second.request is not None
+    assert first.request is not None
     assert second.request.messages[:2] == first.request.messages
     assert all(a is b for a, b in zip(second.request.messages, first.request.messages))
 
