@@ -187,7 +187,9 @@ def test_an_appended_message_is_the_only_one_read() -> None:
     assert second.request is not None
     assert first.request is not None
     assert second.request.messages[:2] == first.request.messages
-    assert all(a is b for a, b in zip(second.request.messages, first.request.messages))
+    assert all(
+        a is b for a, b in zip(second.request.messages[:2], first.request.messages, strict=True)
+    )
 
 
 def test_an_edit_in_the_middle_takes_the_full_path() -> None:
