@@ -118,7 +118,7 @@ class Engine:
         self.settings = settings
         # An exporter's engine sees calls after their `af_otel.run` block exited.
         self.deferred = deferred
-        self.runs = runs if runs is not None else RunTable()
+        self.runs = runs if runs is not None else RunTable(max_bytes=settings.run_table_bytes)
         self.items = StoredItems()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = threading.Lock()

@@ -25,6 +25,10 @@ from af_otel.processor.incremental import Seen
 from af_otel.receipts import Receipt, ReceiptDigests
 
 MAX_RUNS: Final = 10_000
+MAX_BYTES: Final = 256 * 1024 * 1024
+# What one run costs beyond its history (locks, memo records, the finished-call list).
+RUN_OVERHEAD: Final = 4096
+FINISHED_OVERHEAD: Final = 160
 IDLE_SECONDS: Final = 3600.0
 STATE_DEPTH: Final = 16
 HISTORY_DEPTH: Final = 256
@@ -71,6 +75,20 @@ class RunState:
     release_requested: bool = False
     touched: float = field(default_factory=time.monotonic)
     seen: Seen | None = None  # what the last readable call was read from (incremental.py)
+    charged: int = 0  # the bytes the table counts for this run (see `weight`)
+
+    def weight(self) -> int:
+        """The bytes this run holds, estimated from what it keeps: its calls share one copy of
+        the history (incremental.py), counted at twice the canonical size of its longest request
+        kept (Python objects) plus the raw text it recognises the next call by."""
+        largest = 0
+        for record in self.finished[-STATE_DEPTH:]:
+            if record.receipt is not None and record.receipt.bytes is not None:
+                largest = max(largest, record.receipt.bytes)
+        if self.base is not None and self.base.receipt is not None:
+            largest = max(largest, self.base.receipt.bytes or 0)
+        seen = self.seen.size if self.seen is not None else 0
+        return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 2 * largest + seen
 
     def number(self, key: tuple[int, int], start_time: int) -> tuple[int, bool]:
         """Give the call ``key`` the next epoch; also say whether that breaks start order (a call
@@ -151,11 +169,25 @@ def _same(a: Any, b: Any) -> bool:
 class RunTable:
     """Run id -> `RunState`, LRU-bounded and idle-expired; thread-safe."""
 
-    def __init__(self, max_runs: int = MAX_RUNS, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self,
+        max_runs: int = MAX_RUNS,
+        idle_seconds: float = IDLE_SECONDS,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
         self.max_runs = max_runs
         self.idle_seconds = idle_seconds
+        self.max_bytes = max_bytes
         self._runs: OrderedDict[str, RunState] = OrderedDict()
         self._lock = threading.Lock()
+        self._bytes = 0  # the sum of the runs' `charged`
+        self.evicted = 0  # runs dropped for the bounds (count, bytes, idle), for benchmarks
+
+    @property
+    def bytes(self) -> int:
+        """The bytes the table counts now (the sum of its runs' weights when they last settled)."""
+        with self._lock:
+            return self._bytes
 
     def get(self, run_id: str) -> RunState:
         """The run's state, created when new; expires idle runs and evicts past the bound."""
@@ -185,19 +217,39 @@ class RunTable:
             if run.open_calls:
                 run.release_requested = True
             else:
-                del self._runs[run_id]
+                self._drop(run_id)
 
     def settle(self, run: RunState) -> None:
-        """After a call finished: free its run if a release was waiting for it."""
-        if run.release_requested and not run.open_calls:
-            with self._lock:
-                if self._runs.get(run.run_id) is run:
-                    del self._runs[run.run_id]
+        """After a call finished: free its run if a release was waiting for it, else count what
+        it holds now and evict least recently used runs while the table is over ``max_bytes``
+        (never the run that just settled: a single run larger than the budget stays)."""
+        weight = run.weight()
+        with self._lock:
+            if self._runs.get(run.run_id) is not run:
+                return
+            if run.release_requested and not run.open_calls:
+                self._drop(run.run_id)
+                return
+            self._bytes += weight - run.charged
+            run.charged = weight
+            while self._bytes > self.max_bytes and len(self._runs) > 1:
+                oldest = next(iter(self._runs))
+                if oldest == run.run_id:
+                    self._runs.move_to_end(oldest)
+                    oldest = next(iter(self._runs))
+                self._drop(oldest)
+                self.evicted += 1
 
     def clear_after_fork(self) -> None:
         """In a forked child: a fresh lock and no runs (the parent's may be half-written)."""
         self._lock = threading.Lock()
         self._runs = OrderedDict()
+        self._bytes = 0
+
+    def _drop(self, run_id: str) -> None:
+        run = self._runs.pop(run_id)
+        self._bytes -= run.charged
+        run.charged = 0
 
     def __len__(self) -> int:
         with self._lock:
@@ -205,9 +257,11 @@ class RunTable:
 
     def _expire(self, now: float) -> None:
         while len(self._runs) > self.max_runs:
-            self._runs.popitem(last=False)
+            self._drop(next(iter(self._runs)))
+            self.evicted += 1
         while self._runs:
             oldest = next(iter(self._runs.values()))
             if now - oldest.touched <= self.idle_seconds:
                 break
-            self._runs.popitem(last=False)
+            self._drop(oldest.run_id)
+            self.evicted += 1
