@@ -42,6 +42,9 @@ from af_otel.semconv.ledger import cut_by
 # Conventions whose message list is the GenAI JSON array read by `genai_messages`.
 _JSON_ARRAY: Final = frozenset({"genai", "openllmetry"})
 _JSON_SPACE: Final = " \t\n\r"
+# Pieces of remembered text before they are joined: checking a prefix costs one `startswith` a
+# piece, joining copies the whole text, so joining every 32 calls keeps both small.
+_MAX_CHUNKS: Final = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +52,10 @@ class Seen:
     """What a run's last readable call was read from: enough to recognise its bytes again."""
 
     convention: str
-    prefix: str  # the attribute's text up to (not including) its closing bracket
+    # The attribute's text up to (not including) its closing bracket, in the pieces the calls
+    # added (each call copies only its own new text; pieces are joined now and then).
+    chunks: tuple[str, ...]
+    length: int
     messages: tuple[FrozenDict, ...]
     system: tuple[FrozenDict, ...]
     tools: tuple[FrozenDict, ...]
@@ -57,7 +63,18 @@ class Seen:
     @property
     def size(self) -> int:
         """Bytes this record holds of its own (the messages are shared with the run's calls)."""
-        return len(self.prefix) + 8 * len(self.messages) + 64
+        return self.length + 8 * len(self.messages) + 64 * len(self.chunks) + 64
+
+    def prefix_of(self, text: str) -> bool:
+        """Whether ``text`` starts with exactly the remembered bytes."""
+        if len(text) <= self.length:
+            return False
+        at = 0
+        for chunk in self.chunks:
+            if not text.startswith(chunk, at):
+                return False
+            at += len(chunk)
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +113,9 @@ def _tail(
     attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Seen
 ) -> Read | None:
     text = attributes.get(MESSAGES.key)
-    if not isinstance(text, str) or not text.startswith(seen.prefix):
+    if not isinstance(text, str) or not seen.prefix_of(text):
         return None
-    rest = text[len(seen.prefix) :].lstrip(_JSON_SPACE)
+    rest = text[seen.length :].lstrip(_JSON_SPACE)
     if not rest.startswith(","):
         return None
     if limits is not None and cut_by(attributes, limits) is not None:
@@ -120,7 +137,7 @@ def _tail(
         tail.provider,
     )
     whole = replace(adapted, request={**adapted.request, "messages": request.messages})
-    return Read(whole, request, _seen(adapted.convention, text, request), len(seen.messages))
+    return Read(whole, request, _seen(adapted.convention, text, request, seen), len(seen.messages))
 
 
 def _remember(
@@ -134,11 +151,18 @@ def _remember(
     return _seen(adapted.convention, text, request)
 
 
-def _seen(convention: str, text: str, request: Request) -> Seen | None:
+def _seen(convention: str, text: str, request: Request, before: Seen | None = None) -> Seen | None:
     body = text.rstrip(_JSON_SPACE)
     if not body.endswith("]"):
         return None
-    return Seen(convention, body[:-1], request.messages, request.system, request.tools)
+    length = len(body) - 1
+    if before is None:
+        chunks: tuple[str, ...] = (body[:-1],)
+    elif len(before.chunks) >= _MAX_CHUNKS:
+        chunks = ("".join((*before.chunks, body[before.length : length])),)
+    else:
+        chunks = (*before.chunks, body[before.length : length])
+    return Seen(convention, chunks, length, request.messages, request.system, request.tools)
 
 
 def _shared(before: tuple[FrozenDict, ...], now: tuple[FrozenDict, ...]) -> tuple[FrozenDict, ...]:

@@ -79,8 +79,9 @@ class RunState:
 
     def weight(self) -> int:
         """The bytes this run holds, estimated from what it keeps: its calls share one copy of
-        the history (incremental.py), counted at twice the canonical size of its longest request
-        kept (Python objects) plus the raw text it recognises the next call by."""
+        the history (incremental.py), counted at 2.5 times the canonical size of its longest
+        request kept (Python objects and digests, as benchmarks/processor.py measures them) plus
+        the raw text it recognises the next call by."""
         largest = 0
         for record in self.finished[-STATE_DEPTH:]:
             if record.receipt is not None and record.receipt.bytes is not None:
@@ -88,7 +89,7 @@ class RunState:
         if self.base is not None and self.base.receipt is not None:
             largest = max(largest, self.base.receipt.bytes or 0)
         seen = self.seen.size if self.seen is not None else 0
-        return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 2 * largest + seen
+        return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2 + seen
 
     def number(self, key: tuple[int, int], start_time: int) -> tuple[int, bool]:
         """Give the call ``key`` the next epoch; also say whether that breaks start order (a call

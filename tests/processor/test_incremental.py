@@ -226,3 +226,27 @@ def test_span_limits_that_may_have_cut_the_text_take_the_full_path() -> None:
     assert cut.reused == 0
     assert cut.request is None
     assert cut.adapted.absent_reason == "content-cut"
+
+
+def test_a_long_run_joins_its_remembered_pieces_and_still_reads_only_the_tail() -> None:
+    history = [user("q0")]
+    texts = []
+    for turn in range(1, 80):
+        texts.append(json.dumps(history))
+        history = [*history, user(f"a{turn}"), user(f"q{turn}")]
+    reads = read_in_turn(texts)
+    assert [r.reused for r in reads[1:]] == [2 * n - 1 for n in range(1, len(texts))]
+    last = reads[-1].seen
+    assert last is not None
+    assert len(last.chunks) <= 32
+    assert "".join(last.chunks) == texts[-1][:-1]
+    full = incremental.full(
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "m",
+            "gen_ai.input.messages": texts[-1],
+        },
+        "chat m",
+        Limits(),
+    )
+    assert reads[-1].request == full.request
