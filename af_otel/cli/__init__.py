@@ -16,7 +16,7 @@ from typing import Final
 
 from af_otel.errors import AfOtelError
 
-COMMAND_MODULES: Final = ("demo", "read")
+COMMAND_MODULES: Final = ("demo", "read", "serve")
 # What a shell reports for a process ended by SIGPIPE (128 + 13): a closed output pipe.
 EXIT_PIPE: Final = 141
 

@@ -15,9 +15,9 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, Final, NoReturn, TextIO
 
 import orjson
 from opentelemetry import metrics
@@ -29,7 +29,17 @@ from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import SERVED_GAPS
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.report import render_report
-from af_otel.reader.sources import JaegerSource, TempoSource, read_spans
+from af_otel.reader.sources import (
+    JaegerSource,
+    PhoenixSource,
+    SourceFormat,
+    SpanStream,
+    TempoSource,
+    Window,
+    read_spans,
+)
+from af_otel.reader.sources.tempo import DEFAULT_QUERY as TEMPO_QUERY
+from af_otel.reader.sources.tempo import DEFAULT_SEARCH_LIMIT as SEARCH_LIMIT
 from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
 from af_otel.store import Store, open_store
@@ -100,9 +110,35 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
         "file", nargs="?", help="spans to read (OTLP JSON lines, JSON, protobuf, ...)"
     )
     live = parser.add_mutually_exclusive_group()
-    live.add_argument("--tempo", metavar="URL", help="fetch the trace from Tempo at URL")
-    live.add_argument("--jaeger", metavar="URL", help="fetch the trace from Jaeger at URL")
-    parser.add_argument("--trace", metavar="ID", help="trace id to fetch (with --tempo/--jaeger)")
+    live.add_argument("--tempo", metavar="URL", help="fetch traces from Tempo at URL")
+    live.add_argument("--jaeger", metavar="URL", help="fetch traces from Jaeger at URL")
+    live.add_argument("--phoenix", metavar="URL", help="fetch spans from Phoenix at URL")
+    parser.add_argument("--trace", metavar="ID", help="one trace id to fetch from the backend")
+    parser.add_argument(
+        "--since", metavar="DURATION", help="every trace of the last DURATION (90s, 15m, 1h, 2d)"
+    )
+    parser.add_argument(
+        "--start", metavar="TIME", help="window start, ISO 8601 or Unix seconds (with --end)"
+    )
+    parser.add_argument("--end", metavar="TIME", help="window end (default now; with --start)")
+    parser.add_argument(
+        "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
+    )
+    parser.add_argument(
+        "--service", metavar="NAME", help="the service whose traces a --jaeger window searches"
+    )
+    parser.add_argument(
+        "--query",
+        metavar="TRACEQL",
+        help=f"the TraceQL a --tempo window searches (default {TEMPO_QUERY})",
+    )
+    parser.add_argument(
+        "--limit",
+        metavar="N",
+        type=int,
+        help=f"most traces one --tempo/--jaeger search returns (default {SEARCH_LIMIT})",
+    )
+    parser.set_defaults(source_parser=parser)
     parser.add_argument(
         "--store",
         metavar="URL",
@@ -200,16 +236,103 @@ def _key(args: argparse.Namespace) -> bytes | None:
 
 
 def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
-    if args.tempo or args.jaeger:
-        if not args.trace:
-            raise ReaderError("--tempo and --jaeger need --trace ID")
-        source: Any = TempoSource(args.tempo) if args.tempo else JaegerSource(args.jaeger)
+    fail: Callable[[str], NoReturn] = args.source_parser.error  # usage, message, exit 2
+    backend = next(
+        (flag for flag in ("tempo", "jaeger", "phoenix") if getattr(args, flag, None)), None
+    )
+    window = _window(args, backend, fail)
+    for option, owner in (("project", "phoenix"), ("service", "jaeger"), ("query", "tempo")):
+        if getattr(args, option) is not None and backend != owner:
+            fail(f"--{option} goes with --{owner}")
+    if args.limit is not None and (backend not in ("tempo", "jaeger") or window is None):
+        fail("--limit goes with a --tempo or --jaeger window (--since, or --start/--end)")
+    if args.limit is not None and args.limit < 1:
+        fail(f"--limit must be at least 1, got {args.limit}")
+    if backend is None:
+        if args.trace:
+            fail("--trace needs --tempo, --jaeger or --phoenix URL")
+        if not args.file:
+            fail(
+                "give a FILE to read, or --tempo/--jaeger/--phoenix URL with --trace ID or --since"
+            )
+        stream = read_spans(args.file, lenient=args.lenient)
+        return stream, args.file, stream
+    if args.file:
+        fail(f"give a FILE or --{backend} URL, not both")
+    if args.trace and window is not None:
+        fail("--trace fetches one trace; leave out --since/--start/--end, or --trace")
+    if not args.trace and window is None:
+        fail(f"--{backend} needs --trace ID or a window (--since DURATION, or --start/--end)")
+    source = _backend(args, backend)
+    if args.trace:
         stream = source.trace(args.trace, lenient=args.lenient)
         return stream, stream.source, stream
-    if not args.file:
-        raise ReaderError("give a FILE to read, or --tempo/--jaeger URL with --trace ID")
-    stream = read_spans(args.file, lenient=args.lenient)
-    return stream, args.file, stream
+    assert window is not None
+    stream = _window_stream(args, source, window, fail)
+    return _fetching(stream), stream.source, stream
+
+
+def _window(
+    args: argparse.Namespace, backend: str | None, fail: Callable[[str], NoReturn]
+) -> Window | None:
+    """The time window the options name, or None; a bad option is an argparse error."""
+    if args.since is None and args.start is None and args.end is None:
+        return None
+    if backend is None:
+        option = "--since" if args.since is not None else ("--start" if args.start else "--end")
+        fail(f"{option} reads a window from a backend: add --tempo, --jaeger or --phoenix URL")
+    if args.since is not None and (args.start is not None or args.end is not None):
+        fail("--since and --start/--end are two ways to give a window; use one")
+    if args.since is None and args.start is None:
+        fail("--end needs --start")
+    try:
+        if args.since is not None:
+            return Window.since(args.since)
+        return Window.between(args.start, args.end)
+    except ValueError as exc:
+        option = "--since" if args.since is not None else "--start/--end"
+        fail(f"{option}: {exc}")
+
+
+def _backend(args: argparse.Namespace, backend: str) -> TempoSource | JaegerSource | PhoenixSource:
+    if backend == "tempo":
+        return TempoSource(args.tempo)
+    if backend == "jaeger":
+        return JaegerSource(args.jaeger)
+    return PhoenixSource(args.phoenix, project=args.project or "default")
+
+
+def _window_stream(
+    args: argparse.Namespace,
+    source: TempoSource | JaegerSource | PhoenixSource,
+    window: Window,
+    fail: Callable[[str], NoReturn],
+) -> SpanStream:
+    limit = args.limit or SEARCH_LIMIT
+    if isinstance(source, TempoSource):
+        query = args.query or TEMPO_QUERY
+        return source.window(window, query=query, limit=limit, lenient=args.lenient)
+    if isinstance(source, JaegerSource):
+        if not args.service:
+            fail("a --jaeger window needs --service NAME (Jaeger searches one service)")
+        return source.window(window, args.service, limit=limit, lenient=args.lenient)
+    return source.window(window, lenient=args.lenient)
+
+
+def _fetching(stream: SpanStream, out: TextIO | None = None) -> Iterator[SpanRecord]:
+    """The window's records, with a count on stderr when it is a terminal: traces done of those
+    found, or spans for a source that pages through spans (Phoenix)."""
+    by_span = stream.format is SourceFormat.PHOENIX
+    progress = Progress("fetching spans" if by_span else "fetching traces", out)
+    try:
+        for count, record in enumerate(stream, start=1):
+            if by_span:
+                progress.tick(count)
+            else:
+                progress.tick(stream.traces_read, stream.traces_expected)
+            yield record
+    finally:
+        progress.done()
 
 
 def _note_text(note: object) -> str:
@@ -407,8 +530,13 @@ def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextI
     elif not view.is_recorded("tools"):
         print(f"  tools: not recorded by {view.recorded_by or 'the instrumentation'}", file=out)
     else:
+        choice = view.params.get("tool_choice") if view.params else None
+        forbidden = choice == "none" or (
+            isinstance(choice, Mapping) and choice.get("type") == "none"
+        )
         print(
-            f"  tools ({len(view.tools)}): {', '.join(str(t.get('name')) for t in view.tools) or '—'}",
+            f"  tools ({len(view.tools)}): {', '.join(str(t.get('name')) for t in view.tools) or '—'}"
+            + (" (tool_choice none: the model could use none of them)" if forbidden else ""),
             file=out,
         )
     if view.messages is None:

@@ -2,7 +2,7 @@
 one out matters for a given request: the one rule the emitter and the reader both ask.
 
 A field is named as the normalized request names it: a ``params`` key (``seed``, ``tool_choice``),
-``tools``, or a part-level flag (``message.name``, ``tool_result.is_error``,
+``model``, ``tools``, or a part-level flag (``message.name``, ``tool_result.is_error``,
 ``reasoning.signature``). What each instrumentation records lives in `af_otel.semconv.ledger`;
 here is only what does not depend on the instrumentation.
 """
@@ -10,10 +10,12 @@ here is only what does not depend on the instrumentation.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from af_otel.model.request import PARAM_KEYS, REASONING_TYPES, Request
 
+MODEL: Final = "model"
 TOOLS: Final = "tools"
 MESSAGE_NAME: Final = "message.name"
 TOOL_ERROR: Final = "tool_result.is_error"
@@ -22,6 +24,7 @@ SIGNATURE: Final = "reasoning.signature"
 # Every field a record can lack, in the order a report lists them: what the model could use,
 # what it was steered by, then the sampling dials.
 FIELDS: Final = (
+    MODEL,
     TOOLS,
     "tool_choice",
     "parallel_tool_calls",
@@ -98,6 +101,8 @@ def matters(
     The field must exist at the request's ``provider``, and its cause must be present: tool
     settings need ``tools`` (on the request, or themselves off the record), a tool result's error
     flag needs ``tool_results``, a reasoning signature needs a ``reasoning`` part."""
+    if field == MODEL:  # every provider is sent a model
+        return True
     if not provider_has(provider, field):
         return False
     if field in _TOOL_SETTINGS:
@@ -109,9 +114,37 @@ def matters(
     return True
 
 
-def unrecorded(request: Request, recorded: Collection[str]) -> tuple[str, ...]:
-    """The fields this request may have set that a record keeping only ``recorded`` cannot show."""
-    kinds = {part.get("type") for message in request.messages for part in message.get("parts", ())}
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """One pass over a request's messages: the part types in them, and the part-level fields
+    (``message.name``, ``tool_result.is_error``, ``reasoning.signature``) they show a value for."""
+
+    kinds: frozenset[object]
+    fields: frozenset[str]
+
+
+def shown(request: Request) -> Shown:
+    """What the request's messages hold, found in one pass (`Shown`)."""
+    kinds: set[object] = set()
+    found: set[str] = set()
+    for message in request.messages:
+        if "name" in message:
+            found.add(MESSAGE_NAME)
+        for part in message.get("parts", ()):
+            kinds.add(part.get("type"))
+            if "is_error" in part:
+                found.add(TOOL_ERROR)
+            if "signature" in part:
+                found.add(SIGNATURE)
+    return Shown(frozenset(kinds), frozenset(found))
+
+
+def unrecorded(
+    request: Request, recorded: Collection[str], seen: Shown | None = None
+) -> tuple[str, ...]:
+    """The fields this request may have set that a record keeping only ``recorded`` cannot show
+    (``seen``: the request's `shown`, when the caller already has it)."""
+    kinds = (seen or shown(request)).kinds
     tools = bool(request.tools) or TOOLS not in recorded
     return tuple(
         field

@@ -90,6 +90,7 @@ class Supplied:
     # (the hook): the ledger then says which fields that instrumentation could not see. None
     # when the caller handed the request itself (the explicit API records every field).
     convention: Convention | None = None
+    notes: tuple[str, ...] = ()  # the adapter's notes on that record
 
 
 def error_enrichment(reason: str = names.REASON_INTERNAL_ERROR) -> Enrichment:
@@ -182,6 +183,7 @@ class Engine:
         """The evidence for one finished LLM call; the run's state moves on by this call."""
         unrecorded: tuple[str, ...] = ()
         convention: Convention | None = None
+        notes: tuple[str, ...] = ()
         run_id = self.run_of(facts.key, facts.attributes, pop=True)
         run = self.runs.get(run_id)
         if supplied is None:
@@ -192,7 +194,7 @@ class Engine:
             request_in: Mapping[str, Any] | Request | None = read.request or adapted.request
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
-            convention = adapted.convention
+            convention, notes = adapted.convention, adapted.notes
             provider = _text(adapted.request.get("provider")) if adapted.request else None
             direct = gaps.captured_at_sdk(
                 facts.scope, facts.attributes, provider, self.settings.trusted_hosts
@@ -204,14 +206,14 @@ class Engine:
             request_in, reason = supplied.request, supplied.absent_reason
             content_keys, direct = supplied.content_keys, supplied.direct
             on_span = supplied.on_span
-            convention = supplied.convention
+            convention, notes = supplied.convention, supplied.notes
         request: Request | None = None
         if request_in is not None:
             request = _parse(request_in)
             if request is None:
                 reason = names.REASON_UNREADABLE
             elif convention is not None:
-                unrecorded = ledger.unrecorded(request, facts.scope, convention)
+                unrecorded = ledger.unrecorded(request, facts.scope, convention, notes)
         with run.lock:
             enrichment = self._finish(
                 run, facts, request, reason, content_keys, direct, on_span, unrecorded

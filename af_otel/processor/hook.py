@@ -154,6 +154,7 @@ def mint_on_span(
         # Capture on: util-genai wrote these same attributes before calling the hook.
         on_span=bool(content) and all(key in attributes for key in content),
         convention=adapted.convention,
+        notes=adapted.notes,
     )
     facts = CallFacts(
         key=key,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 from af_otel import names
 
@@ -30,6 +30,7 @@ __all__ = [
     "GapKind",
     "covers",
     "gap",
+    "gap_why",
     "order_gaps",
 ]
 
@@ -263,3 +264,29 @@ def order_gaps(found: Iterable[Gap]) -> tuple[Gap, ...]:
     for item in found:
         by_kind.setdefault(item.kind, item)
     return tuple(sorted(by_kind.values(), key=lambda g: _RANK[g.kind]))
+
+
+class BackendNote(Protocol):
+    """What a source reported about its own answer (``SourceNote``), as the gap sentences use it."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def missing_spans(self) -> bool: ...
+
+
+def gap_why(item: Gap, notes: Iterable[BackendNote] = ()) -> str:
+    """The gap's sentence for one read: when spans are missing and the backend said its answer
+    was cut (a partial trace, a search at its limit, an error), that is named as the cause
+    instead of sampling."""
+    if item.kind != names.GAP_NO_RUN_LOG:
+        return item.why
+    cut = next((note.text for note in notes if note.missing_spans), None)
+    if cut is None:
+        return item.why
+    return (
+        "Part of the record of changes leading to this call is missing, and the backend said "
+        f"its answer was incomplete: {cut}. Fetch the trace again, or raise the limit that cut "
+        "it, before concluding the content is stale."
+    )

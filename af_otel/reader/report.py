@@ -1,24 +1,31 @@
-"""The HTML report: one self-contained page (no script, no external resource) showing each run's
-epochs, what each call was served, what changed since its parent, its gaps and its verdict.
+"""The HTML report and the served page of one epoch: what each call was served, what changed since
+its parent, its receipt, its gaps and its verdict, on self-contained pages (no script, no external
+resource).
 
-Rendering only: the caller writes the returned text where it wants. Every value that came from a
-trace or the store passes through `html.escape`, so a prompt holding ``<script>`` shows as text.
-Each epoch prints only the messages it added to its parent's list (the rest is one link away), so
-the page grows with the conversation, not with its square.
+`render_report` writes one page for many runs; `render_epoch_page` writes the page `af-otel serve`
+answers for one epoch. Both draw each epoch with the same function, so the report and the served
+page cannot drift apart. Rendering only: the caller writes or sends the returned text. Every value
+that came from a trace or the store passes through `html.escape`, so a prompt holding
+``<script>`` shows as text. Each epoch prints only the messages it added to its parent's list (the
+rest is one link away), so a report grows with the conversation, not with its square. Element ids
+are made from positions on the page, never from recorded values, and are unique across runs.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
 
+from af_otel.reader.gaps import SERVED_GAPS
 from af_otel.reader.verify import Verdict, VerdictStatus
 from af_otel.reader.view import ServedView
+from af_otel.receipts import ReceiptRejected
 
-__all__ = ["render_report"]
+__all__ = ["render_epoch_page", "render_notice", "render_report"]
 
 # Parts longer than this are shown folded; the page stays readable with tool results of megabytes.
 FOLD_CHARS: Final = 600
@@ -56,6 +63,12 @@ th { font-size: 13px; color: var(--muted); font-weight: 600; }
 .role { font-weight: 600; } .gaplist li { margin: 6px 0; }
 details > summary { cursor: pointer; color: var(--muted); }
 .damage { color: var(--bad); font-weight: 600; }
+.legend, .notes { background: var(--paper); border: 1px solid var(--line); border-radius: 8px;
+  padding: 10px 16px; margin: 12px 0; }
+.legend dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 14px; margin: 8px 0; }
+.legend dt { font-weight: 600; } .legend dd { margin: 0; }
+.notes { border-color: var(--warn); } .notice { font-size: 17px; }
+.ok { color: var(--ok); }
 """
 
 
@@ -94,11 +107,25 @@ def _part(part: Mapping[str, Any]) -> str:
     return f"<div><code>{_e(kind)}</code>{_text_block(_json(part))}</div>"
 
 
-def _message(index: int, message: Mapping[str, Any]) -> str:
+@dataclass(slots=True)
+class _Page:
+    """How the epochs of one page refer to each other: the element id of each epoch drawn here,
+    the link to any epoch (on this page or another), and, per run, the gap kinds whose sentence is
+    printed once above the epochs (kind -> element id)."""
+
+    href: Callable[[ServedView], str]
+    ids: dict[int, str] = field(default_factory=dict)
+    explained: dict[str, str] = field(default_factory=dict)
+
+    def anchor(self, view: ServedView) -> str:
+        return self.ids[id(view)]
+
+
+def _message(index: int, message: Mapping[str, Any], anchor: str) -> str:
     name = f" ({_e(message['name'])})" if message.get("name") else ""
     parts = "".join(_part(p) for p in message.get("parts", ()))
     return (
-        f'<div class="msg" id="m{index}"><span class="muted">#{index}</span> '
+        f'<div class="msg" id="{anchor}-m{index}"><span class="muted">#{index}</span> '
         f'<span class="role">{_e(message.get("role"))}</span>{name}{parts}</div>'
     )
 
@@ -110,10 +137,6 @@ def _badge(verdict: Verdict | None) -> str:
         f'<span class="badge {_e(verdict.status.value)}" data-verdict="{_e(verdict.status.value)}">'
         f"{_e(verdict.status.value)}</span>"
     )
-
-
-def _anchor(view: ServedView, epoch: int | None = None) -> str:
-    return f"run-{_e(view.run_id or view.span_id)}-e{epoch if epoch is not None else view.epoch}"
 
 
 def _changes(view: ServedView) -> str:
@@ -146,7 +169,7 @@ def _changes(view: ServedView) -> str:
     return "<ul>" + "".join(rows) + "</ul>" if rows else "<p class='muted'>No change.</p>"
 
 
-def _messages(view: ServedView) -> str:
+def _messages(view: ServedView, page: _Page) -> str:
     if view.messages is None:
         return "<p class='muted'>Not on record.</p>"
     parent = view.parent_view
@@ -157,30 +180,40 @@ def _messages(view: ServedView) -> str:
         if start:
             note = (
                 f'<p class="muted">Messages #0–#{start - 1} are epoch {parent.epoch}\'s '
-                f'(<a href="#{_anchor(parent)}">shown there</a>).</p>'
+                f'(<a href="{_e(page.href(parent))}">shown there</a>).</p>'
             )
-    shown = "".join(_message(i, view.messages[i]) for i in range(start, len(view.messages)))
+    anchor = page.anchor(view)
+    shown = "".join(_message(i, view.messages[i], anchor) for i in range(start, len(view.messages)))
     return f"<p>{len(view.messages)} message(s) as sent.</p>{note}{shown}"
 
 
-def _gaps(view: ServedView) -> str:
+def _gaps(view: ServedView, page: _Page) -> str:
     if not view.gaps:
-        return "<p class='muted'>None.</p>"
+        return "<p class='muted'>No gap: the record shows every part of this request.</p>"
     items = []
     for g in view.gaps:
         cause = f' data-cause="{_e(g.cause)}"' if g.cause else ""
         extra = f" <span class='muted'>({_e(g.cause)})</span>" if g.cause else ""
         detail = f"<div class='muted'>Found: {_e(g.detail)}</div>" if g.detail else ""
+        explained = page.explained.get(g.kind)
+        why = (
+            f' <a href="#{_e(explained)}">what this means</a>'
+            if explained is not None
+            else f" {_e(g.why)}"
+        )
         items.append(
             f'<li data-gap="{_e(g.kind)}"{cause}><span class="badge gap">{_e(g.kind)}</span>'
-            f"{extra} {_e(g.why)}{detail}</li>"
+            f"{extra}{why}{detail}</li>"
         )
     return '<ul class="gaplist">' + "".join(items) + "</ul>"
 
 
 def _verdict(verdict: Verdict | None) -> str:
     if verdict is None:
-        return ""
+        return (
+            "<p>" + _badge(None) + " This receipt is keyed; start the reader with its key to "
+            "check it.</p>"
+        )
     out = f"<p>{_badge(verdict)} {_e(verdict.reason)}</p>"
     if verdict.status is VerdictStatus.DAMAGED:
         where = f", message {verdict.message_index}" if verdict.message_index is not None else ""
@@ -203,61 +236,111 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "…"
 
 
-def _request_parts(view: ServedView) -> str:
-    system = (
-        "".join(_part(p) for p in view.system)
-        if view.system
-        else (
-            "<p class='muted'>Not on record.</p>"
-            if view.system is None
-            else "<p class='muted'>None.</p>"
+# The receipt's fingerprints shown per epoch, in the order `verify` compares them.
+_HASHES: Final = (
+    ("system.hash", "system_hash"),
+    ("messages.added", "messages_added"),
+    ("messages.chain", "messages_chain"),
+    ("tools.hashes", "tools_hashes"),
+    ("digest", "digest"),
+)
+
+
+def _receipt(view: ServedView, verdict: Verdict | None) -> str:
+    receipt = view.receipt
+    if receipt is None:
+        return "<p class='muted'>The span carries no receipt.</p>"
+    if isinstance(receipt, ReceiptRejected):
+        return f"<p class='muted'>The span's receipt could not be read: {_e(receipt.reason)}.</p>"
+    if not receipt.minted:
+        why = f": {_e(receipt.absent_reason)}" if receipt.absent_reason else ""
+        return f"<p class='muted'>No receipt was minted (state {_e(receipt.state)}{why}).</p>"
+    differs = {m.field for m in verdict.mismatches} if verdict is not None else set()
+    rows = []
+    for label, attr in _HASHES:
+        value = getattr(receipt, attr)
+        shown = " ".join(value) if isinstance(value, tuple) else (value or "")
+        if isinstance(value, tuple) and not value:
+            shown = "(none)"
+        if verdict is None:
+            status = "<span class='muted'>not checked</span>"
+        elif label in differs:
+            status = "<span class='damaged'>differs</span>"
+        else:
+            status = "<span class='ok'>matches</span>"
+        rows.append(
+            f'<tr data-hash="{_e(label)}"><td><code>{_e(label)}</code></td>'
+            f"<td><code>{_e(_short(shown))}</code></td><td>{status}</td></tr>"
         )
+    return (
+        f"<p>Digest <code data-digest>{_e(receipt.digest)}</code> · scheme "
+        f"<code>{_e(receipt.scheme)}</code> · {receipt.messages_count} message hash(es)</p>"
+        "<table><tr><th>fingerprint</th><th>recorded on the span</th><th>recomputed from the "
+        f"request below</th></tr>{''.join(rows)}</table>"
     )
+
+
+def _request_parts(view: ServedView) -> str:
+    if view.system:
+        system = "".join(_part(p) for p in view.system)
+    elif view.system is None:
+        system = "<p class='muted'>Not on record.</p>"
+    else:
+        # An empty list here is not "no instructions": chat APIs often carry them as a message.
+        in_messages = [
+            i for i, m in enumerate(view.messages or ()) if m.get("role") in ("system", "developer")
+        ]
+        system = (
+            "<p class='muted'>Sent as message "
+            + ", ".join(f"#{i}" for i in in_messages)
+            + " (below), not as separate instructions.</p>"
+            if in_messages
+            else "<p class='muted'>No system instructions were sent.</p>"
+        )
     if view.tools is None:
         tools = "<p class='muted'>Not on record.</p>"
     elif not view.tools:
-        tools = "<p class='muted'>None.</p>"
+        tools = "<p class='muted'>No tools were offered.</p>"
     else:
         tools = "".join(
             f"<details><summary><code>{_e(t.get('name'))}</code></summary><pre>{_e(_json(t))}</pre></details>"
             for t in view.tools
         )
-    params = (
-        f"<pre>{_e(_json(view.params))}</pre>"
-        if view.params
-        else (
-            "<p class='muted'>Not on record.</p>"
-            if view.params is None
-            else "<p class='muted'>None set.</p>"
-        )
-    )
+    if view.params:
+        params = f"<pre>{_e(_json(view.params))}</pre>"
+    elif view.params is None:
+        params = "<p class='muted'>Not on record.</p>"
+    else:
+        params = "<p class='muted'>None set: the provider's defaults applied.</p>"
     return (
-        f'<div class="section"><h4>System</h4>{system}</div>'
+        f'<div class="section"><h4>System instructions</h4>{system}</div>'
         f'<div class="section"><h4>Tools</h4>{tools}</div>'
         f'<div class="section"><h4>Sampling settings</h4>{params}</div>'
     )
 
 
-def _epoch(view: ServedView, verdict: Verdict | None) -> str:
+def _epoch(view: ServedView, verdict: Verdict | None, page: _Page) -> str:
+    """One epoch: the section both the report and the served page are made of."""
     model = " · ".join(_e(x) for x in (view.model, view.provider) if x) or "model not on record"
     return (
-        f'<section class="epoch" id="{_anchor(view)}" data-epoch="{view.epoch}">'
+        f'<section class="epoch" id="{page.anchor(view)}" data-epoch="{view.epoch}">'
         f"<header><h3>Epoch {view.epoch}</h3>"
         f'<span class="muted">parent {view.parent}</span>{_badge(verdict)}'
         f'<span class="muted">{model} · span <code>{_e(view.span_id)}</code>'
         f"{' · ' + _e(view.service) if view.service else ''}</span></header>"
         f'<div class="section"><h4>Verdict</h4>{_verdict(verdict)}</div>'
-        f'<div class="section"><h4>Gaps</h4>{_gaps(view)}</div>'
+        f'<div class="section"><h4>Receipt</h4>{_receipt(view, verdict)}</div>'
+        f'<div class="section"><h4>Gaps</h4>{_gaps(view, page)}</div>'
         f'<div class="section"><h4>Changed since the parent</h4>{_changes(view)}</div>'
         f"{_request_parts(view)}"
-        f'<div class="section"><h4>Messages</h4>{_messages(view)}</div>'
+        f'<div class="section"><h4>Messages</h4>{_messages(view, page)}</div>'
         "</section>"
     )
 
 
-def _run_table(views: Sequence[ServedView], verdicts: Mapping[int, Verdict]) -> str:
+def _run_table(views: Sequence[ServedView], verdicts: Mapping[int, Verdict], page: _Page) -> str:
     rows = "".join(
-        f'<tr><td><a href="#{_anchor(v)}">{v.epoch}</a></td><td>{v.parent}</td>'
+        f'<tr><td><a href="{_e(page.href(v))}">{v.epoch}</a></td><td>{v.parent}</td>'
         f"<td>{_badge(verdicts.get(id(v)))}</td>"
         f"<td>{len(v.messages) if v.messages is not None else '?'}</td>"
         f"<td>{_e(v.model or '')}</td><td>{_e(', '.join(v.gap_kinds) or '—')}</td></tr>"
@@ -269,14 +352,119 @@ def _run_table(views: Sequence[ServedView], verdicts: Mapping[int, Verdict]) -> 
     )
 
 
+def _run_gaps(views: Sequence[ServedView], prefix: str, page: _Page) -> str:
+    """Each gap kind of a run once, with its sentence and the epochs it applies to; the epochs
+    then link here instead of repeating the sentence."""
+    applies: dict[str, list[ServedView]] = {}
+    for view in views:
+        for g in view.gaps:
+            applies.setdefault(g.kind, []).append(view)
+    if not applies:
+        return ""
+    items = []
+    for kind in (k for k in SERVED_GAPS if k in applies):
+        anchor = f"{prefix}-gap-{kind}"
+        page.explained[kind] = anchor
+        epochs = ", ".join(f'<a href="{_e(page.href(v))}">{v.epoch}</a>' for v in applies[kind])
+        items.append(
+            f'<li id="{_e(anchor)}" data-gap-kind="{_e(kind)}"><span class="badge gap">'
+            f"{_e(kind)}</span> {_e(SERVED_GAPS[kind].why)}"
+            f"<div class='muted'>Applies to epoch(s) {epochs}.</div></li>"
+        )
+    return (
+        '<div class="section"><h4>Gaps in this run</h4><ul class="gaplist">'
+        + "".join(items)
+        + "</ul></div>"
+    )
+
+
+_LEGEND: Final = (
+    (
+        "receipt",
+        "Fingerprints of one LLM request (salted hashes of each message, the system "
+        "instructions, the tools and the settings, and one digest over them all), written on the "
+        "call's span when it was made. It holds no content.",
+    ),
+    (
+        "epoch",
+        "One LLM call of a run, numbered in start order. Its request is rebuilt from the "
+        "changes the run recorded, epoch by epoch.",
+    ),
+    (
+        "parent",
+        "The epoch whose request this one's changes apply to; 0 is the run's base (or an "
+        "empty start).",
+    ),
+    (
+        "verified",
+        "Every receipt field recomputes from the rebuilt request: this is what the model was sent.",
+    ),
+    (
+        "reconstructed",
+        "The request is shown as rebuilt, but there is no usable receipt to check it "
+        "against, or every difference is explained by a gap.",
+    ),
+    (
+        "damaged",
+        "A receipt field differs and no gap explains it: the record was altered or cut "
+        "after the call. The first difference is named.",
+    ),
+    (
+        "gap",
+        "Something the record cannot show, with what may and may not be concluded. A call "
+        "with a gap is never reported as more than the record proves.",
+    ),
+)
+
+
+def _legend() -> str:
+    terms = "".join(f"<dt>{_badge_term(term)}</dt><dd>{_e(text)}</dd>" for term, text in _LEGEND)
+    return (
+        '<details class="legend" open><summary>How to read this page</summary>'
+        f"<dl>{terms}</dl></details>"
+    )
+
+
+def _badge_term(term: str) -> str:
+    if term in {s.value for s in VerdictStatus}:
+        return f'<span class="badge {term}">{term}</span>'
+    if term == "gap":
+        return '<span class="badge gap">gap</span>'
+    return term.capitalize()
+
+
+def _notes(notes: Sequence[str]) -> str:
+    if not notes:
+        return ""
+    items = "".join(f"<li>{_e(n)}</li>" for n in notes)
+    return f'<div class="notes"><b>The backend said:</b><ul>{items}</ul></div>'
+
+
+def _shell(title: str, body: str) -> str:
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body><main>"
+        f"{body}</main></body></html>"
+    )
+
+
+def _subtitle(source: str) -> str:
+    return f"<p class='muted'>Read from {_e(source)}</p>" if source else ""
+
+
 def render_report(
     views: Iterable[ServedView],
     verdicts: Iterable[Verdict | None] | None = None,
     *,
     title: str = "af_otel report",
     source: str = "",
+    notes: Sequence[str] = (),
 ) -> str:
-    """The whole page for ``views`` (with their ``verdicts``, in the same order, if given)."""
+    """The whole page for ``views`` (with their ``verdicts``, in the same order, if given).
+
+    ``notes`` are what the backend said about the spans it returned (a partial trace, warnings);
+    they are shown above the runs."""
     views = list(views)
     given = list(verdicts) if verdicts is not None else [None] * len(views)
     by_view = {id(v): d for v, d in zip(views, given, strict=True) if d is not None}
@@ -297,20 +485,95 @@ def render_report(
         )
     )
     body = []
-    for run_id, members in runs.items():
+    for number, (run_id, members) in enumerate(runs.items(), start=1):
+        prefix = f"run-{number}"
+        ids: dict[int, str] = {}
+        used: set[str] = set()
+        for view in members:
+            anchor = f"{prefix}-e{view.epoch}"
+            extra = 2
+            while anchor in used:  # a second span claiming the same epoch number
+                anchor = f"{prefix}-e{view.epoch}-{extra}"
+                extra += 1
+            used.add(anchor)
+            ids[id(view)] = anchor
+        page = _Page(href=_same_page(ids, members), ids=ids)
         base = members[0].base
+        explained = _run_gaps(members, prefix, page)
         body.append(
-            f'<h2 id="run-{_e(run_id)}">Run <code>{_e(run_id)}</code></h2>'
+            f'<h2 id="{prefix}">Run <code>{_e(run_id)}</code></h2>'
             + (f"<p class='muted'>Base: <code>{_e(base)}</code></p>" if base else "")
-            + _run_table(members, by_view)
-            + "".join(_epoch(v, by_view.get(id(v))) for v in members)
+            + _run_table(members, by_view, page)
+            + explained
+            + "".join(_epoch(v, by_view.get(id(v)), page) for v in members)
         )
-    subtitle = f"<p class='muted'>Read from {_e(source)}</p>" if source else ""
-    return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body><main>"
-        f"<h1>{_e(title)}</h1>{subtitle}<div class='summary'>{stats}</div>"
-        + "".join(body)
-        + "</main></body></html>"
+    return _shell(
+        title,
+        f"<h1>{_e(title)}</h1>{_subtitle(source)}<div class='summary'>{stats}</div>"
+        + _notes(notes)
+        + _legend()
+        + "".join(body),
+    )
+
+
+def _same_page(
+    ids: Mapping[int, str], members: Sequence[ServedView]
+) -> Callable[[ServedView], str]:
+    """Links between epochs of one run on one page; a parent not drawn here (its span was not in
+    the input) falls back to the first view drawn with that epoch number."""
+    by_epoch: dict[int, str] = {}
+    for view in members:
+        by_epoch.setdefault(view.epoch, ids[id(view)])
+
+    def href(view: ServedView) -> str:
+        anchor = ids.get(id(view)) or by_epoch.get(view.epoch, "")
+        return f"#{anchor}"
+
+    return href
+
+
+def render_epoch_page(
+    view: ServedView,
+    verdict: Verdict | None,
+    *,
+    run: Sequence[tuple[ServedView, Verdict | None]] = (),
+    href: Callable[[ServedView], str],
+    title: str = "",
+    source: str = "",
+    notes: Sequence[str] = (),
+) -> str:
+    """The page of one epoch, as ``af-otel serve`` answers it: the epoch drawn exactly as in the
+    report, with every gap's sentence in place, and the run's other epochs (``run``: views with
+    their verdicts) listed with ``href`` links to their own pages."""
+    page = _Page(href=href, ids={id(view): f"e{view.epoch}"})
+    heading = title or (
+        f"Run {view.run_id} · epoch {view.epoch}" if view.run_id else f"Span {view.span_id}"
+    )
+    others = ""
+    if run:
+        verdicts = {id(v): d for v, d in run if d is not None}
+        others = (
+            '<div class="section"><h4>Every epoch of this run</h4>'
+            + _run_table([v for v, _ in run], verdicts, page)
+            + "</div>"
+        )
+    where = f"trace <code>{_e(view.trace_id)}</code> · span <code>{_e(view.span_id)}</code>"
+    return _shell(
+        heading,
+        f"<h1>{_e(heading)}</h1>{_subtitle(source)}<p class='muted'>{where}</p>"
+        + _notes(notes)
+        + _epoch(view, verdict, page)
+        + others
+        + _legend(),
+    )
+
+
+def render_notice(title: str, message: str, *, hints: Sequence[str] = ()) -> str:
+    """A page that says why there is nothing to show (an unknown id, an unreachable backend, an
+    unusable store), with what to try next; never a traceback."""
+    items = "".join(f"<li>{_e(h)}</li>" for h in hints)
+    return _shell(
+        title,
+        f"<h1>{_e(title)}</h1><p class='notice' data-notice>{_e(message)}</p>"
+        + (f"<ul>{items}</ul>" if items else ""),
     )

@@ -9,13 +9,13 @@ docs/instrumentations.md restates the ledger as a table; a test keeps the two eq
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from af_otel.model import fields
 from af_otel.model.request import PARAM_KEYS, Request
-from af_otel.semconv._adapted import Convention
+from af_otel.semconv._adapted import NOTE_MODEL_FROM_RESPONSE, NOTE_MODEL_NOT_CAPTURED, Convention
 
 _ALL: Final = frozenset(fields.FIELDS)
 _OPENAI_DIALS: Final = frozenset(
@@ -54,14 +54,17 @@ LEDGER: Final = (
         "genai-openai",
         ("opentelemetry.instrumentation.genai.openai",),
         ("genai",),
-        frozenset({fields.TOOLS, fields.MESSAGE_NAME, *_OPENAI_DIALS}),
+        frozenset({fields.MODEL, fields.TOOLS, fields.MESSAGE_NAME, *_OPENAI_DIALS}),
         "1.x (util-genai)",
     ),
     Entry(
         "genai-anthropic",
         ("opentelemetry.instrumentation.genai.anthropic",),
         ("genai",),
-        frozenset({fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k", "stop_sequences"}),
+        frozenset(
+            {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
+            | {"stop_sequences"}
+        ),
         "1.x (util-genai)",
     ),
     Entry(
@@ -69,8 +72,8 @@ LEDGER: Final = (
         ("opentelemetry.instrumentation.openai_v2",),
         ("genai",),
         frozenset(
-            {"temperature", "max_tokens", "top_p", "stop_sequences", "frequency_penalty"}
-            | {"presence_penalty"}
+            {fields.MODEL, "temperature", "max_tokens", "top_p", "stop_sequences"}
+            | {"frequency_penalty", "presence_penalty"}
         ),
         "2.x",
     ),
@@ -88,7 +91,7 @@ LEDGER: Final = (
         ("opentelemetry.instrumentation",),
         ("openllmetry",),
         frozenset(
-            {fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
+            {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
             | {"frequency_penalty", "presence_penalty"}
         ),
         ">=0.55",
@@ -98,7 +101,7 @@ LEDGER: Final = (
         ("opentelemetry.instrumentation",),
         ("openllmetry-legacy",),
         frozenset(
-            {fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
+            {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
             | {"frequency_penalty", "presence_penalty"}
         ),
         "<=0.54",
@@ -116,29 +119,34 @@ def entry_for(scope: str | None, convention: Convention) -> Entry | None:
     return None
 
 
-def written(request: Request) -> frozenset[str]:
+def written(request: Request, seen: fields.Shown | None = None) -> frozenset[str]:
     """The fields a request, as an unknown instrumentation wrote it, shows a value for: all an
-    unknown instrumentation is taken to record."""
+    unknown instrumentation is taken to record (``seen``: the request's `fields.shown`)."""
     found: set[str] = {key for key in request.params if key in PARAM_KEYS}
     if request.tools:
         found.add(fields.TOOLS)
-    for message in request.messages:
-        if "name" in message:
-            found.add(fields.MESSAGE_NAME)
-        for part in message.get("parts", ()):
-            if "is_error" in part:
-                found.add(fields.TOOL_ERROR)
-            if "signature" in part:
-                found.add(fields.SIGNATURE)
-    return frozenset(found)
+    return frozenset(found) | (seen or fields.shown(request)).fields
 
 
-def unrecorded(request: Request, scope: str | None, convention: Convention) -> tuple[str, ...]:
-    """The fields of ``request`` its instrumentation could not show (module docstring)."""
+# Adapter notes that say the request model is not on the span (the model shown, if any, is the
+# one the response named, which is not what was asked for).
+_MODEL_NOT_RECORDED: Final = frozenset({NOTE_MODEL_FROM_RESPONSE, NOTE_MODEL_NOT_CAPTURED})
+
+
+def unrecorded(
+    request: Request, scope: str | None, convention: Convention, notes: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """The fields of ``request`` its instrumentation could not show (module docstring);
+    ``notes`` are the adapter's, which say when this span lacks the request model."""
     entry = entry_for(scope, convention)
+    seen = fields.shown(request)  # one pass over the messages serves both questions
     # What the span shows is on record whatever the ledger says (a newer release may record more).
-    recorded = written(request) | (entry.recorded if entry is not None else frozenset())
-    return fields.unrecorded(request, recorded)
+    recorded = written(request, seen) | (entry.recorded if entry is not None else frozenset())
+    # Every instrumentation writes the request model when it has one; the notes say when not.
+    recorded |= {fields.MODEL}
+    if not _MODEL_NOT_RECORDED.isdisjoint(notes):
+        recorded -= {fields.MODEL}
+    return fields.unrecorded(request, recorded, seen)
 
 
 # -- span limits ----------------------------------------------------------------------------------

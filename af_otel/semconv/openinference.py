@@ -126,15 +126,53 @@ def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[st
     if not model:
         model = read_rows(attributes, RESPONSE_MODEL)
         notes.append(NOTE_MODEL_FROM_RESPONSE if model else NOTE_MODEL_NOT_CAPTURED)
+    provider = read_rows(attributes, PROVIDER)
+    system: list[JsonValue] = []
+    if provider.get("provider") == "anthropic":
+        system, built = _as_messages_api(built)
     request: dict[str, object] = {
-        "system": [],
+        "system": system,
         "messages": built,
         "tools": [_tool(fields) for fields in tools],
         "params": params,
         **model,
-        **read_rows(attributes, PROVIDER),
+        **provider,
     }
     return request, notes
+
+
+def _as_messages_api(
+    built: list[dict[str, JsonValue]],
+) -> tuple[list[JsonValue], list[dict[str, JsonValue]]]:
+    """An Anthropic request back in the Messages API's shape, as the GenAI conventions record it.
+
+    openinference-anthropic writes the request's ``system`` as a first message of role
+    ``system``, and splits a user turn's tool results off into ``tool`` messages ahead of the
+    rest of that turn. The Messages API has neither: the first is the request's system, and a run
+    of tool results with the user content right after it is one user turn again.
+    """
+    system: list[JsonValue] = []
+    if built and built[0]["role"] == "system":
+        parts = built[0]["parts"]
+        system = list(parts) if isinstance(parts, list) else []
+        built = built[1:]
+    merged: list[dict[str, JsonValue]] = []
+    pending: list[JsonValue] = []
+    for message in built:
+        parts = message["parts"]
+        if message["role"] == "tool" and isinstance(parts, list):
+            pending.extend(parts)
+            continue
+        if pending and message["role"] == "user" and isinstance(parts, list):
+            merged.append({**message, "parts": [*pending, *parts]})
+        else:
+            if pending:
+                merged.append({"role": "user", "parts": pending})
+            merged.append(message)
+        pending = []
+    if pending:
+        merged.append({"role": "user", "parts": pending})
+    return system, merged
 
 
 def _invocation(

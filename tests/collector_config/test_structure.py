@@ -9,9 +9,11 @@ alert rules alert on. Prometheus itself runs for real in test_promtool and test_
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
@@ -20,9 +22,15 @@ from opentelemetry import metrics
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
+from starlette.testclient import TestClient
 
 from af_otel import names
 from af_otel.processor import metrics as receipt_metrics
+from af_otel.reader.records import SpanRecord
+from af_otel.web import Evidence
+from af_otel.web.app import create_app
+from af_otel.web.command import DEFAULT_PORT
+from tests.web.recorded import Recorded, record
 
 from . import stack
 
@@ -515,10 +523,11 @@ class TestGrafana:
 
 
 class TestCompose:
-    def test_runs_the_five_services_on_pinned_images(self) -> None:
-        """Collector, Jaeger, Tempo, Prometheus and Grafana each run an image pinned to a release."""
+    def test_runs_the_services_on_pinned_images(self) -> None:
+        """Collector, Jaeger, Tempo, Prometheus, Grafana and af-otel serve each run an image
+        pinned to a release."""
         services = stack.compose_services()
-        assert set(services) == {"collector", "jaeger", "tempo", "prometheus", "grafana"}
+        assert set(services) == {"collector", "jaeger", "tempo", "prometheus", "grafana", "af-otel"}
         for name, service in services.items():
             image = service["image"]
             assert re.fullmatch(r"[a-z0-9./-]+:v?\d+\.\d+\.\d+(@sha256:[0-9a-f]{64})?", image), name
@@ -582,3 +591,172 @@ class TestDocs:
         )
         assert line in text
         assert "collector-config/" in text
+
+
+# --- links from the UIs to af-otel serve ----------------------------------------------------
+
+
+def _grafana_correlations() -> list[dict[str, Any]]:
+    sources = {d["uid"]: d for d in stack.load_yaml(stack.GRAFANA_DATASOURCES)["datasources"]}
+    correlations: list[dict[str, Any]] = sources["tempo"]["correlations"]
+    return correlations
+
+
+def _grafana_provisioned(text: str) -> str:
+    """A provisioning value as Grafana reads it: ``$$`` is a literal ``$``; a lone ``$NAME``
+    would be read from the environment, which these links must not depend on."""
+    assert not re.search(r"(?<!\$)\$(?!\$)", text.replace("$$", "")), text
+    return text.replace("$$", "$")
+
+
+def _grafana_tags(span: SpanRecord) -> str:
+    """The span's attributes as Grafana's trace view holds them (a list of key/value objects),
+    serialized as its regex transformation reads an object field."""
+    pairs = [{"key": k, "value": v} for k, v in span.attributes.items()]
+    return json.dumps(pairs, separators=(",", ":"), default=list)
+
+
+def _jaeger_encoded(value: object) -> str:
+    """JavaScript's encodeURIComponent, which Jaeger UI applies to each template value."""
+    return quote(str(value), safe="-_.!~*'()")
+
+
+def _jaeger_render(template: str, span: SpanRecord) -> str | None:
+    """A link pattern's URL for ``span`` as Jaeger UI renders it, or None where a parameter is
+    missing (Jaeger then shows no link)."""
+    values: dict[str, object] = {**span.attributes, "trace.traceID": span.trace_id.lstrip("0")}
+    names_used = re.findall(r"#\{([^}|]+)\}", template)
+    if any(n.strip() not in values for n in names_used):
+        return None
+    return re.sub(r"#\{([^}|]+)\}", lambda m: _jaeger_encoded(values[m[1].strip()]), template)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recorded, TestClient]:
+    recorded = record(tmp_path_factory.mktemp("links"))
+    evidence = Evidence(file=recorded.traces, store=str(recorded.store))
+    return recorded, TestClient(create_app(evidence))
+
+
+def _serve_base() -> str:
+    (port,) = stack.published_ports("af-otel")
+    return f"http://127.0.0.1:{stack.published_ports('af-otel')[port][1]}"
+
+
+def _local(url: str) -> str:
+    base = _serve_base()
+    assert url.startswith(base + "/"), url
+    return url[len(base) :]
+
+
+class TestLinks:
+    def test_grafana_span_link_opens_each_llm_call(
+        self, served: tuple[Recorded, TestClient]
+    ) -> None:
+        """The Tempo data source's correlation, rendered with a real span's ids and attributes
+        as Grafana would, is a URL af-otel serve answers with that span's epoch; a span without
+        af.receipt.state leaves the link's variable undefined, so Grafana shows no link."""
+        recorded, client = served
+        (link,) = _grafana_correlations()
+        assert link["type"] == "external"
+        config = link["config"]
+        assert config["field"] == "traceID"
+        url = _grafana_provisioned(config["target"]["url"])
+        (transformation,) = config["transformations"]
+        assert transformation["type"] == "regex"
+        assert transformation["field"] == "tags"
+        pattern = re.compile(transformation["expression"], re.IGNORECASE)
+        rendered = 0
+        for span in recorded.spans:
+            found = pattern.search(_grafana_tags(span))
+            if names.RECEIPT_STATE not in span.attributes:
+                assert found is None, span.name
+                continue
+            assert found is not None
+            assert found[1] == span.attributes[names.RECEIPT_STATE]
+            values = {
+                "traceID": span.trace_id,
+                "spanID": span.span_id,
+                transformation["mapValue"]: found[1],
+            }
+            target = re.sub(r"\$\{(\w+)\}", lambda m, v=values: str(v[m[1]]), url)
+            response = client.get(_local(target))
+            assert response.status_code == 200, target
+            view = next(v for v in recorded.views if v.span_id == span.span_id)
+            assert f'data-epoch="{view.epoch}"' in response.text
+            rendered += 1
+        assert rendered == len(recorded.views)
+
+    def test_jaeger_link_patterns_open_each_epoch(
+        self, served: tuple[Recorded, TestClient]
+    ) -> None:
+        """Each link pattern on af.run.id and af.epoch, rendered with a real span's attributes
+        and Jaeger's shortened trace id, is a URL af-otel serve answers with that epoch."""
+        recorded, client = served
+        patterns = stack.load_json(stack.JAEGER_UI)["linkPatterns"]
+        assert {(p["type"], p["key"]) for p in patterns} == {
+            ("tags", names.RUN_ID),
+            ("tags", names.EPOCH),
+        }
+        for pattern in patterns:
+            opened = 0
+            for span in recorded.spans:
+                if pattern["key"] not in span.attributes:
+                    continue
+                target = _jaeger_render(pattern["url"], span)
+                assert target is not None
+                response = client.get(_local(target))
+                assert response.status_code == 200, target
+                assert f'data-epoch="{span.attributes[names.EPOCH]}"' in response.text
+                assert f"trace <code>{span.trace_id}</code>" in response.text
+                assert _jaeger_render(pattern["text"], span)
+                opened += 1
+            assert opened == len(recorded.views)
+
+    def test_jaeger_loads_the_ui_config_compose_mounts(self) -> None:
+        """Jaeger runs the mounted config, whose query service reads the mounted UI file and
+        listens where the collector and Grafana reach it."""
+        config = stack.load_yaml(stack.JAEGER)
+        mounts = stack.compose_mounts("jaeger")
+        (argument,) = stack.compose_services()["jaeger"]["command"]
+        assert mounts[argument.split("=", 1)[1]] == "./" + stack.JAEGER.name
+        query = config["extensions"]["jaeger_query"]
+        assert mounts[query["ui"]["config_file"]] == "./" + stack.JAEGER_UI.name
+        assert stack.host_port(query["http"]["endpoint"]) == ("0.0.0.0", 16686)
+        assert stack.host_port(config["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"]) == (
+            "0.0.0.0",
+            4317,
+        )
+        storage = query["storage"]["traces"]
+        assert storage in config["extensions"]["jaeger_storage"]["backends"]
+        (pipeline,) = config["service"]["pipelines"].values()
+        assert set(pipeline["receivers"]) <= set(config["receivers"])
+        assert set(pipeline["processors"]) <= set(config["processors"])
+        assert set(pipeline["exporters"]) <= set(config["exporters"])
+        assert config["exporters"]["jaeger_storage_exporter"]["trace_storage"] == storage
+        assert set(config["service"]["extensions"]) == set(config["extensions"])
+
+    def test_serve_runs_where_the_links_point(self) -> None:
+        """af-otel serve fetches from compose's Tempo and listens on the port both links use,
+        published on loopback only."""
+        command = " ".join(stack.compose_services()["af-otel"]["command"])
+        tempo_port = stack.load_yaml(stack.TEMPO)["server"]["http_listen_port"]
+        assert f"--tempo http://tempo:{tempo_port}" in command
+        (port,) = stack.published_ports("af-otel")
+        assert f"--port {port}" in command
+        assert port == DEFAULT_PORT
+        assert stack.published_ports("af-otel")[port] == ("127.0.0.1", port)
+        base = _serve_base()
+        assert _grafana_provisioned(
+            _grafana_correlations()[0]["config"]["target"]["url"]
+        ).startswith(base + "/traces/")
+        for pattern in stack.load_json(stack.JAEGER_UI)["linkPatterns"]:
+            assert pattern["url"].startswith(base + "/runs/")
+        assert "/store" in stack.compose_services()["af-otel"]["volumes"][1]
+
+
+def test_viewing_doc_shows_the_click_path() -> None:
+    """docs/viewing.md says how a span link reaches af-otel serve in Grafana and in Jaeger."""
+    text = (stack.ROOT / "docs/viewing.md").read_text(encoding="utf-8")
+    for needle in ("af-otel serve", "/traces/", "/runs/", "AF_OTEL_STORE_DIR", "jaeger-ui.json"):
+        assert needle in text

@@ -22,7 +22,7 @@ from af_otel import names
 from af_otel.cli.read import print_view
 from af_otel.errors import ReaderError
 from af_otel.model import Request
-from af_otel.processor import ReceiptSpanProcessor, run
+from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, run
 from af_otel.processor import engine as engine_module
 from af_otel.reader.verify import VerdictStatus, recompute, verify
 from af_otel.reader.view import served_views
@@ -326,12 +326,23 @@ def test_verifying_out_of_order_and_twice_gives_the_same_verdicts(store: Store) 
 
 @contextmanager
 def limited_recorder(
-    store: Store, limits: SpanLimits | None = None, scope: str = WHOLE_RECORD
+    store: Store,
+    limits: SpanLimits | None = None,
+    scope: str = WHOLE_RECORD,
+    *,
+    exporter_form: bool = False,
 ) -> Iterator[Recorder]:
-    """A recorder whose SDK runs under ``limits``, as a user's would with the OTEL_SPAN_* variables."""
+    """A recorder whose SDK runs under ``limits``, as a user's would with the OTEL_SPAN_* variables;
+    af_otel wraps the export processor, or the exporter (``exporter_form``)."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(span_limits=limits)
-    provider.add_span_processor(ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=store))
+    if exporter_form:
+        wrapped = ReceiptSpanExporter(exporter, store=store)
+        provider.add_span_processor(SimpleSpanProcessor(wrapped))
+    else:
+        provider.add_span_processor(
+            ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=store)
+        )
     made = Recorder(store, scope=scope, provider=provider)
     made.exporter = exporter
     try:
@@ -345,12 +356,18 @@ def warnings_again(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine_module, "_warned", set())
 
 
+@pytest.mark.parametrize("exporter_form", [False, True])
 def test_an_evicted_attribute_means_no_receipt_and_never_verified(
-    store: Store, caplog: pytest.LogCaptureFixture, warnings_again: None
+    store: Store, caplog: pytest.LogCaptureFixture, warnings_again: None, exporter_form: bool
 ) -> None:
     """One attribute over the SDK's count limit: the call gets no receipt (content-cut) and
-    span-limits, its verdict is reconstructed, and the warning names the limit to raise."""
-    with limited_recorder(store, SpanLimits(max_span_attributes=7)) as rec, run("evicted"):
+    span-limits, its verdict is reconstructed, and the warning names the limit to raise; the
+    processor and the exporter form alike."""
+    limits = SpanLimits(max_span_attributes=7)
+    with (
+        limited_recorder(store, limits, exporter_form=exporter_form) as rec,
+        run("evicted"),
+    ):
         rec.chat([user("hello")])  # eight attributes: the oldest one is evicted
         spans = rec.records()
     (span,) = llm_spans(spans)

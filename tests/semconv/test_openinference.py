@@ -8,12 +8,16 @@ from typing import Any
 import pytest
 
 from af_otel import names
+from af_otel.model import Request
 from af_otel.semconv import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_PARAMS_UNREADABLE,
     NOTE_TOOLS_NOT_CAPTURED,
     adapt,
+    ledger,
 )
+
+from . import expected
 
 M = "llm.input_messages"
 
@@ -243,3 +247,42 @@ def test_steering_settings_are_read_from_the_invocation_parameters() -> None:
     assert adapted.request is not None
     params = adapted.request["params"]
     assert params == {k: v for k, v in given.items() if k != "model"}
+
+
+def test_a_model_taken_from_the_response_is_named_unrecorded() -> None:
+    """Without a request model on the span, `model` is an unrecorded field."""
+    plain = span(**{"llm.invocation_parameters": json.dumps({"temperature": 0.3})})
+    adapted = adapt(plain)
+    assert adapted.request is not None
+    request = Request.from_dict(adapted.request)
+    scope = "openinference.instrumentation.openai"
+    assert "model" in ledger.unrecorded(request, scope, "openinference", adapted.notes)
+    whole = adapt(span())
+    assert whole.request is not None
+    named = Request.from_dict(whole.request)
+    assert "model" not in ledger.unrecorded(named, scope, "openinference", whole.notes)
+
+
+def test_an_anthropic_request_reads_back_in_the_messages_api_shape() -> None:
+    """openinference-anthropic's system message is the request's system, and tool results it split
+    off a user turn join that turn again: the same request as genai-anthropic records it."""
+    attrs = {
+        "openinference.span.kind": "LLM",
+        "llm.provider": "anthropic",
+        "llm.invocation_parameters": json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 256}),
+        f"{M}.0.message.role": "system",
+        f"{M}.0.message.content": "You are a helpful assistant.",
+        f"{M}.1.message.role": "user",
+        f"{M}.1.message.content": "What is the weather in Paris?",
+        f"{M}.2.message.role": "assistant",
+        f"{M}.2.message.tool_calls.0.tool_call.id": "call_1",
+        f"{M}.2.message.tool_calls.0.tool_call.function.name": "get_weather",
+        f"{M}.2.message.tool_calls.0.tool_call.function.arguments": '{"city":"Paris"}',
+        f"{M}.3.message.role": "tool",
+        f"{M}.3.message.tool_call_id": "call_1",
+        f"{M}.3.message.content": "18C and sunny",
+        "llm.tools.0.tool.json_schema": json.dumps(expected.WEATHER_TOOL),
+    }
+    adapted = adapt(attrs)
+    assert adapted.request is not None
+    assert Request.from_dict(adapted.request) == Request.from_dict(expected.anthropic_weather())

@@ -1,8 +1,9 @@
 """Span sources: every export format and backend the reader knows, read into ``SpanRecord`` values.
 
 ``read_spans`` takes whatever the user has (a file path, a parsed document, the SDK's in-memory
-spans) and works out the format from the content; ``TempoSource`` and ``JaegerSource`` fetch a
-trace by id. This package and ``store/`` are the only places that do I/O.
+spans) and works out the format from the content; ``TempoSource``, ``JaegerSource`` and
+``PhoenixSource`` fetch a trace by id, or every trace of a time ``Window``. This package and
+``store/`` are the only places that do I/O.
 """
 
 from __future__ import annotations
@@ -12,19 +13,31 @@ from collections.abc import Iterable, Mapping
 from itertools import chain
 
 from af_otel.errors import UnknownFormatError
+from af_otel.reader.sources._window import Window
 from af_otel.reader.sources.documents import open_document
 from af_otel.reader.sources.files import read_file
 from af_otel.reader.sources.jaeger import ARRAY_KEYS, JaegerSource
+from af_otel.reader.sources.phoenix import PhoenixSource
 from af_otel.reader.sources.sdk import is_readable_span, sdk_records
-from af_otel.reader.sources.stream import SourceFormat, SpanStream, expected_formats
+from af_otel.reader.sources.stream import (
+    NoteKind,
+    SourceFormat,
+    SourceNote,
+    SpanStream,
+    expected_formats,
+)
 from af_otel.reader.sources.tempo import TempoSource
 
 __all__ = [
     "ARRAY_KEYS",
     "JaegerSource",
+    "NoteKind",
+    "PhoenixSource",
     "SourceFormat",
+    "SourceNote",
     "SpanStream",
     "TempoSource",
+    "Window",
     "read_spans",
 ]
 

@@ -1,4 +1,4 @@
-"""One GET of a trace-by-id endpoint, with httpx imported only when a live source is used.
+"""One GET of a backend's query API, with httpx imported only when a live source is used.
 
 httpx is the optional ``live`` extra: reading files must not need it, and a missing or failing
 fetch must surface as a ``SourceError`` that names the URL.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
+from urllib.parse import urlencode
 
 import orjson
 
@@ -18,7 +19,14 @@ from af_otel.reader.sources.stream import SourceFormat
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["expect_body", "get_json", "trace_id_for_url"]
+__all__ = [
+    "expect_body",
+    "get_bytes",
+    "get_json",
+    "parse_json",
+    "trace_id_for_url",
+    "with_query",
+]
 
 _TRACE_ID: Final = re.compile(r"[0-9a-fA-F]{1,32}")
 _BODY_EXCERPT: Final = 200
@@ -31,14 +39,19 @@ def trace_id_for_url(base_url: str, trace_id: str) -> str:
     return trace_id.lower().rjust(32, "0")
 
 
-def get_json(
+def get_bytes(
     url: str,
     *,
     headers: Mapping[str, str],
     timeout: float,
     client: httpx.Client | None,
-) -> object:
-    """GET ``url`` and parse its JSON body; every failure is a ``SourceError`` naming the URL."""
+    not_found: str | None = "trace not found",
+) -> bytes | None:
+    """GET ``url`` and return its body; every failure is a ``SourceError`` naming the URL.
+
+    A 404 raises with ``not_found`` as the reason, or returns None when ``not_found`` is None (a
+    search that found nothing).
+    """
     try:
         import httpx  # noqa: PLC0415 - the optional `live` extra, loaded only to fetch
     except ImportError:
@@ -56,14 +69,40 @@ def get_json(
     except httpx.HTTPError as exc:
         raise SourceError(f"{url}: request failed ({type(exc).__name__}: {exc})") from exc
     if response.status_code == 404:
-        raise SourceError(f"{url}: trace not found (HTTP 404)")
+        if not_found is None:
+            return None
+        raise SourceError(f"{url}: {not_found} (HTTP 404)")
     if response.status_code >= 400:
         excerpt = response.text[:_BODY_EXCERPT].strip()
         raise SourceError(f"{url}: HTTP {response.status_code}: {excerpt}")
+    return response.content
+
+
+def parse_json(body: bytes, url: str) -> object:
+    """A response body as JSON; a body that is not is a ``SourceError`` naming the URL."""
     try:
-        return orjson.loads(response.content)
+        return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise SourceError(f"{url}: the response is not JSON ({exc})") from None
+
+
+def get_json(
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    timeout: float,
+    client: httpx.Client | None,
+    not_found: str = "trace not found",
+) -> object:
+    """GET ``url`` and parse its JSON body; every failure is a ``SourceError`` naming the URL."""
+    body = get_bytes(url, headers=headers, timeout=timeout, client=client, not_found=not_found)
+    assert body is not None  # a 404 raised
+    return parse_json(body, url)
+
+
+def with_query(url: str, params: Mapping[str, str | int]) -> str:
+    """``url`` with ``params`` as its query string (the URL messages name, parameters and all)."""
+    return url + "?" + urlencode(params)
 
 
 def expect_body(doc: object, url: str, key: str, fmt: SourceFormat) -> Mapping[str, object]:

@@ -1,9 +1,11 @@
 """Decoders for the encodings the export formats disagree on: ids, 64-bit ints, enums and AnyValue.
 
 OTLP JSON writes hex ids, integer enums and int64 as strings; Tempo's jsonpb writes base64 ids and
-enum names; protobuf-to-JSON and hand-written files mix both. Each decoder here accepts every form
-and raises ``Problem`` (never a bare KeyError/TypeError) so sources can name the span that failed.
-Parsed JSON is walked as the dicts and lists every JSON parser produces.
+enum names; protobuf-to-JSON and hand-written files mix both. Field names come in two spellings as
+the protobuf JSON mapping allows: lowerCamelCase (``traceId``) or the proto name (``trace_id``, what
+Phoenix serves), and a field set to ``null`` is a field left out. Each decoder here accepts every
+form and raises ``Problem`` (never a bare KeyError/TypeError) so sources can name the span that
+failed. Parsed JSON is walked as the dicts and lists every JSON parser produces.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any, Final
 
 from af_otel.reader.records import AttrScalar, AttrValue, SpanKind, StatusCode
@@ -21,12 +24,15 @@ from af_otel.reader.records import AttrScalar, AttrValue, SpanKind, StatusCode
 __all__ = [
     "Problem",
     "any_value",
+    "array_text",
     "attributes",
     "base64_text",
     "enum_value",
     "id_hex",
     "int_value",
+    "message_field",
     "optional_id_hex",
+    "proto_name",
     "python_value",
 ]
 
@@ -44,6 +50,23 @@ _NON_FINITE: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.
 
 class Problem(ValueError):
     """A value cannot be decoded; the message says which field and why, the caller says where."""
+
+
+@cache
+def proto_name(json_name: str) -> str:
+    """The protobuf field name of a lowerCamelCase JSON name (``traceId`` -> ``trace_id``)."""
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), json_name)
+
+
+def message_field(message: Mapping[str, Any], json_name: str) -> Any:
+    """A message field by its lowerCamelCase JSON name or its proto name; None when absent or null.
+
+    The protobuf JSON mapping lets writers use either spelling and readers must accept both.
+    """
+    value = message.get(json_name)
+    if value is None:
+        value = message.get(proto_name(json_name))
+    return value
 
 
 def id_hex(value: object, nbytes: int, what: str) -> str:
@@ -152,32 +175,51 @@ def _double(value: object, what: str) -> float:
     raise Problem(f"{what} must be a number, got {value!r}")
 
 
+# AnyValue's oneof, both spellings of each member; the member set (not null) is the value.
+_ANY_KINDS: Final = {
+    name: kind
+    for kind in ("string", "int", "bool", "double", "array", "kvlist", "bytes")
+    for name in (f"{kind}Value", f"{kind}_value")
+}
+
+
+def _set_field(value: object, what: str) -> tuple[str | None, Any]:
+    """Which member of an AnyValue's oneof is set, and its content; (None, None) when none is."""
+    if not isinstance(value, dict):
+        raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
+    # Walk the object's own keys: one in OTLP JSON, seven (six null) from Phoenix.
+    for name, content in value.items():
+        if content is not None:
+            kind = _ANY_KINDS.get(name)
+            if kind is not None:
+                return kind, content
+    return None, None
+
+
 def _plain(value: object, what: str, depth: int = 0) -> object:
     """An AnyValue as a plain JSON value, for arrays and maps nested inside a value."""
     if depth > MAX_DEPTH:
         raise Problem(f"{what} is nested deeper than {MAX_DEPTH} levels")
-    if not isinstance(value, dict):
-        raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
-    if "stringValue" in value:
-        return _string(value["stringValue"], what)
-    if "boolValue" in value:
-        return _bool(value["boolValue"], what)
-    if "intValue" in value:
-        return int_value(value["intValue"], what)
-    if "doubleValue" in value:
-        number = _double(value["doubleValue"], what)
+    kind, content = _set_field(value, what)
+    if kind == "string":
+        return _string(content, what)
+    if kind == "bool":
+        return _bool(content, what)
+    if kind == "int":
+        return int_value(content, what)
+    if kind == "double":
+        number = _double(content, what)
         return number if math.isfinite(number) else _finite_text(number)
-    if "bytesValue" in value:
-        return base64_text(value["bytesValue"], what)
-    if "arrayValue" in value:
+    if kind == "bytes":
+        return base64_text(content, what)
+    if kind == "array":
         return [
-            _plain(item, f"{what}[{i}]", depth + 1)
-            for i, item in enumerate(_values(value["arrayValue"], what))
+            _plain(item, f"{what}[{i}]", depth + 1) for i, item in enumerate(_values(content, what))
         ]
-    if "kvlistValue" in value:
+    if kind == "kvlist":
         return {
-            _string(kv.get("key"), f"{what} key"): _plain(kv.get("value", {}), what, depth + 1)
-            for kv in _key_values(_values(value["kvlistValue"], what), what)
+            _string(kv.get("key"), f"{what} key"): _plain(kv.get("value") or {}, what, depth + 1)
+            for kv in _key_values(_values(content, what), what)
         }
     return None
 
@@ -195,9 +237,8 @@ def _nested_json(value: object) -> str:
 
 def _element(value: object, what: str) -> AttrScalar | None:
     """An array attribute's element: a scalar, None for an empty value, JSON for a container."""
-    if not isinstance(value, dict):
-        raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
-    if "arrayValue" in value or "kvlistValue" in value:
+    kind, _ = _set_field(value, what)
+    if kind in ("array", "kvlist"):
         return _nested_json(_plain(value, what))
     decoded = any_value(value, what)
     assert not isinstance(decoded, tuple)  # containers were handled just above
@@ -210,25 +251,26 @@ def any_value(value: object, what: str) -> AttrValue | None:
     Arrays of scalars become tuples; an array or map nested in an array, and a map itself, become a
     JSON string (the attribute model has no nested values); bytes become base64 text.
     """
-    if not isinstance(value, dict):
-        raise Problem(f"{what} must be an AnyValue object, got {type(value).__name__}")
-    if "stringValue" in value:
-        return _string(value["stringValue"], what)
-    if "intValue" in value:
-        return int_value(value["intValue"], what)
-    if "boolValue" in value:
-        return _bool(value["boolValue"], what)
-    if "doubleValue" in value:
-        return _double(value["doubleValue"], what)
-    if "arrayValue" in value:
+    text = value.get("stringValue") if isinstance(value, dict) else None
+    if type(text) is str:  # most attributes: one lookup, no walk
+        return text
+    kind, content = _set_field(value, what)
+    if kind == "string":
+        return _string(content, what)
+    if kind == "int":
+        return int_value(content, what)
+    if kind == "bool":
+        return _bool(content, what)
+    if kind == "double":
+        return _double(content, what)
+    if kind == "array":
         return tuple(
-            _element(item, f"{what}[{i}]")
-            for i, item in enumerate(_values(value["arrayValue"], what))
+            _element(item, f"{what}[{i}]") for i, item in enumerate(_values(content, what))
         )
-    if "kvlistValue" in value:
+    if kind == "kvlist":
         return _nested_json(_plain(value, what))
-    if "bytesValue" in value:
-        return base64_text(value["bytesValue"], what)
+    if kind == "bytes":
+        return base64_text(content, what)
     return None
 
 
@@ -275,10 +317,27 @@ def attributes(items: object, what: str) -> dict[str, AttrValue]:
     out: dict[str, AttrValue] = {}
     for kv in _key_values(items, what):
         key = _string(kv.get("key"), f"{what} key")
-        decoded = any_value(kv.get("value", {}), f"{what} {key!r}")
+        decoded = any_value(kv.get("value") or {}, f"{what} {key!r}")
         if decoded is not None:
             out[key] = decoded
     return out
+
+
+def array_text(text: str) -> AttrValue:
+    """A string array carried as JSON text (``["a","b"]``) back as a tuple; other text stays text.
+
+    Jaeger stores keep arrays as JSON text. Callers apply this only to keys known to be arrays,
+    since any string may legitimately look like JSON.
+    """
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(parsed, list) or any(
+        item is not None and not isinstance(item, str | bool | int | float) for item in parsed
+    ):
+        return text
+    return tuple(parsed)
 
 
 def python_value(value: object) -> AttrValue | None:

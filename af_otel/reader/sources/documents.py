@@ -13,6 +13,7 @@ from af_otel.errors import UnknownFormatError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources.jaeger import jaeger_v1_records, jaeger_v3_records
 from af_otel.reader.sources.otlp import resource_spans_records
+from af_otel.reader.sources.phoenix import phoenix_records
 from af_otel.reader.sources.stream import SourceFormat, SpanStream, expected_formats
 from af_otel.reader.sources.tempo import tempo_v1_records, tempo_v2_records
 
@@ -22,15 +23,19 @@ _Decoder = Callable[[Mapping[str, object], str, SpanStream], Iterator[SpanRecord
 
 
 def _otlp(doc: Mapping[str, object], origin: str, stream: SpanStream) -> Iterator[SpanRecord]:
-    return resource_spans_records(doc.get("resourceSpans"), origin, stream)
+    if "resourceSpans" in doc:
+        return resource_spans_records(doc["resourceSpans"], origin, stream)
+    return resource_spans_records(doc.get("resource_spans"), origin, stream, "resource_spans")
 
 
 # Checked in order; the first key present decides.
 _SHAPES: Final[tuple[tuple[str, SourceFormat, _Decoder], ...]] = (
     ("resourceSpans", SourceFormat.OTLP_JSON, _otlp),
+    ("resource_spans", SourceFormat.OTLP_JSON, _otlp),  # the proto field name, equally valid
     ("batches", SourceFormat.TEMPO_V1, tempo_v1_records),
     ("trace", SourceFormat.TEMPO_V2, tempo_v2_records),
     ("result", SourceFormat.JAEGER_V3, jaeger_v3_records),
+    ("next_cursor", SourceFormat.PHOENIX, phoenix_records),  # before Jaeger's "data"
     ("data", SourceFormat.JAEGER_V1, jaeger_v1_records),
 )
 
@@ -69,7 +74,7 @@ def document_records(doc: object, origin: str, stream: SpanStream) -> Iterator[S
             error=UnknownFormatError,
         )
         return
-    decoder = next(decode for _, shape, decode in _SHAPES if shape is fmt) if doc else None
+    decoder = next((decode for key, _, decode in _SHAPES if key in doc), None)
     if decoder is not None:
         yield from decoder(doc, origin, stream)
 

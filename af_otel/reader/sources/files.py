@@ -31,7 +31,7 @@ _COMPRESSED: Final = {
     b"\x1f\x8b": "gzip-compressed",
 }
 
-_Layout = Literal["lines", "document", "proto"]
+_Layout = Literal["lines", "document", "line", "proto"]
 
 
 def read_file(path: str, *, lenient: bool) -> SpanStream:
@@ -39,6 +39,11 @@ def read_file(path: str, *, lenient: bool) -> SpanStream:
     layout = _layout(path)
     if layout == "document":
         return open_document(_load_document(path), path, lenient=lenient)
+    if layout == "line":
+        # One document on one line: labelled by its own shape, messages still name line 1.
+        doc = _load_document(path)
+        stream = SpanStream(path, document_format(doc) or SourceFormat.OTLP_JSON, lenient=lenient)
+        return stream.feed(document_records(doc, f"{path}:1", stream))
     if layout == "proto":
         stream = SpanStream(path, SourceFormat.OTLP_PROTO, lenient=lenient)
         return stream.feed(_proto(path, stream))
@@ -61,7 +66,7 @@ def _layout(path: str) -> _Layout:
     if not text:
         return "lines"  # an empty file is an export that has not written yet: zero spans
     if text.startswith(b"{"):
-        return "lines" if _first_lines_parse(path) else "document"
+        return _json_layout(path)
     if looks_length_prefixed(head, size):
         return "proto"
     for magic, what in _COMPRESSED.items():
@@ -76,31 +81,46 @@ def _layout(path: str) -> _Layout:
     )
 
 
-def _first_lines_parse(path: str) -> bool:
-    """Tell JSON lines from one pretty document by the first few lines.
+def _json_layout(path: str) -> _Layout:
+    """Tell JSON lines from one document by the first few lines.
 
     Lines when one of the first ``_LOOKAHEAD`` non-blank lines is a whole document of a known
-    shape (a torn first line does not hide the rest). Otherwise a document only when the first
-    line opens one the way pretty-printers do (``{`` alone, or ending in ``{`` or ``[``): a run
-    of torn lines is still JSON lines, to be skipped one by one.
+    shape (a torn first line does not hide the rest) and some other non-blank line follows. A
+    file whose only line is a backend's answer (Tempo, Jaeger, Phoenix, as curl saves it) is that
+    document; an OTLP request alone on its line is an export file after one export.
+    Otherwise a document only when the first line opens one the way pretty-printers do (``{``
+    alone, or ending in ``{`` or ``[``): a run of torn lines is still JSON lines, to be skipped
+    one by one.
     """
     first: bytes | None = None
     seen = 0
+    whole = False
+    fmt: SourceFormat | None = None
     with _open(path) as file:
         for raw in file:
             line = raw.strip(_SPACE).removeprefix(_BOM)
             if not line:
                 continue
             first = line if first is None else first
-            try:
-                if document_format(orjson.loads(line)) is not None:
-                    return True
-            except orjson.JSONDecodeError:
-                pass
             seen += 1
-            if seen == _LOOKAHEAD:
+            if whole:
+                return "lines"  # another line follows a whole document
+            if seen > _LOOKAHEAD:
                 break
-    return first is None or not (first == b"{" or first.endswith((b"{", b"[")))
+            try:
+                fmt = document_format(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                fmt = None
+            whole = fmt is not None
+            if whole and seen > 1:
+                return "lines"
+    if whole:
+        # An OTLP request on one line is what an exporter writes after one export; any other
+        # shape on one line is a backend's answer saved as is (curl -o).
+        return "lines" if fmt is SourceFormat.OTLP_JSON else "line"
+    if first is not None and (first == b"{" or first.endswith((b"{", b"["))):
+        return "document"
+    return "lines"
 
 
 def _load_document(path: str) -> object:

@@ -7,16 +7,24 @@ arrays and maps become JSON text; a trace id whose high half is zero prints as 1
 Array text is turned back into a tuple only for the af_otel keys known to be arrays, since any
 other string tag may legitimately look like JSON. Dropped-attribute and dropped-event counts do
 not survive the translator: records read from this format carry 0.
+
+``/api/v3`` is OTLP, but Jaeger 2.x on Elasticsearch, OpenSearch, Cassandra or Badger stores spans
+in the same tag model and serves arrays and maps back as JSON text (``stringValue``); the same
+af_otel array keys are turned back there too. A map stays JSON text either way: the attribute
+model has no maps.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+import orjson
+
 from af_otel import names
+from af_otel.errors import SourceError
 from af_otel.reader.records import (
     AttrValue,
     EventRecord,
@@ -25,15 +33,38 @@ from af_otel.reader.records import (
     StatusCode,
     freeze_attributes,
 )
-from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url
-from af_otel.reader.sources._values import Problem, base64_text, int_value
+from af_otel.reader.sources._http import (
+    expect_body,
+    get_bytes,
+    get_json,
+    parse_json,
+    trace_id_for_url,
+    with_query,
+)
+from af_otel.reader.sources._values import (
+    Problem,
+    array_text,
+    base64_text,
+    int_value,
+    message_field,
+)
+from af_otel.reader.sources._window import Window
 from af_otel.reader.sources.otlp import resource_spans_records
-from af_otel.reader.sources.stream import SourceFormat, SpanStream
+from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ARRAY_KEYS", "JaegerSource", "jaeger_v1_records", "jaeger_v3_records"]
+__all__ = [
+    "ARRAY_KEYS",
+    "DEFAULT_SEARCH_LIMIT",
+    "JaegerSource",
+    "jaeger_v1_records",
+    "jaeger_v3_records",
+]
+
+# Traces one search may return; reaching it is noted as a truncation (narrow the window).
+DEFAULT_SEARCH_LIMIT: Final = 1000
 
 # The af_otel attributes that are string arrays on the span (CONTRACT §5); Jaeger shows them as
 # JSON text and the reader turns them back.
@@ -46,6 +77,12 @@ ARRAY_KEYS: Final = frozenset(
         names.RECEIPT_TOOLS_HASHES,
     }
 )
+
+# Where Jaeger 2.x puts its query warnings on an OTLP span, and the one it writes on a trace cut
+# at ``max_trace_size`` ("trace has more than N spans, showing first N spans only").
+_WARNINGS_ATTRIBUTE: Final = "@jaeger@warnings"
+_TRUNCATED: Final = re.compile(r"trace has more than \d+ spans|truncated")
+_V3_TEXT_ARRAYS: Final = ARRAY_KEYS | {_WARNINGS_ATTRIBUTE}
 
 _KINDS: Final = {
     "internal": SpanKind.INTERNAL,
@@ -71,16 +108,36 @@ _NO_SERVICE: Final = "OTLPResourceNoServiceName"
 def jaeger_v3_records(
     doc: Mapping[str, object], origin: str, stream: SpanStream
 ) -> Iterator[SpanRecord]:
-    """Records of a ``GET /api/v3/traces/<id>`` body: ``{"result": {"resourceSpans": [...]}}``."""
+    """Records of a ``GET /api/v3/traces/<id>`` body: ``{"result": {"resourceSpans": [...]}}``.
+
+    Jaeger's query adjusters explain themselves in the span attribute ``@jaeger@warnings``; each
+    warning becomes a note (a trace cut at the query's ``max_trace_size`` a truncation note).
+    """
     result = doc.get("result")
     if result is None:
-        return iter(())
+        return
     if not isinstance(result, dict):
         stream.problem(f"{origin}: result must be an object", unit="line")
-        return iter(())
-    return resource_spans_records(
-        result.get("resourceSpans"), origin, stream, path="result.resourceSpans"
-    )
+        return
+    for record in resource_spans_records(
+        message_field(result, "resourceSpans"),
+        origin,
+        stream,
+        path="result.resourceSpans",
+        text_arrays=_V3_TEXT_ARRAYS,
+    ):
+        warnings = record.attributes.get(_WARNINGS_ATTRIBUTE)
+        for warning in warnings if isinstance(warnings, tuple) else (warnings,):
+            if warning is not None:
+                stream.note(
+                    f"{origin}: Jaeger warning on span {record.span_id}: {warning}",
+                    _warning_kind(str(warning)),
+                )
+        yield record
+
+
+def _warning_kind(warning: str) -> NoteKind:
+    return NoteKind.TRUNCATED if _TRUNCATED.search(warning) else NoteKind.WARNING
 
 
 def jaeger_v1_records(
@@ -88,7 +145,7 @@ def jaeger_v1_records(
 ) -> Iterator[SpanRecord]:
     """Records of a ``GET /api/traces/<id>`` (or search) body: ``{"data": [{"spans", ...}]}``."""
     for error in _list(doc.get("errors")):
-        stream.note(f"{origin}: Jaeger reported an error: {error}")
+        stream.note(f"{origin}: Jaeger reported an error: {error}", NoteKind.ERROR)
     data = doc.get("data")
     if data is None:
         return
@@ -101,12 +158,14 @@ def jaeger_v1_records(
             stream.problem(f"{origin}: data[{t}] must be an object", unit="span")
             continue
         for warning in _list(trace.get("warnings")):
-            stream.note(f"{origin}: Jaeger warning on data[{t}]: {warning}")
+            text = f"{origin}: Jaeger warning on data[{t}]: {warning}"
+            stream.note(text, _warning_kind(str(warning)))
         processes = _Processes(trace.get("processes"))
         for k, span in enumerate(_list(trace.get("spans"))):
             # Jaeger's adjusters (clock skew, duplicate ids) explain themselves per span.
             for warning in _list(span.get("warnings") if isinstance(span, dict) else None):
-                stream.note(f"{origin}: Jaeger warning on data[{t}].spans[{k}]: {warning}")
+                text = f"{origin}: Jaeger warning on data[{t}].spans[{k}]: {warning}"
+                stream.note(text, _warning_kind(str(warning)))
             try:
                 record = _span(span, processes, origin)
             except Problem as exc:
@@ -263,7 +322,7 @@ def _tag_value(key: str, vtype: object, value: object, what: str) -> AttrValue:
     if vtype == "string":
         if not isinstance(value, str):
             raise Problem(f"{where} must be a string")
-        return _array(value) if key in ARRAY_KEYS else value
+        return array_text(value) if key in ARRAY_KEYS else value
     if vtype == "bool":
         if isinstance(value, bool):
             return value
@@ -284,19 +343,6 @@ def _tag_value(key: str, vtype: object, value: object, what: str) -> AttrValue:
     if vtype == "binary":
         return base64_text(value, where)
     raise Problem(f"{where} has unknown type {vtype!r}")
-
-
-def _array(text: str) -> AttrValue:
-    """A known array key's JSON text back as a tuple; text that is not a JSON array stays text."""
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return text
-    if not isinstance(parsed, list) or any(
-        item is not None and not isinstance(item, str | bool | int | float) for item in parsed
-    ):
-        return text
-    return tuple(parsed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,3 +376,87 @@ class JaegerSource:
         body = expect_body(doc, url, "data", SourceFormat.JAEGER_V1)
         stream = SpanStream(url, SourceFormat.JAEGER_V1, lenient=lenient)
         return stream.feed(jaeger_v1_records(body, url, stream))
+
+    def search_url(self, window: Window, service: str, limit: int) -> str:
+        """The FindTraces URL ``window`` asks for ``service``."""
+        if self.api == "v3":
+            # The snake_case parameter names: every Jaeger with /api/v3 accepts them (2.x reads
+            # them as aliases of its camelCase ones).
+            params: dict[str, str | int] = {
+                "query.service_name": service,
+                "query.start_time_min": window.start_iso,
+                "query.start_time_max": window.end_iso,
+                "query.num_traces": limit,
+            }
+            return with_query(self.url.rstrip("/") + "/api/v3/traces", params)
+        params = {
+            "service": service,
+            "start": window.start_ns // 1000,
+            "end": window.end_ns // 1000,
+            "limit": limit,
+        }
+        return with_query(self.url.rstrip("/") + "/api/traces", params)
+
+    def window(
+        self,
+        window: Window,
+        service: str,
+        *,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        lenient: bool = False,
+    ) -> SpanStream:
+        """Find ``service``'s traces that started in ``window`` (Jaeger's FindTraces) now.
+
+        Jaeger answers a search with the found traces whole, in one body (``/api/v3``: one
+        ``{"result": ...}`` document, or one per line from the older streaming gateway), so
+        memory follows ``limit``, not the window. A search that finds nothing is zero spans; one
+        that returns ``limit`` traces is noted as truncated.
+        """
+        if not service:
+            raise SourceError(f"{self.url}: a Jaeger search needs a service name")
+        url = self.search_url(window, service, limit)
+        body = get_bytes(
+            url, headers=self.headers, timeout=self.timeout, client=self.client, not_found=None
+        )
+        fmt = SourceFormat.JAEGER_SEARCH if self.api == "v3" else SourceFormat.JAEGER_V1
+        stream = SpanStream(url, fmt, lenient=lenient)
+        return stream.feed(self._found(body, url, stream, window, limit))
+
+    def _found(
+        self, body: bytes | None, url: str, stream: SpanStream, window: Window, limit: int
+    ) -> Iterator[SpanRecord]:
+        traces: set[str] = set()
+        for doc in _chunks(body, url):
+            if self.api == "v3":
+                records = jaeger_v3_records(
+                    expect_body(doc, url, "result", stream.format), url, stream
+                )
+            else:
+                records = jaeger_v1_records(
+                    expect_body(doc, url, "data", stream.format), url, stream
+                )
+            for record in records:
+                if record.trace_id not in traces:
+                    traces.add(record.trace_id)
+                    stream.traces_read = len(traces)
+                yield record
+        if len(traces) >= limit:
+            stream.note(
+                f"{url}: Jaeger returned {len(traces)} traces, the search limit; traces beyond it "
+                f"in {window} were not read (narrow the window or raise the limit)",
+                NoteKind.TRUNCATED,
+            )
+
+
+def _chunks(body: bytes | None, url: str) -> Iterator[object]:
+    """The JSON documents of a body: one, or one per line (a streamed gRPC-gateway answer)."""
+    if body is None:
+        return
+    try:
+        yield orjson.loads(body)
+        return
+    except orjson.JSONDecodeError:
+        pass
+    for line in body.splitlines():
+        if line.strip():
+            yield parse_json(line, url)

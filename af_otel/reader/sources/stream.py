@@ -8,6 +8,7 @@ still reads.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
 from typing import Final, Literal
@@ -15,7 +16,7 @@ from typing import Final, Literal
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
 
-__all__ = ["MAX_MESSAGES", "SourceFormat", "SpanStream"]
+__all__ = ["MAX_MESSAGES", "NoteKind", "SourceFormat", "SourceNote", "SpanStream"]
 
 # Messages are kept for the person reading, counts for everything else: a bound keeps a file
 # with millions of torn lines from filling memory with their descriptions.
@@ -36,6 +37,34 @@ class SourceFormat(Enum):
     JAEGER_V3 = 'Jaeger GET /api/v3/traces/<id> {"result": {"resourceSpans": [...]}}'
     JAEGER_V1 = 'Jaeger GET /api/traces/<id> {"data": [{"spans": [...]}]}'
     SDK = "OpenTelemetry SDK ReadableSpan objects (e.g. InMemorySpanExporter)"
+    TEMPO_SEARCH = "Tempo GET /api/search, then each trace by id"
+    JAEGER_SEARCH = 'Jaeger GET /api/v3/traces?query.service_name=... {"result": {...}}'
+    PHOENIX = 'Phoenix GET /v1/projects/<project>/spans/otlpv1 {"data": [spans], "next_cursor"}'
+
+
+class NoteKind(Enum):
+    """What a backend said about its own answer."""
+
+    PARTIAL = "partial"  # the backend says the trace it returned is incomplete (Tempo PARTIAL)
+    TRUNCATED = "truncated"  # a limit cut the answer: a search hit its trace limit
+    ERROR = "error"  # the backend reported an error next to the data (Jaeger errors)
+    WARNING = "warning"  # the backend adjusted or doubted the data (Jaeger warnings)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceNote:
+    """One thing a source reported about its own completeness; ``str()`` is the text."""
+
+    kind: NoteKind
+    text: str
+
+    @property
+    def missing_spans(self) -> bool:
+        """Whether the note means spans may be missing from what was read (not a mere warning)."""
+        return self.kind is not NoteKind.WARNING
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def expected_formats() -> str:
@@ -49,8 +78,9 @@ class SpanStream(Iterator[SpanRecord]):
     Iterate it once. The tallies grow while iterating, so read them after the loop:
     ``skipped_lines`` counts lines (or protobuf records) that could not be decoded at all,
     ``skipped_spans`` spans dropped from otherwise readable lines, ``problems`` the first
-    ``MAX_MESSAGES`` messages about them, ``notes`` what the source itself reported (a partial
-    trace, backend warnings). Closing the stream (or leaving its ``with`` block) closes the file.
+    ``MAX_MESSAGES`` messages about them, ``notes`` the first ``MAX_MESSAGES`` ``SourceNote``
+    values the backend itself reported (a partial trace, a search cut at its limit, warnings and
+    errors). Closing the stream (or leaving its ``with`` block) closes the file.
     """
 
     __slots__ = (
@@ -62,6 +92,8 @@ class SpanStream(Iterator[SpanRecord]):
         "skipped_lines",
         "skipped_spans",
         "source",
+        "traces_expected",
+        "traces_read",
     )
 
     def __init__(self, source: str, fmt: SourceFormat, *, lenient: bool) -> None:
@@ -71,7 +103,10 @@ class SpanStream(Iterator[SpanRecord]):
         self.skipped_lines = 0
         self.skipped_spans = 0
         self.problems: list[str] = []
-        self.notes: list[str] = []
+        self.notes: list[SourceNote] = []
+        # Window reads count whole traces too, for a progress line: None when not known.
+        self.traces_read = 0
+        self.traces_expected: int | None = None
         self._records: Iterator[SpanRecord] = iter(())
 
     def feed(self, records: Iterator[SpanRecord]) -> SpanStream:
@@ -102,10 +137,19 @@ class SpanStream(Iterator[SpanRecord]):
         if len(self.problems) < MAX_MESSAGES:
             self.problems.append(message)
 
-    def note(self, message: str) -> None:
+    def note(self, message: str, kind: NoteKind = NoteKind.WARNING) -> None:
         """Keep something the source reported about its own completeness."""
         if len(self.notes) < MAX_MESSAGES:
-            self.notes.append(message)
+            self.notes.append(SourceNote(kind, message))
+
+    def absorb(self, other: SpanStream) -> None:
+        """Add what reading ``other`` (one trace of a window) skipped and noted to this stream."""
+        self.skipped_lines += other.skipped_lines
+        self.skipped_spans += other.skipped_spans
+        room = MAX_MESSAGES - len(self.problems)
+        self.problems.extend(other.problems[: max(room, 0)])
+        room = MAX_MESSAGES - len(self.notes)
+        self.notes.extend(other.notes[: max(room, 0)])
 
     def __iter__(self) -> SpanStream:
         return self

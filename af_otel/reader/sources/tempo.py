@@ -1,25 +1,43 @@
-"""Grafana Tempo: its trace-by-id bodies, and ``TempoSource`` to fetch one by id over HTTP.
+"""Grafana Tempo: its trace-by-id bodies, and ``TempoSource`` to fetch traces over HTTP.
 
 Tempo marshals with gogo jsonpb, so ids are base64 and enums are names; ``/api/traces`` renames
 the top key to ``batches`` (and Tempo 1.x says ``instrumentationLibrarySpans``), ``/api/v2/traces``
 wraps the trace in ``{"trace": ...}`` next to a ``status`` that says when the trace is partial.
+A window is a TraceQL search (``/api/search``, which lists trace ids, hex with leading zeros
+dropped) followed by each trace by id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from functools import partial
+from typing import TYPE_CHECKING, Final, Literal
 
+from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url
+from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url, with_query
+from af_otel.reader.sources._values import message_field
+from af_otel.reader.sources._window import DEFAULT_WORKERS, Window, fetch_each
 from af_otel.reader.sources.otlp import resource_spans_records
-from af_otel.reader.sources.stream import SourceFormat, SpanStream
+from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["TempoSource", "tempo_v1_records", "tempo_v2_records"]
+__all__ = [
+    "DEFAULT_QUERY",
+    "DEFAULT_SEARCH_LIMIT",
+    "TempoSource",
+    "tempo_v1_records",
+    "tempo_v2_records",
+]
+
+# Spans af_otel looked at: every one carries af.receipt.state, a string. A regex match rather than
+# `!= nil` so that Tempo versions before attribute-existence queries accept it too.
+DEFAULT_QUERY: Final = '{ span.af.receipt.state =~ ".+" }'
+# Traces one search may return; reaching it is noted as a truncation (narrow the window).
+DEFAULT_SEARCH_LIMIT: Final = 1000
 
 
 def tempo_v1_records(
@@ -38,7 +56,8 @@ def tempo_v2_records(
     if doc.get("status") in ("PARTIAL", 1):
         message = doc.get("message")
         stream.note(
-            f"{origin}: Tempo returned a partial trace" + (f" ({message})" if message else "")
+            f"{origin}: Tempo returned a partial trace" + (f" ({message})" if message else ""),
+            NoteKind.PARTIAL,
         )
     trace = doc.get("trace")
     if trace is None:
@@ -47,7 +66,7 @@ def tempo_v2_records(
         stream.problem(f"{origin}: trace must be an object", unit="line")
         return iter(())
     return resource_spans_records(
-        trace.get("resourceSpans"), origin, stream, path="trace.resourceSpans"
+        message_field(trace, "resourceSpans"), origin, stream, path="trace.resourceSpans"
     )
 
 
@@ -83,3 +102,66 @@ class TempoSource:
         body = expect_body(doc, url, "batches", SourceFormat.TEMPO_V1)
         stream = SpanStream(url, SourceFormat.TEMPO_V1, lenient=lenient)
         return stream.feed(tempo_v1_records(body, url, stream))
+
+    def search_url(self, window: Window, query: str, limit: int) -> str:
+        """The ``/api/search`` URL ``window`` asks (start and end in whole Unix seconds)."""
+        params: dict[str, str | int] = {
+            "q": query,
+            "start": window.start_ns // 1_000_000_000,
+            "end": -(-window.end_ns // 1_000_000_000),
+            "limit": limit,
+            "spss": 1,
+        }
+        return with_query(self.url.rstrip("/") + "/api/search", params)
+
+    def window(
+        self,
+        window: Window,
+        *,
+        query: str = DEFAULT_QUERY,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        workers: int = DEFAULT_WORKERS,
+        lenient: bool = False,
+    ) -> SpanStream:
+        """Search ``window`` now, then fetch each trace found while the stream is read.
+
+        ``query`` is TraceQL (default: spans carrying ``af.receipt.state``). A search that returns
+        ``limit`` traces is noted as truncated; a trace that cannot be fetched is a problem of the
+        stream (raised, or skipped when ``lenient``).
+        """
+        url = self.search_url(window, query, limit)
+        body = expect_body(
+            get_json(url, headers=self.headers, timeout=self.timeout, client=self.client),
+            url,
+            "traces",
+            SourceFormat.TEMPO_SEARCH,
+        )
+        ids = _search_ids(body, url)
+        stream = SpanStream(url, SourceFormat.TEMPO_SEARCH, lenient=lenient)
+        stream.traces_expected = len(ids)
+        if len(ids) >= limit:
+            stream.note(
+                f"{url}: Tempo returned {len(ids)} traces, the search limit; traces beyond it in "
+                f"{window} were not read (narrow the window or raise the limit)",
+                NoteKind.TRUNCATED,
+            )
+        fetch = partial(_trace_for_window, self, lenient=lenient)
+        return stream.feed(fetch_each(ids, fetch, stream, workers=workers))
+
+
+def _trace_for_window(source: TempoSource, trace_id: str, *, lenient: bool) -> SpanStream:
+    return source.trace(trace_id, lenient=lenient)
+
+
+def _search_ids(body: Mapping[str, object], url: str) -> list[str]:
+    """The trace ids of a SearchResponse, in its order, each once."""
+    traces = body.get("traces") or []
+    if not isinstance(traces, list):
+        raise SourceError(f"{url}: traces must be a list")
+    ids: dict[str, None] = {}
+    for index, trace in enumerate(traces):
+        trace_id = trace.get("traceID") if isinstance(trace, dict) else None
+        if not isinstance(trace_id, str):
+            raise SourceError(f"{url}: traces[{index}] has no traceID")
+        ids[trace_id_for_url(url, trace_id)] = None
+    return list(ids)

@@ -7,12 +7,14 @@ import importlib.util
 import json
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
+from urllib.parse import urlsplit
 
 from af_otel.reader.records import AttrValue, SpanRecord
 from af_otel.reader.sources import ARRAY_KEYS, read_spans
@@ -81,19 +83,40 @@ def _json_text(value: tuple[object, ...]) -> str:
 
 @contextmanager
 def serve(
-    routes: Mapping[str, tuple[int, bytes]], seen: list[dict[str, str]] | None = None
+    routes: Mapping[str, tuple[int, bytes]],
+    seen: list[dict[str, str]] | None = None,
+    *,
+    delay: float = 0.0,
+    in_flight: list[int] | None = None,
 ) -> Iterator[str]:
     """An HTTP server on 127.0.0.1 answering GET paths from ``routes``; yields its base URL.
 
-    Unknown paths get a 404 with a JSON error body, like Tempo and Jaeger. Each request's
-    headers (and its path, as ``:path``) are appended to ``seen`` when given.
+    A route matches the whole path with its query, else the path alone. Unknown paths get a 404
+    with a JSON error body, like Tempo and Jaeger. Each request's headers (and its path, as
+    ``:path``) are appended to ``seen`` when given. Each answer waits ``delay`` seconds; the most
+    requests served at once is kept in ``in_flight[0]`` when given.
     """
+    lock = threading.Lock()
+    busy = [0]
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if seen is not None:
                 seen.append({":path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
-            status, body = routes.get(self.path, (404, b'{"error": "trace not found"}'))
+            with lock:
+                busy[0] += 1
+                if in_flight is not None:
+                    in_flight[0] = max(in_flight[0], busy[0])
+            try:
+                time.sleep(delay)
+                self._answer()
+            finally:
+                with lock:
+                    busy[0] -= 1
+
+        def _answer(self) -> None:
+            route = routes.get(self.path) or routes.get(urlsplit(self.path).path)
+            status, body = route or (404, b'{"error": "trace not found"}')
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))

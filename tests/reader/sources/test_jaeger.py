@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from af_otel import names
 from af_otel.errors import SourceError, UnknownFormatError
 from af_otel.reader.records import SpanKind, SpanRecord, StatusCode
-from af_otel.reader.sources import JaegerSource, SourceFormat, read_spans
+from af_otel.reader.sources import JaegerSource, NoteKind, SourceFormat, read_spans
 
 from .helpers import FIXTURES, as_jaeger_v1_sees_it, by_id, sdk_records, serve, shapes
 from .strategies import attribute_maps, sdk_span
@@ -167,10 +167,13 @@ def test_errors_and_warnings_become_notes() -> None:
     doc["data"][0]["spans"][2]["warnings"] = ["clock skew adjusted"]
     stream = read_spans(doc)
     list(stream)
-    assert stream.notes == [
-        "<document>: Jaeger reported an error: {'code': 500, 'msg': 'storage timeout'}",
-        "<document>: Jaeger warning on data[0]: trace truncated",
-        "<document>: Jaeger warning on data[0].spans[2]: clock skew adjusted",
+    assert [(n.kind, str(n)) for n in stream.notes] == [
+        (
+            NoteKind.ERROR,
+            "<document>: Jaeger reported an error: {'code': 500, 'msg': 'storage timeout'}",
+        ),
+        (NoteKind.TRUNCATED, "<document>: Jaeger warning on data[0]: trace truncated"),
+        (NoteKind.WARNING, "<document>: Jaeger warning on data[0].spans[2]: clock skew adjusted"),
     ]
 
 

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from af_otel.errors import SourceError
-from af_otel.reader.sources import SourceFormat, TempoSource, read_spans
+from af_otel.reader.sources import NoteKind, SourceFormat, SourceNote, TempoSource, read_spans
 
 from .helpers import FIXTURES, by_id, sdk_records, serve, shapes
 
@@ -31,7 +31,11 @@ def test_a_partial_trace_is_noted_and_still_read() -> None:
     doc["message"] = "1 of 3 blocks failed"
     stream = read_spans(doc)
     assert len(list(stream)) == 5
-    assert stream.notes == ["<document>: Tempo returned a partial trace (1 of 3 blocks failed)"]
+    assert stream.notes == [
+        SourceNote(
+            NoteKind.PARTIAL, "<document>: Tempo returned a partial trace (1 of 3 blocks failed)"
+        )
+    ]
 
 
 def test_an_empty_trace_is_no_spans() -> None:

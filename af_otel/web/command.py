@@ -1,0 +1,131 @@
+"""``af-otel serve``: the subcommand that starts the evidence pages on a local address.
+
+Importing this module needs nothing beyond af_otel itself, so ``af-otel`` lists ``serve`` whether
+or not the ``serve`` extra is installed; running it without Starlette and Uvicorn says how to get
+them. The key of keyed receipts comes from the same options and variables as ``af-otel verify``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from typing import Any, Final
+
+from af_otel import names
+from af_otel.cli.read import _add_key, _key
+from af_otel.errors import AfOtelError
+from af_otel.reader.sources import JaegerSource, PhoenixSource, TempoSource
+from af_otel.web.evidence import TRACES_KEPT, Evidence, TraceSource
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "evidence_from", "register"]
+
+DEFAULT_HOST: Final = "127.0.0.1"  # the pages show prompts: nobody else's to read by default
+DEFAULT_PORT: Final = 8770
+EXIT_ERROR: Final = 2
+
+
+def register(subparsers: Any) -> None:
+    """Add ``serve`` to the ``af-otel`` command."""
+    serve = subparsers.add_parser(
+        "serve",
+        help="serve each LLM call's evidence as a local web page (trace UIs link to it)",
+        description=(
+            "Answer /traces/<trace id>/spans/<span id> and /runs/<run>/epochs/<n> with the "
+            "served view, verdict, receipt and gaps of that LLM call. Needs the serve extra: "
+            "pip install 'af-otel[serve]'."
+        ),
+    )
+    serve.add_argument("file", nargs="?", metavar="FILE", help="a trace file to serve from")
+    serve.add_argument("--tempo", metavar="URL", help="fetch each trace from Tempo at URL")
+    serve.add_argument("--jaeger", metavar="URL", help="fetch each trace from Jaeger at URL")
+    serve.add_argument("--phoenix", metavar="URL", help="fetch each trace from Phoenix at URL")
+    serve.add_argument(
+        "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
+    )
+    serve.add_argument(
+        "--store",
+        metavar="URL",
+        help=f"where bases and large payloads are (default ${names.ENV_STORE}, else "
+        f"{names.DEFAULT_STORE})",
+    )
+    _add_key(serve)
+    serve.add_argument(
+        "--lenient", action="store_true", help="skip unreadable lines and spans and say so"
+    )
+    serve.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})"
+    )
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
+    )
+    serve.add_argument(
+        "--traces-kept",
+        type=int,
+        default=TRACES_KEPT,
+        metavar="N",
+        help=f"fetched traces kept in memory (default {TRACES_KEPT})",
+    )
+    serve.set_defaults(func=serve_command)
+
+
+def evidence_from(args: argparse.Namespace) -> Evidence:
+    """The `Evidence` the arguments name; `AfOtelError` when they name no single backend."""
+    chosen = [name for name in ("file", "tempo", "jaeger", "phoenix") if getattr(args, name, None)]
+    if len(chosen) != 1:
+        raise AfOtelError("give one of: a trace FILE, --tempo URL, --jaeger URL, --phoenix URL")
+    if args.project and not args.phoenix:
+        raise AfOtelError("--project names a Phoenix project: add --phoenix URL")
+    options: dict[str, Any] = {
+        "store": args.store,
+        "key": _key(args),
+        "lenient": args.lenient,
+        "traces_kept": max(1, args.traces_kept),
+    }
+    if args.file:
+        return Evidence(file=args.file, **options)
+    source: TraceSource
+    if args.tempo:
+        source, label = TempoSource(args.tempo), f"Tempo at {args.tempo}"
+    elif args.jaeger:
+        source, label = JaegerSource(args.jaeger), f"Jaeger at {args.jaeger}"
+    else:
+        project = args.project or "default"
+        source = PhoenixSource(args.phoenix, project=project)
+        label = f"Phoenix at {args.phoenix} (project {project})"
+    return Evidence(source=source, label=label, **options)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn  # noqa: PLC0415 - the optional serve extra
+
+        from af_otel.web.app import create_app  # noqa: PLC0415 - imports Starlette
+    except ImportError:
+        print(
+            "af-otel serve: needs Starlette and Uvicorn: pip install 'af-otel[serve]'",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    try:
+        evidence = evidence_from(args)
+    except (AfOtelError, OSError) as exc:
+        print(f"af-otel serve: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    where = f"http://{args.host}:{args.port}/"
+    print(f"af-otel serve: {where} reading {evidence.label}, store {args.store or '(default)'}")
+    if not _loopback(args.host):
+        print(
+            f"af-otel serve: listening on {args.host}: pages show prompts to anyone who can "
+            "reach this address",
+            file=sys.stderr,
+        )
+    uvicorn.run(create_app(evidence), host=args.host, port=args.port, log_level="warning")
+    return 0

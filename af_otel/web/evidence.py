@@ -1,0 +1,244 @@
+"""What ``af-otel serve`` shows, found and cached: the views and verdicts of one trace fetched
+from a backend, or of a whole trace file, looked up by span or by run and epoch.
+
+Errors keep the read path's types so the app can answer each with its HTTP status: an id that
+names nothing is a `ReaderError`, a backend that failed a `SourceError`, a store that cannot be
+read a `StoreError`. A trace the backend does not have is the first kind, not the second.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Protocol
+
+from af_otel import names
+from af_otel.errors import ReaderError, SourceError, StoreError
+from af_otel.reader.records import SpanRecord
+from af_otel.reader.sources import SpanStream, read_spans
+from af_otel.reader.verify import Verdict, verify
+from af_otel.reader.view import ServedView, served_views
+from af_otel.store import open_store
+
+__all__ = ["TRACES_KEPT", "Evidence", "Shown", "TraceSource", "check_ids"]
+
+# Traces kept after a fetch: a person clicking through spans revisits a handful; each entry holds
+# one trace's views (every message of every LLM call), so the bound is small.
+TRACES_KEPT: Final = 32
+# Up to 32 (16) hex digits: Jaeger writes a 128-bit trace id without the high half's leading
+# zeros, and some Tempo views shorten ids the same way; they are padded back.
+_TRACE_ID: Final = re.compile(r"[0-9a-f]{1,32}")
+_SPAN_ID: Final = re.compile(r"[0-9a-f]{1,16}")
+# How the backend sources word a trace the backend does not have (Tempo and Jaeger answer 404,
+# Phoenix an empty page); a missing project or API is a failed backend, not an unknown id.
+_NOT_FOUND: Final = ": trace not found ("
+
+
+class TraceSource(Protocol):
+    """A backend that fetches one trace by id: `TempoSource`, `JaegerSource`, `PhoenixSource`."""
+
+    def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """One epoch to show, with its verdict (None: a keyed receipt and no key), the epochs of its
+    run as far as the record holds them, where they were read, and what the backend noted."""
+
+    view: ServedView
+    verdict: Verdict | None
+    run: tuple[tuple[ServedView, Verdict | None], ...]
+    source: str
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    views: tuple[ServedView, ...]
+    verdicts: tuple[Verdict | None, ...]
+    source: str
+    notes: tuple[str, ...]
+
+    def shown(self, index: int) -> Shown:
+        view = self.views[index]
+        run = tuple(
+            (v, d)
+            for v, d in zip(self.views, self.verdicts, strict=True)
+            if view.run_id and v.run_id == view.run_id
+        )
+        return Shown(view, self.verdicts[index], run, self.source, self.notes)
+
+    def find_epoch(self, run_id: str, epoch: int) -> int | None:
+        return next(
+            (i for i, v in enumerate(self.views) if v.run_id == run_id and v.epoch == epoch),
+            None,
+        )
+
+
+def check_ids(trace_id: str, span_id: str | None = None) -> tuple[str, str | None]:
+    """Trace and span ids as 32 and 16 lowercase hex digits, or `ValueError` saying which one is
+    not an id."""
+    trace = trace_id.lower()
+    if not _TRACE_ID.fullmatch(trace):
+        raise ValueError(f"{trace_id!r} is not a trace id (up to 32 hex digits)")
+    if span_id is None:
+        return trace.rjust(32, "0"), None
+    span = span_id.lower()
+    if not _SPAN_ID.fullmatch(span):
+        raise ValueError(f"{span_id!r} is not a span id (up to 16 hex digits)")
+    return trace.rjust(32, "0"), span.rjust(16, "0")
+
+
+def _check_store(store: str | None) -> None:
+    """A local store that is not a directory names nothing a trace refers to: say so, instead
+    of showing every epoch with a missing base. URLs are the store backend's to judge."""
+    url = store if store is not None else (os.environ.get(names.ENV_STORE) or names.DEFAULT_STORE)
+    if "://" in url or "::" in url:
+        return
+    what = f"--store {url}" if store is not None else f"the store {url} (no --store given)"
+    path = Path(url)
+    if not path.exists():
+        raise StoreError(f"{what}: no such directory")
+    if not path.is_dir():
+        raise StoreError(f"{what}: not a directory")
+
+
+class Evidence:
+    """Views and verdicts for the pages, from a trace ``file`` or a ``source`` backend.
+
+    A file is read whole and read again when it changes (the collector's file grows); a backend
+    is asked for one trace per click and the last `TRACES_KEPT` traces are kept. ``store`` is the
+    ``--store`` argument (None: the default); ``key`` checks keyed receipts and is never shown."""
+
+    def __init__(
+        self,
+        *,
+        store: str | None,
+        key: bytes | None = None,
+        file: str | os.PathLike[str] | None = None,
+        source: TraceSource | None = None,
+        label: str = "",
+        lenient: bool = False,
+        traces_kept: int = TRACES_KEPT,
+    ) -> None:
+        if (file is None) == (source is None):
+            raise ValueError("give either a trace file or a backend source")
+        self.file = os.fspath(file) if file is not None else None
+        self.source = source
+        self.label = label or (f"the trace file {self.file}" if self.file else "the backend")
+        self.store = store
+        self._key = key
+        self.lenient = lenient
+        self.traces_kept = traces_kept
+        self._lock = threading.Lock()
+        self._traces: OrderedDict[str, _Loaded] = OrderedDict()
+        self._file: tuple[tuple[int, int], _Loaded] | None = None
+
+    def __repr__(self) -> str:  # the key stays out of every rendering of this object
+        return f"Evidence({self.label!r}, store={self.store!r})"
+
+    # -- lookups ---------------------------------------------------------------------------
+
+    def span(self, trace_id: str, span_id: str) -> Shown:
+        """The epoch of LLM-call span ``span_id`` in trace ``trace_id``."""
+        trace, span = check_ids(trace_id, span_id)
+        loaded = self._read_file() if self.file else self._fetch(trace)
+        index = next(
+            (
+                i
+                for i, v in enumerate(loaded.views)
+                if v.span_id == span and (self.source is not None or v.trace_id == trace)
+            ),
+            None,
+        )
+        if index is None:
+            if self.file and not any(v.trace_id == trace for v in loaded.views):
+                raise ReaderError(f"no LLM call of trace {trace} in {self.label}")
+            raise ReaderError(
+                f"span {span} of trace {trace} is not an LLM call af_otel can show "
+                f"({len(loaded.views)} LLM call(s) in that trace)"
+            )
+        return loaded.shown(index)
+
+    def epoch(self, run_id: str, epoch: int, *, trace_id: str | None = None) -> Shown:
+        """Epoch ``epoch`` of run ``run_id``; with a backend, from trace ``trace_id``, else from
+        the traces fetched so far."""
+        if self.file:
+            candidates = [self._read_file()]
+        elif trace_id is not None:
+            candidates = [self._fetch(check_ids(trace_id)[0])]
+        else:
+            with self._lock:
+                candidates = list(reversed(self._traces.values()))
+        for loaded in candidates:
+            index = loaded.find_epoch(run_id, epoch)
+            if index is not None:
+                return loaded.shown(index)
+        if any(v.run_id == run_id for loaded in candidates for v in loaded.views):
+            raise ReaderError(f"run {run_id!r} has no epoch {epoch} in {self.label}")
+        if self.file or trace_id is not None:
+            raise ReaderError(f"no LLM call of run {run_id!r} in {self.label}")
+        raise ReaderError(
+            f"run {run_id!r} is in none of the traces fetched so far from {self.label}; "
+            "open it from a span, or add ?trace=<trace id> to this address"
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _read_file(self) -> _Loaded:
+        assert self.file is not None
+        try:
+            info = os.stat(self.file)
+        except OSError as exc:
+            raise SourceError(f"{self.file}: {exc.strerror or exc}") from None
+        stamp = (info.st_mtime_ns, info.st_size)
+        with self._lock:
+            if self._file is not None and self._file[0] == stamp:
+                return self._file[1]
+        loaded = self._load(read_spans(self.file, lenient=self.lenient))
+        with self._lock:
+            self._file = (stamp, loaded)
+        return loaded
+
+    def _fetch(self, trace_id: str) -> _Loaded:
+        with self._lock:
+            found = self._traces.get(trace_id)
+            if found is not None:
+                self._traces.move_to_end(trace_id)
+                return found
+        assert self.source is not None
+        try:
+            loaded = self._load(self.source.trace(trace_id, lenient=self.lenient))
+        except SourceError as exc:
+            if _NOT_FOUND in str(exc):
+                raise ReaderError(f"{self.label} has no trace {trace_id}") from None
+            raise
+        with self._lock:
+            self._traces[trace_id] = loaded
+            self._traces.move_to_end(trace_id)
+            while len(self._traces) > self.traces_kept:
+                self._traces.popitem(last=False)
+        return loaded
+
+    def _load(self, stream: SpanStream) -> _Loaded:
+        with stream:
+            records: Sequence[SpanRecord] = tuple(stream)
+        if not records and self.source is not None:
+            raise ReaderError(f"{self.label} returned no span for that trace ({stream.source})")
+        _check_store(self.store)
+        views = served_views(records, store=open_store(self.store))
+        verdicts: list[Verdict | None] = []
+        for view in views:
+            try:
+                verdicts.append(verify(view, key=self._key))
+            except ReaderError:  # a keyed receipt and no key: shown, not checked
+                verdicts.append(None)
+        notes = [str(note) for note in stream.notes]  # SourceNote or text: str() is the text
+        if stream.skipped:
+            notes.append(f"{stream.skipped} unreadable line(s) or span(s) skipped")
+        return _Loaded(tuple(views), tuple(verdicts), stream.source, tuple(notes))
