@@ -141,7 +141,7 @@ class Engine:
         self._remember(key, run_id)
         run = self.runs.get(run_id)
         with run.lock:
-            run.number(key, start)
+            run.number(key, start, at_start=True)
 
     def forget(self, key: SpanKey) -> None:
         with self._open_lock:

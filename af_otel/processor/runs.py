@@ -91,14 +91,20 @@ class RunState:
         seen = self.seen.size if self.seen is not None else 0
         return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2 + seen
 
-    def number(self, key: tuple[int, int], start_time: int) -> tuple[int, bool]:
+    def number(
+        self, key: tuple[int, int], start_time: int, *, at_start: bool = False
+    ) -> tuple[int, bool]:
         """Give the call ``key`` the next epoch; also say whether that breaks start order (a call
-        that started earlier than one already numbered is numbered after it)."""
+        that started earlier than one already numbered is numbered after it).
+
+        ``at_start``: numbered in ``on_start``. Two calls starting on two threads at once can be
+        numbered in either order, but neither can be the other's parent (a parent ends before its
+        child starts, so it was numbered before the child began), so that is not a break."""
         found = self.open_calls.get(key)
         if found is not None:
             return found
         self.last_epoch += 1
-        out_of_order = start_time < self.latest_start
+        out_of_order = not at_start and start_time < self.latest_start
         self.latest_start = max(self.latest_start, start_time)
         self.open_calls[key] = (self.last_epoch, out_of_order)
         return self.last_epoch, out_of_order

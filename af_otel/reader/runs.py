@@ -43,8 +43,29 @@ EMPTY_STATE: Final[Mapping[str, Any]] = MappingProxyType({"messages": ()})
 BACKEND_LIMITS: Final = frozenset({2048})
 _ITEMS: Final = {"system": normalize_part, "messages": normalize_message, "tools": normalize_tool}
 _VERBS: Final = {verb.value: verb for verb in Verb}
-# Item blobs fetched during one read, by address: a message stored once is fetched once.
-Blobs = dict[str, Any]
+
+
+class Blobs:
+    """What one read fetched from the store: blobs by address (a message stored once is fetched
+    once), and the normalized form of each fetched message (so the lanes of a run share one
+    object per message, and whatever is computed per message is computed once)."""
+
+    __slots__ = ("fetched", "normal")
+
+    def __init__(self) -> None:
+        self.fetched: dict[str, Any] = {}
+        self.normal: dict[int, tuple[Any, Any]] = {}
+
+    def messages(self, store: Store, items: list[Any], where: str) -> tuple[Any, ...]:
+        """A stored message list, references resolved, each message normalized once per read."""
+        out: list[Any] = []
+        for index, raw in enumerate(load_items(store, items, self.fetched)):
+            found = self.normal.get(id(raw))
+            if found is None or found[0] is not raw:
+                found = (raw, freeze(normalize_message(raw, f"{where}: messages[{index}]")))
+                self.normal[id(raw)] = found
+            out.append(found[1])
+        return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,9 +236,12 @@ def _decode_commit(
         try:
             payload = store.get_json(ref)
             if key == "messages" and isinstance(payload, list):
-                payload = load_items(store, payload, cache)
+                messages = cache.messages(store, payload, f"{where}: commit {seq}")
+                return Commit(seq, key, verb, messages)
         except AfOtelError as exc:
             raise _Bad(f"{where}: commit {seq} payload {ref}: {exc}") from None
+        except ValueError as exc:
+            raise _Bad(str(exc)) from None
     else:
         # Neither value nor ref: the writer withheld the content on purpose (or its store failed).
         payload = UNKNOWN
@@ -239,17 +263,19 @@ def _load_base(
         return EMPTY_STATE, f"base {address}: {exc}"
     if not isinstance(raw, dict):
         return EMPTY_STATE, f"base {address} is not a JSON object"
-    messages = raw.get("messages")
+    messages = raw.pop("messages", None)
     if isinstance(messages, list):
         try:
-            raw["messages"] = load_items(store, messages, cache)
-        except AfOtelError as exc:
+            found = cache.messages(store, messages, f"base {address}")
+        except (AfOtelError, ValueError) as exc:
             return EMPTY_STATE, f"base {address}: {exc}"
+    elif messages is not None:
+        return EMPTY_STATE, f"base {address}: messages must be a list"
     try:
         state = {k: normalize_value(k, v, f"base {address}") for k, v in raw.items()}
     except (_Bad, AfOtelError) as exc:
         return EMPTY_STATE, str(exc)
-    state.setdefault("messages", ())
+    state["messages"] = found if isinstance(messages, list) else ()
     return MappingProxyType(state), None
 
 
@@ -503,7 +529,7 @@ def group_runs(
             by_run.setdefault(run_id, []).append(span)
         else:
             loose.append(span)
-    cache: Blobs = {}
+    cache = Blobs()
     grouped = [_run_lanes(run_id, members, store, cache) for run_id, members in by_run.items()]
     grouped.sort(
         key=lambda lanes: min(

@@ -136,3 +136,12 @@ def test_each_run_state_numbers_in_a_lane_of_its_own() -> None:
     again = table.get("r")
     assert again is not first
     assert again.lane != first.lane
+
+
+def test_calls_starting_together_on_two_threads_are_no_break_of_order() -> None:
+    """Numbered in on_start, a call whose start time is a hair earlier than one numbered just
+    before it is not flagged: neither can be the other's parent."""
+    run = RunTable().get("r")
+    assert run.number((1, 1), 100, at_start=True) == (1, False)
+    assert run.number((1, 2), 99, at_start=True) == (2, False)
+    assert run.number((1, 3), 98) == (3, True)

@@ -284,7 +284,7 @@ def _corrupt_base_blob(run: str) -> Callable[[list[dict[str, Any]], Path], None]
         digits = address.removeprefix("sha256:")
         blob = store_root / "sha256" / digits[:2] / digits[2:]
         blob.chmod(0o644)
-        blob.write_bytes(blob.read_bytes().replace(b"wrong", b"right"))
+        blob.write_bytes(blob.read_bytes() + b" ")
 
     return apply
 
