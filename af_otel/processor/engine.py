@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import Request
+from af_otel.model.fields import Shown
 from af_otel.processor import commits, context, gaps, guard, incremental, metrics
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
@@ -184,6 +185,8 @@ class Engine:
         unrecorded: tuple[str, ...] = ()
         convention: Convention | None = None
         notes: tuple[str, ...] = ()
+        shown: Shown | None = None
+        sealed: bool | None = None
         run_id = self.run_of(facts.key, facts.attributes, pop=True)
         run = self.runs.get(run_id)
         if supplied is None:
@@ -191,6 +194,7 @@ class Engine:
             # Only what is new since the run's last call is parsed (see incremental.py).
             read = incremental.read(facts.attributes, facts.name, limits, run.seen)
             run.seen, adapted = read.seen, read.adapted
+            shown, sealed = read.shown, read.sealed
             request_in: Mapping[str, Any] | Request | None = read.request or adapted.request
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
@@ -213,10 +217,10 @@ class Engine:
             if request is None:
                 reason = names.REASON_UNREADABLE
             elif convention is not None:
-                unrecorded = ledger.unrecorded(request, facts.scope, convention, notes)
+                unrecorded = ledger.unrecorded(request, facts.scope, convention, notes, shown)
         with run.lock:
             enrichment = self._finish(
-                run, facts, request, reason, content_keys, direct, on_span, unrecorded
+                run, facts, request, reason, content_keys, direct, on_span, unrecorded, sealed
             )
         self.runs.settle(run)
         metrics.count_receipt(
@@ -234,6 +238,7 @@ class Engine:
         direct: bool,
         on_span: bool = True,
         unrecorded: tuple[str, ...] = (),
+        sealed: bool | None = None,
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
         parent = run.parent_of(facts.start_time, request)
@@ -302,6 +307,7 @@ class Engine:
             order_unknown=out_of_order or lost or facts.run_unknown,
             unrecorded=unrecorded if minted else (),
             cut=reason == names.REASON_CUT,
+            sealed=sealed,
         )
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,

@@ -33,7 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from af_otel.model import FrozenDict, Request
+from af_otel.model import FrozenDict, Request, fields
+from af_otel.model.fields import Shown
+from af_otel.processor import gaps
 from af_otel.receipts.memo import same_json
 from af_otel.semconv import Adapted, Limits, adapt
 from af_otel.semconv.genai import MESSAGES
@@ -59,6 +61,8 @@ class Seen:
     messages: tuple[FrozenDict, ...]
     system: tuple[FrozenDict, ...]
     tools: tuple[FrozenDict, ...]
+    shown: Shown  # what the messages show (the field ledger's one pass over them)
+    sealed: bool  # whether one of them replays sealed reasoning (the thinking-replay gap)
 
     @property
     def size(self) -> int:
@@ -86,6 +90,10 @@ class Read:
     request: Request | None
     seen: Seen | None
     reused: int = 0  # messages taken from the previous call without reading them
+    # The passes over the request's messages the engine needs, folded over the new messages only
+    # (None: not computed, the engine makes them itself).
+    shown: Shown | None = None
+    sealed: bool | None = None
 
 
 def read(
@@ -106,7 +114,11 @@ def full(attributes: Mapping[str, Any], span_name: str, limits: Limits | None) -
     """The full path: adapt and parse everything."""
     adapted = adapt(attributes, span_name, limits=limits)
     request = _parse(adapted.request)
-    return Read(adapted, request, _remember(attributes, adapted, request))
+    if request is None:
+        return Read(adapted, None, None)
+    shown, sealed = fields.shown(request), gaps.sealed_messages(request.messages)
+    seen = _remember(attributes, adapted, request, shown, sealed)
+    return Read(adapted, request, seen, 0, shown, sealed)
 
 
 def _tail(
@@ -137,21 +149,32 @@ def _tail(
         tail.provider,
     )
     whole = replace(adapted, request={**adapted.request, "messages": request.messages})
-    return Read(whole, request, _seen(adapted.convention, text, request, seen), len(seen.messages))
+    new = fields.shown(tail)
+    shown = fields.Shown(seen.shown.kinds | new.kinds, seen.shown.fields | new.fields)
+    sealed = seen.sealed or gaps.sealed_messages(tail.messages)
+    after = _seen(adapted.convention, text, request, shown, sealed, seen)
+    return Read(whole, request, after, len(seen.messages), shown, sealed)
 
 
 def _remember(
-    attributes: Mapping[str, Any], adapted: Adapted, request: Request | None
+    attributes: Mapping[str, Any], adapted: Adapted, request: Request, shown: Shown, sealed: bool
 ) -> Seen | None:
-    if request is None or adapted.convention not in _JSON_ARRAY:
+    if adapted.convention not in _JSON_ARRAY:
         return None
     text = attributes.get(MESSAGES.key)
     if not isinstance(text, str) or not request.messages:
         return None
-    return _seen(adapted.convention, text, request)
+    return _seen(adapted.convention, text, request, shown, sealed)
 
 
-def _seen(convention: str, text: str, request: Request, before: Seen | None = None) -> Seen | None:
+def _seen(
+    convention: str,
+    text: str,
+    request: Request,
+    shown: Shown,
+    sealed: bool,
+    before: Seen | None = None,
+) -> Seen | None:
     body = text.rstrip(_JSON_SPACE)
     if not body.endswith("]"):
         return None
@@ -162,7 +185,16 @@ def _seen(convention: str, text: str, request: Request, before: Seen | None = No
         chunks = ("".join((*before.chunks, body[before.length : length])),)
     else:
         chunks = (*before.chunks, body[before.length : length])
-    return Seen(convention, chunks, length, request.messages, request.system, request.tools)
+    return Seen(
+        convention,
+        chunks,
+        length,
+        request.messages,
+        request.system,
+        request.tools,
+        shown,
+        sealed,
+    )
 
 
 def _shared(before: tuple[FrozenDict, ...], now: tuple[FrozenDict, ...]) -> tuple[FrozenDict, ...]:

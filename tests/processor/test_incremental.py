@@ -31,7 +31,17 @@ parts = st.lists(
             texts,
             st.dictionaries(texts, st.integers() | st.booleans() | texts, max_size=2),
         ),
-        st.builds(lambda r: {"type": "tool_call_response", "id": "t1", "response": r}, texts),
+        st.builds(
+            lambda r, e: {"type": "tool_call_response", "id": "t1", "response": r, **e},
+            texts,
+            st.sampled_from([{}, {"is_error": True}]),
+        ),
+        # Reasoning, sealed (no content, or a signature) or not: the thinking-replay gap.
+        st.builds(
+            lambda c, sig: {"type": "reasoning", "content": c, **sig},
+            texts,
+            st.sampled_from([{}, {"signature": "s"}]),
+        ),
     ),
     min_size=1,
     max_size=2,
