@@ -1,6 +1,6 @@
 """af_otel: receipts for LLM calls on OpenTelemetry spans, and a reader that turns traces into evidence.
 
-The public surface is what ``__all__`` lists (CONTRACT §8); everything else is internal.
+The public surface is what ``__all__`` lists; everything else is internal.
 """
 
 from __future__ import annotations
@@ -9,12 +9,24 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from af_otel.canonical import canonical_json, receipt_hash
-from af_otel.errors import AfOtelError, CanonicalJSONError
+from af_otel.errors import (
+    AfOtelError,
+    BlobDamagedError,
+    BlobNotFoundError,
+    CanonicalJSONError,
+    InvalidAddressError,
+    ReaderError,
+    RequestShapeError,
+    SourceError,
+    StoreError,
+    TraceNotFoundError,
+    UnknownFormatError,
+)
 from af_otel.model import Request
 from af_otel.reader.gaps import SERVED_GAPS
 from af_otel.reader.sources import read_spans
-from af_otel.reader.verify import verify
-from af_otel.reader.view import served_views
+from af_otel.reader.verify import Verdict, VerdictStatus, verify
+from af_otel.reader.view import ServedView, served_views
 from af_otel.receipts import Receipt, ReceiptDigests, ReceiptRejected, mint_receipt
 
 if TYPE_CHECKING:
@@ -43,14 +55,26 @@ _EMIT = frozenset(
 __all__ = [
     "SERVED_GAPS",
     "AfOtelError",
+    "BlobDamagedError",
+    "BlobNotFoundError",
     "CanonicalJSONError",
+    "InvalidAddressError",
+    "ReaderError",
     "Receipt",
     "ReceiptDigests",
     "ReceiptRejected",
     "ReceiptSpanExporter",
     "ReceiptSpanProcessor",
     "Request",
+    "RequestShapeError",
     "RunTagger",
+    "ServedView",
+    "SourceError",
+    "StoreError",
+    "TraceNotFoundError",
+    "UnknownFormatError",
+    "Verdict",
+    "VerdictStatus",
     "canonical_json",
     "completion_hook",
     "llm_call",
@@ -67,3 +91,8 @@ def __getattr__(name: str) -> Any:
     if name in _EMIT:
         return getattr(import_module("af_otel.processor"), name)
     raise AttributeError(f"module 'af_otel' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The lazily loaded emit names are listed before their first use, like every other name.
+    return sorted(set(globals()) | set(__all__))

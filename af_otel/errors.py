@@ -8,7 +8,8 @@ AfOtelError
 │   ├── BlobNotFoundError   nothing stored at that address
 │   └── BlobDamagedError    bytes whose hash differs from their address
 ├── SourceError             a span source could not be read (names file and line, or URL)
-│   └── UnknownFormatError  the input is in no format the reader knows
+│   ├── UnknownFormatError  the input is in no format the reader knows
+│   └── TraceNotFoundError  the backend answered that it has no such trace
 └── ReaderError             spans were read but a request of the caller cannot be served
 """
 
@@ -52,6 +53,12 @@ class SourceError(AfOtelError):
 
 class UnknownFormatError(SourceError):
     """The input is in no format the reader knows; the message says what was expected."""
+
+
+class TraceNotFoundError(SourceError):
+    """The backend answered that it has no trace of that id (Tempo's or Jaeger's 404, no span
+    of it in the Phoenix project); the message names the URL. A backend that failed is a plain
+    `SourceError`."""
 
 
 class ReaderError(AfOtelError):

@@ -96,3 +96,6 @@ DEFAULT_INLINE_LIMIT: Final = 1024
 # The writer (one engine: a process, or a forked or restarted one) that numbered a call: epochs
 # count per run and lane, so workers serving one run never need to agree on a number.
 EPOCH_LANE: Final = "af.epoch.lane"
+# A span that records the same model call as another span of its run (a framework span around
+# the SDK's, or a provider SDK's own span): the epoch it is the same call as; it has no epoch.
+EPOCH_SAME_AS: Final = "af.epoch.same_as"

@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 import inspect
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 import af_otel
 
-# The contract's names (CONTRACT §8) that the receipt core provides; others add theirs to __all__.
+# The names the receipt core provides; others add theirs to __all__.
 CORE = ("canonical_json", "receipt_hash", "mint_receipt", "ReceiptDigests")
 
 
@@ -20,6 +22,37 @@ def test_all_has_no_duplicates_and_holds_the_core() -> None:
     """__all__ lists each name once and includes the receipt core's contract names."""
     assert len(af_otel.__all__) == len(set(af_otel.__all__))
     assert set(CORE) <= set(af_otel.__all__)
+
+
+def test_readme_lists_exactly_all() -> None:
+    """The README's paragraph on the Python API names each name of __all__, and no other."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    paragraph = readme.split("The Python API is what `af_otel.__all__` lists.")[1].split("\n\n")[0]
+    listed = set(re.findall(r"`(\w+)`", paragraph))
+    assert listed == set(af_otel.__all__)
+
+
+def test_dir_lists_every_public_name() -> None:
+    """dir(af_otel) shows every name of __all__, the lazily loaded emit names before first use."""
+    code = "import af_otel, sys; print(sorted(set(af_otel.__all__) - set(dir(af_otel))))"
+    code += "; print('af_otel.processor' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.split("\n")[:2] == ["[]", "False"]
+
+
+def test_public_functions_raise_exported_errors() -> None:
+    """Every error class the package defines is exported: what read_spans, verify and the
+    store raise can be caught by the name users import."""
+    from af_otel import errors
+
+    defined = {
+        name
+        for name, value in vars(errors).items()
+        if inspect.isclass(value) and issubclass(value, af_otel.AfOtelError)
+    }
+    assert defined <= set(af_otel.__all__)
 
 
 @pytest.mark.parametrize("name", af_otel.__all__)

@@ -1,4 +1,4 @@
-"""The salted receipt hash ``H(salt, text)`` of CONTRACT §4, plain or keyed.
+"""The salted receipt hash ``H(salt, text)`` of docs/receipt-spec.md §2, plain or keyed.
 
 ``H`` = the first 16 lowercase hex digits of SHA-256 over the UTF-8 of ``salt + "\\x1f" + text``
 (lone surrogates replaced by U+FFFD first). With a key, HMAC-SHA256 keyed by it over the same bytes,
@@ -15,7 +15,6 @@ from typing import Final
 
 from af_otel.canonical.jcs import fix_surrogates
 
-SEP: Final = "\x1f"
 DIGITS: Final = 16
 
 

@@ -37,6 +37,7 @@ import functools
 import gc
 import math
 import uuid
+from collections.abc import Iterable
 from itertools import compress
 from typing import Any, Final
 
@@ -137,37 +138,42 @@ def _with_float_fragments(value: Any) -> Any:
     without floats are shared, not copied. Only called on what `_scan` passed: plain types and
     dict/list subclasses, str/int subclasses and UUIDs as leaves."""
     if isinstance(value, dict):
-        copied: dict[str, Any] | None = None
-        for key, item in dict.items(value):
-            kind = type(item)
-            if kind in _LEAVES:
-                continue
-            new = _float_fragment(item) if kind is float else _with_float_fragments(item)
-            if new is not item:
-                if copied is None:
-                    copied = dict(dict.items(value))
-                copied[key] = new
-        return value if copied is None else copied
+        changed = _changed_items(dict.items(value))
+        return value if changed is None else dict(dict.items(value)) | changed
     if isinstance(value, list | tuple):
-        items: list[Any] | None = None
-        for index, item in enumerate(list.__iter__(value) if isinstance(value, list) else value):
-            kind = type(item)
-            if kind in _LEAVES:
-                continue
-            new = _float_fragment(item) if kind is float else _with_float_fragments(item)
-            if new is not item:
-                if items is None:
-                    items = list(list.__iter__(value) if isinstance(value, list) else value)
-                items[index] = new
-        return value if items is None else items
+        items = list.__iter__(value) if isinstance(value, list) else value
+        changed = _changed_items(enumerate(items))
+        if changed is None:
+            return value
+        copied = list(list.__iter__(value) if isinstance(value, list) else value)
+        for index, new in changed.items():
+            copied[index] = new
+        return copied
     if type(value) is float:
         return _float_fragment(value)
     return value
 
 
+def _changed_items(items: Iterable[tuple[Any, Any]]) -> dict[Any, Any] | None:
+    """The (key or index, item) pairs of a container whose item holds a float, each item with
+    its floats replaced; None when no item does (the container is then shared as it is)."""
+    changed: dict[Any, Any] | None = None
+    for key, item in items:
+        kind = type(item)
+        if kind in _LEAVES:
+            continue
+        new = _float_fragment(item) if kind is float else _with_float_fragments(item)
+        if new is not item:
+            if changed is None:
+                changed = {}
+            changed[key] = new
+    return changed
+
+
 # Tool results repeat their numbers (prices, scores, 0.0, 1.0): formatting one costs a float repr
-# and string work, a cache hit one C call. Bounded (STYLE rule 4); 0.0 and -0.0 share an entry,
-# which is right since both are written "0"; NaN never hits and raises in format_number.
+# and string work, a cache hit one C call. Bounded, like all state on the emit path; 0.0 and -0.0
+# share an entry, which is right since both are written "0"; NaN never hits and raises in
+# format_number.
 @functools.lru_cache(maxsize=4096)
 def _float_fragment(value: float) -> orjson.Fragment:
     return orjson.Fragment(format_number(value))

@@ -1,8 +1,8 @@
 """The ``af-otel`` command: a thin layer over the public API, one module per group of subcommands.
 
-Each module here that exists (``demo``, ``read``) exposes ``register(subparsers)``, which adds its
-subcommands with ``set_defaults(func=...)``; ``func(args)`` returns the exit code. A module that is
-not installed yet is skipped, so the groups can land independently.
+Each module named in `COMMAND_MODULES` exposes ``register(subparsers)``, which adds its
+subcommands with ``set_defaults(func=...)``; ``func(args)`` returns the exit code. They are
+imported when the parser is built, not with this package, because they import `EXIT_PIPE` from it.
 """
 
 from __future__ import annotations
@@ -28,14 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
-        qualified = f"{__name__}.{name}"
-        try:
-            module = import_module(qualified)
-        except ModuleNotFoundError as exc:
-            if exc.name == qualified:
-                continue
-            raise
-        module.register(subparsers)
+        import_module(f"{__name__}.{name}").register(subparsers)
     return parser
 
 

@@ -16,6 +16,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, NoReturn, TextIO
 
@@ -26,13 +27,14 @@ from af_otel import names
 from af_otel.cli import EXIT_PIPE
 from af_otel.errors import AfOtelError, ReaderError, StoreError
 from af_otel.reader.blobs import referenced_blobs
-from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.reader.gaps import SERVED_GAPS, gap_why
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.report import render_report
+from af_otel.reader.report import FOLD_CHARS, part_shown, render_report
 from af_otel.reader.sources import (
     JaegerSource,
     PhoenixSource,
     SourceFormat,
+    SourceNote,
     SpanStream,
     TempoSource,
     Window,
@@ -44,7 +46,14 @@ from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
 from af_otel.store import Store, open_store
 
-__all__ = ["count_verdicts", "demo_readback", "register"]
+__all__ = [
+    "add_key_options",
+    "count_verdicts",
+    "demo_readback",
+    "key_from_args",
+    "open_checked_store",
+    "register",
+]
 
 EXIT_OK: Final = 0
 EXIT_DAMAGED: Final = 1
@@ -62,8 +71,6 @@ exit status:
   {EXIT_NOTHING}    nothing to verify: no span carries af.* attributes (an empty file included)
   {EXIT_PIPE}  the output pipe was closed (e.g. by head); nothing more is printed
 """
-# Content parts longer than this print folded unless --full is given.
-FOLD_CHARS: Final = 400
 
 
 class NothingToRead(Exception):
@@ -96,10 +103,15 @@ class Progress:
             self.stream.flush()
 
 
-def _counted(spans: Iterable[SpanRecord], progress: Progress) -> Iterator[SpanRecord]:
-    for index, span in enumerate(spans, start=1):
-        progress.tick(index)
-        yield span
+def _counted(spans: Iterable[SpanRecord]) -> Iterator[SpanRecord]:
+    """The records of a file or of one trace, with a count of spans read on a terminal."""
+    progress = Progress("reading spans")
+    try:
+        for index, span in enumerate(spans, start=1):
+            progress.tick(index)
+            yield span
+    finally:
+        progress.done()
 
 
 # -- arguments ---------------------------------------------------------------------------------
@@ -109,10 +121,7 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "file", nargs="?", help="spans to read (OTLP JSON lines, JSON, protobuf, ...)"
     )
-    live = parser.add_mutually_exclusive_group()
-    live.add_argument("--tempo", metavar="URL", help="fetch traces from Tempo at URL")
-    live.add_argument("--jaeger", metavar="URL", help="fetch traces from Jaeger at URL")
-    live.add_argument("--phoenix", metavar="URL", help="fetch spans from Phoenix at URL")
+    add_backend_options(parser, parser.add_mutually_exclusive_group())
     parser.add_argument("--trace", metavar="ID", help="one trace id to fetch from the backend")
     parser.add_argument(
         "--since", metavar="DURATION", help="every trace of the last DURATION (90s, 15m, 1h, 2d)"
@@ -121,9 +130,6 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
         "--start", metavar="TIME", help="window start, ISO 8601 or Unix seconds (with --end)"
     )
     parser.add_argument("--end", metavar="TIME", help="window end (default now; with --start)")
-    parser.add_argument(
-        "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
-    )
     parser.add_argument(
         "--service", metavar="NAME", help="the service whose traces a --jaeger window searches"
     )
@@ -152,7 +158,18 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epoch", metavar="K", type=int, help="only this epoch (with --run)")
 
 
-def _add_key(parser: argparse.ArgumentParser) -> None:
+def add_backend_options(parser: argparse.ArgumentParser, urls: Any) -> None:
+    """``--tempo``, ``--jaeger``, ``--phoenix`` (added to ``urls``: the parser or a group of
+    options that exclude each other) and ``--project``, as `backend_source` reads them."""
+    for flag, backend in (("--tempo", "Tempo"), ("--jaeger", "Jaeger"), ("--phoenix", "Phoenix")):
+        urls.add_argument(flag, metavar="URL", help=f"read traces from {backend} at URL")
+    parser.add_argument(
+        "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
+    )
+
+
+def add_key_options(parser: argparse.ArgumentParser) -> None:
+    """``--key-file``: the option every command that checks keyed receipts takes."""
     parser.add_argument(
         "--key-file",
         metavar="PATH",
@@ -170,7 +187,7 @@ def register(subparsers: Any) -> None:
     """Add ``served``, ``verify``, ``gaps`` and ``report`` to the ``af-otel`` command."""
     served = subparsers.add_parser("served", help="print what each LLM call was served", **_EXITS)
     _add_source(served)
-    _add_key(served)
+    add_key_options(served)
     served.add_argument("--full", action="store_true", help="print long contents whole")
     served.add_argument("--json", action="store_true", help="one JSON object per view")
     served.set_defaults(func=_guarded(served_command))
@@ -183,7 +200,7 @@ def register(subparsers: Any) -> None:
         **_EXITS,
     )
     _add_source(check)
-    _add_key(check)
+    add_key_options(check)
     check.add_argument("--json", action="store_true", help="one JSON object per verdict")
     check.set_defaults(func=_guarded(verify_command))
 
@@ -194,7 +211,7 @@ def register(subparsers: Any) -> None:
 
     report = subparsers.add_parser("report", help="write one self-contained HTML report", **_EXITS)
     _add_source(report)
-    _add_key(report)
+    add_key_options(report)
     report.add_argument("-o", "--output", default="report.html", help="where to write the page")
     report.add_argument("--title", default="af_otel report", help="the page title")
     report.set_defaults(func=_guarded(report_command))
@@ -222,7 +239,9 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 # -- reading -----------------------------------------------------------------------------------
 
 
-def _key(args: argparse.Namespace) -> bytes | None:
+def key_from_args(args: argparse.Namespace) -> bytes | None:
+    """The key of keyed receipts: ``--key-file``, else ``$AF_OTEL_KEY``, else the file
+    ``$AF_OTEL_KEY_FILE`` names; None when none is given."""
     path = getattr(args, "key_file", None)
     if path:
         return Path(path).read_bytes().strip() or None
@@ -236,6 +255,8 @@ def _key(args: argparse.Namespace) -> bytes | None:
 
 
 def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
+    """The records the arguments name, counted on a terminal by one progress line (a window's
+    counts traces fetched, `_fetching`), where they come from, and the stream for its notes."""
     fail: Callable[[str], NoReturn] = args.source_parser.error  # usage, message, exit 2
     backend = next(
         (flag for flag in ("tempo", "jaeger", "phoenix") if getattr(args, flag, None)), None
@@ -256,17 +277,17 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
                 "give a FILE to read, or --tempo/--jaeger/--phoenix URL with --trace ID or --since"
             )
         stream = read_spans(args.file, lenient=args.lenient)
-        return stream, args.file, stream
+        return _counted(stream), args.file, stream
     if args.file:
         fail(f"give a FILE or --{backend} URL, not both")
     if args.trace and window is not None:
         fail("--trace fetches one trace; leave out --since/--start/--end, or --trace")
     if not args.trace and window is None:
         fail(f"--{backend} needs --trace ID or a window (--since DURATION, or --start/--end)")
-    source = _backend(args, backend)
+    source = backend_source(args, backend)
     if args.trace:
         stream = source.trace(args.trace, lenient=args.lenient)
-        return stream, stream.source, stream
+        return _counted(stream), stream.source, stream
     assert window is not None
     stream = _window_stream(args, source, window, fail)
     return _fetching(stream), stream.source, stream
@@ -294,7 +315,10 @@ def _window(
         fail(f"{option}: {exc}")
 
 
-def _backend(args: argparse.Namespace, backend: str) -> TempoSource | JaegerSource | PhoenixSource:
+def backend_source(
+    args: argparse.Namespace, backend: str
+) -> TempoSource | JaegerSource | PhoenixSource:
+    """The source of ``backend`` (``tempo``, ``jaeger`` or ``phoenix``) at the URL its option gives."""
     if backend == "tempo":
         return TempoSource(args.tempo)
     if backend == "jaeger":
@@ -350,23 +374,35 @@ def print_notes(stream: object, where: str, command: str) -> None:
         print(f"af-otel {command}: {where}: {_note_text(note)}", file=sys.stderr)
 
 
-def _store_named(args: argparse.Namespace) -> tuple[str, str | None]:
-    """The store URL the arguments name, and what named it (None for the built-in default)."""
-    if args.store is not None:
-        return args.store, "--store"
+def _store_named(given: str | None) -> tuple[str, str | None]:
+    """The store URL ``--store`` (``given``) names, else the environment or the default, and
+    what named it (None for the built-in default)."""
+    if given is not None:
+        return given, "--store"
     env = os.environ.get(names.ENV_STORE)
     if env:
         return env, f"${names.ENV_STORE}"
     return names.DEFAULT_STORE, None
 
 
-def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) -> Store:
-    """The store to read with, refused (StoreError naming the option) when the trace refers to
-    stored blobs and the store cannot be theirs: it does not exist, is not a directory, or holds
-    none of them. A named store that is not there while the trace needs no blob is only warned
-    about: no verdict depends on it."""
-    url, named_by = _store_named(args)
+def _store_refused(url: str, named_by: str | None, exc: StoreError) -> StoreError:
+    """A store refusal naming the option (or variable, or default) that chose the store."""
     option = f"{named_by} {url}" if named_by else f"the default store {url} (no --store given)"
+    hint = "" if named_by == "--store" else "; name the store with --store"
+    return StoreError(f"{option}: {exc}{hint}")
+
+
+def open_checked_store(
+    given: str | None,
+    records: Sequence[SpanRecord],
+    warn: Callable[[str], None] | None = None,
+) -> Store:
+    """The store ``--store`` (``given``; None: ``$AF_OTEL_STORE``, else the default) names, to
+    read ``records`` with; refused (StoreError naming the option) when the trace refers to stored
+    blobs and the store cannot be theirs: it does not exist (`open_store` with ``must_exist``),
+    or holds none of them. A named store that is not there while the trace needs no blob is only
+    passed to ``warn``: no verdict depends on it."""
+    url, named_by = _store_named(given)
     refs = referenced_blobs(records)
     try:
         store = open_store(url)
@@ -377,41 +413,38 @@ def open_checked_store(args: argparse.Namespace, records: Sequence[SpanRecord]) 
         except StoreError as exc:
             if refs:
                 raise
-            print(
-                f"af-otel {args.command}: {option}: {exc} (the trace refers to no stored blob, "
-                "so none is needed)",
-                file=sys.stderr,
-            )
+            if warn is not None:
+                warn(
+                    f"{_store_refused(url, named_by, exc)} (the trace refers to no stored "
+                    "blob, so none is needed)"
+                )
         if refs and not any(store.has(address) for address in refs):
             raise StoreError(
                 f"it holds none of the {len(refs)} blob(s) the trace refers to "
                 f"(e.g. {refs[0]}): give the store the spans were written with"
             )
     except StoreError as exc:
-        hint = "" if named_by == "--store" else "; name the store with --store"
-        raise StoreError(f"{option}: {exc}{hint}") from exc
+        raise _store_refused(url, named_by, exc) from exc
     return store
 
 
-def load_views(
-    args: argparse.Namespace,
-) -> tuple[tuple[ServedView, ...], tuple[SpanRecord, ...], str]:
-    """Read the spans the arguments name and rebuild the views they ask for."""
-    views, records, where, _ = load_views_and_store(args)
-    return views, records, where
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """What one read gave: the views asked for, every span record, where they were read, the
+    store the views were rebuilt with, and what the source noted about its own answer."""
+
+    views: tuple[ServedView, ...]
+    records: tuple[SpanRecord, ...]
+    where: str
+    store: Store
+    notes: tuple[SourceNote, ...]
 
 
-def load_views_and_store(
-    args: argparse.Namespace,
-) -> tuple[tuple[ServedView, ...], tuple[SpanRecord, ...], str, Store]:
-    """`load_views`, plus the store the views were rebuilt with. Raises `NothingToRead` when no
-    span is an LLM call af_otel enriched."""
+def load_views(args: argparse.Namespace) -> Loaded:
+    """Read the spans the arguments name and rebuild the views they ask for. Raises
+    `NothingToRead` when no span is an LLM call af_otel enriched."""
     spans, where, stream = _spans(args)
-    progress = Progress("reading spans")
-    try:
-        records = tuple(_counted(spans, progress))
-    finally:
-        progress.done()
+    records = tuple(spans)
     print_notes(stream, where, args.command)
     skipped = getattr(stream, "skipped_lines", 0) + getattr(stream, "skipped_spans", 0)
     if skipped:
@@ -420,7 +453,11 @@ def load_views_and_store(
         )
         for problem in getattr(stream, "problems", [])[:5]:
             print(f"  {problem}", file=sys.stderr)
-    store = open_checked_store(args, records)
+    store = open_checked_store(
+        args.store,
+        records,
+        warn=lambda text: print(f"af-otel {args.command}: {text}", file=sys.stderr),
+    )
     views = served_views(records, store=store)
     if not views:
         if skipped:  # what could not be read may have held the calls: not "nothing"
@@ -444,7 +481,7 @@ def load_views_and_store(
             raise ReaderError(
                 f"no epoch {args.epoch} in {where}" + (f" run {args.run!r}" if args.run else "")
             )
-    return views, records, where, store
+    return Loaded(views, records, where, store, tuple(getattr(stream, "notes", ())))
 
 
 def verify_all(views: Sequence[ServedView], key: bytes | None) -> list[Verdict]:
@@ -473,32 +510,30 @@ def _json_text(value: Any) -> str:
 
 
 def _part_text(part: Any, full: bool) -> str:
-    kind = part.get("type")
-    if kind == "text":
-        return _fold(str(part.get("content", "")), full)
-    if kind == "tool_call":
-        return _fold(
-            f"[tool call {part.get('name')} {part.get('id')}] {_json_text(part.get('arguments'))}",
-            full,
-        )
-    if kind == "tool_call_response":
-        response = part.get("response")
-        shown = response if isinstance(response, str) else _json_text(response)
-        return _fold(f"[tool result {part.get('id')}] {shown}", full)
-    return _fold(f"[{kind}] {_json_text(part)}", full)
+    label, content = part_shown(part)
+    text = content if isinstance(content, str) else _json_text(content)
+    return _fold(f"[{label}] {text}" if label else text, full)
 
 
 def _indent(text: str, by: str) -> str:
     return "\n".join(by + line for line in text.splitlines()) or by
 
 
-def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextIO) -> None:
+def print_view(
+    view: ServedView,
+    verdict: Verdict | None,
+    full: bool,
+    out: TextIO,
+    notes: Sequence[SourceNote] = (),
+) -> None:
+    """One view as text; ``notes`` (the source's) may be named as a gap's cause (`gap_why`)."""
     head = f"run {view.run_id} · epoch {view.epoch} (parent {view.parent})"
     where = f"span {view.span_id} · trace {view.trace_id}" + (
         f" · service {view.service}" if view.service else ""
     )
     print(head, file=out)
     print(f"  {where}", file=out)
+    print(f"  {_recorded_by(view)}", file=out)
     if verdict is not None:
         print(f"  verdict: {verdict.status.value} — {verdict.reason}", file=out)
     print(f"  model {view.model or '—'} · provider {view.provider or '—'}", file=out)
@@ -514,7 +549,7 @@ def print_view(view: ServedView, verdict: Verdict | None, full: bool, out: TextI
         print(f"  not recorded by {by}: {', '.join(unrecorded)}", file=out)
     for gap in view.gaps:
         cause = f" ({gap.cause})" if gap.cause else ""
-        print(f"  gap {gap.kind}{cause}: {gap.why}", file=out)
+        print(f"  gap {gap.kind}{cause}: {gap_why(gap, notes)}", file=out)
         if gap.detail:
             print(f"      found: {gap.detail}", file=out)
     if view.system is None:
@@ -570,10 +605,24 @@ def view_json(view: ServedView, verdict: Verdict | None) -> dict[str, Any]:
         "model": view.model,
         "provider": view.provider,
         "gaps": [{"kind": g.kind, "cause": g.cause, "detail": g.detail} for g in view.gaps],
+        "name": view.name,
+        "scope": view.recorded_by,
+        "same_call": [
+            {"span_id": c.span_id, "trace_id": c.trace_id, "name": c.name, "scope": c.scope}
+            for c in view.same_call
+        ],
     }
     if verdict is not None:
         out["verdict"] = verdict_json(verdict)
     return out
+
+
+def _recorded_by(view: ServedView) -> str:
+    """The span's name and scope, and the spans folded into it (the same model call)."""
+    text = f"span name {view.name!r} · scope {view.recorded_by or '—'}"
+    for call in view.same_call:
+        text += f"\n  same call: span {call.span_id} {call.name!r} · scope {call.scope or '—'}"
+    return text
 
 
 def verdict_json(verdict: Verdict) -> dict[str, Any]:
@@ -598,13 +647,13 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
 
 
 def served_command(args: argparse.Namespace) -> int:
-    views, _, _ = load_views(args)
-    verdicts = _verdicts_or_none(views, _key(args))
-    for view, verdict in zip(views, verdicts, strict=True):
+    loaded = load_views(args)
+    verdicts = _verdicts_or_none(loaded.views, key_from_args(args))
+    for view, verdict in zip(loaded.views, verdicts, strict=True):
         if args.json:
             sys.stdout.write(_json_text(view_json(view, verdict)) + "\n")
         else:
-            print_view(view, verdict, args.full, sys.stdout)
+            print_view(view, verdict, args.full, sys.stdout, loaded.notes)
     return EXIT_OK
 
 
@@ -638,8 +687,9 @@ def count_verdicts(
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    views, _, where, store = load_views_and_store(args)
-    verdicts = verify_all(views, _key(args))
+    loaded = load_views(args)
+    views, where, store = loaded.views, loaded.where, loaded.store
+    verdicts = verify_all(views, key_from_args(args))
     for verdict in verdicts:
         if args.json:
             sys.stdout.write(_json_text(verdict_json(verdict)) + "\n")
@@ -666,8 +716,9 @@ def _verdict_line(verdict: Verdict) -> str:
 
 
 def gaps_command(args: argparse.Namespace) -> int:
-    views, records, where = load_views(args)
-    spans = {(s.trace_id, s.span_id): s for s in records}
+    loaded = load_views(args)
+    views, where = loaded.views, loaded.where
+    spans = {(s.trace_id, s.span_id): s for s in loaded.records}
     listed = 0
     for kind, spec in SERVED_GAPS.items():
         if args.kind and kind != args.kind:
@@ -677,17 +728,20 @@ def gaps_command(args: argparse.Namespace) -> int:
             continue
         listed += len(hits)
         print(f"{kind} ({len(hits)} call(s), {spec.relation})")
-        print(_indent(spec.why, "  "))
+        print(_indent(gap_why(hits[0][1], loaded.notes), "  "))
         for view, gap in hits:
             span = spans.get((view.trace_id, view.span_id))
             reported = span.attributes.get("gen_ai.request.model") if span is not None else None
             model = view.model or (reported if isinstance(reported, str) else None) or "—"
             parts = [
                 f"run {view.run_id or '—'} epoch {view.epoch}",
-                f"span {view.span_id}",
+                f"span {view.span_id} {view.name!r}",
+                f"scope {view.recorded_by or '—'}",
                 f"service {view.service or '—'}",
                 f"model {model}",
             ]
+            if view.same_call:
+                parts.append(f"same call as {len(view.same_call)} more span(s)")
             if gap.cause:
                 parts.append(f"cause {gap.cause}")
             if gap.detail:
@@ -704,9 +758,10 @@ def gaps_command(args: argparse.Namespace) -> int:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    views, _, where = load_views(args)
-    verdicts = _verdicts_or_none(views, _key(args))
-    page = render_report(views, verdicts, title=args.title, source=where)
+    loaded = load_views(args)
+    views = loaded.views
+    verdicts = _verdicts_or_none(views, key_from_args(args))
+    page = render_report(views, verdicts, title=args.title, source=loaded.where, notes=loaded.notes)
     output = Path(args.output)
     output.write_text(page, encoding="utf-8")
     print(f"wrote {output} ({len(views)} LLM call(s), {len(page):,} bytes)")
@@ -721,7 +776,7 @@ def demo_readback(out: str | os.PathLike[str], *, stream: TextIO | None = None) 
     target = stream if stream is not None else sys.stdout
     folder = Path(out)
     traces, store, tampered = folder / "traces.jsonl", folder / "store", folder / "tampered.jsonl"
-    views, verdicts = _demo_verdicts(traces, store)
+    views, verdicts, notes = _demo_verdicts(traces, store)
     print(f"read back {traces}:", file=target)
     for view, verdict in zip(views, verdicts, strict=True):
         gaps = ", ".join(f"{g.kind} ({g.cause})" if g.cause else g.kind for g in view.gaps)
@@ -729,14 +784,14 @@ def demo_readback(out: str | os.PathLike[str], *, stream: TextIO | None = None) 
         print(f"      gaps: {gaps or 'none'}", file=target)
     report = folder / "report.html"
     report.write_text(
-        render_report(views, verdicts, title="af-otel demo", source=str(traces)),
+        render_report(views, verdicts, title="af-otel demo", source=str(traces), notes=notes),
         encoding="utf-8",
     )
     print(f"  report  {report}", file=target)
     clean = not any(v.status is VerdictStatus.DAMAGED for v in verdicts)
     damaged: list[Verdict] = []
     if tampered.exists():
-        _, altered = _demo_verdicts(tampered, store)
+        _, altered, _ = _demo_verdicts(tampered, store)
         print(f"read back {tampered} (the tampered copy):", file=target)
         for verdict in altered:
             print(f"  {_verdict_line(verdict)}", file=target)
@@ -747,12 +802,14 @@ def demo_readback(out: str | os.PathLike[str], *, stream: TextIO | None = None) 
     return EXIT_OK if clean and (damaged or not tampered.exists()) else EXIT_DAMAGED
 
 
-def _demo_verdicts(traces: Path, store: Path) -> tuple[tuple[ServedView, ...], list[Verdict]]:
+def _demo_verdicts(
+    traces: Path, store: Path
+) -> tuple[tuple[ServedView, ...], list[Verdict], tuple[SourceNote, ...]]:
     stream = read_spans(traces)
     records = tuple(stream)
     print_notes(stream, str(traces), "demo")
     views = served_views(records, store=open_store(store, must_exist=True))
-    return views, verify_all(views, None)
+    return views, verify_all(views, None), tuple(stream.notes)
 
 
 def next_commands(folder: Path, damaged: Verdict | None) -> list[str]:

@@ -100,6 +100,8 @@ def event_attributes(
     """One commit's event attributes, written the call's way (``mode``, see
     `Settings.write_mode`): ``inline`` puts the payload on the event up to the inline limit and
     stores larger ones; ``store`` stores every payload, the event holds its size and address.
+    A ``messages`` payload holding turns other calls were sent goes message by message
+    through ``items``, so what the store holds already is not written again.
 
     ``none`` writes key, verb and size only (no value, no ref): the reader sees which keys changed
     when, and that the content was withheld on purpose. A store that fails, or could not be
@@ -126,9 +128,11 @@ def event_attributes(
     if settings.store is None:
         return attrs
     try:
-        if change.key == "messages" and items is not None:
-            # Message by message (af_otel.store.items): history another writer stored is not
-            # written again.
+        if change.key == "messages" and items is not None and _answers(change.payload) > 1:
+            # A payload holding more than the answer to its parent holds turns other calls
+            # (other workers, likely) were sent, whose messages the store may hold already:
+            # stored message by message (af_otel.store.items), they are not written again. The
+            # usual payload (the parent's answer and what follows) costs one blob.
             attrs[names.COMMIT_REF] = settings.store.put_json(
                 items.put(settings.store, change.payload)
             )
@@ -139,3 +143,7 @@ def event_attributes(
         return attrs
     note_written(settings.store)
     return attrs
+
+
+def _answers(messages: Any) -> int:
+    return sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")

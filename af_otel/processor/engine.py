@@ -34,7 +34,7 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import Request
 from af_otel.model.fields import Shown
-from af_otel.processor import commits, context, gaps, guard, incremental, metrics
+from af_otel.processor import commits, context, dedupe, gaps, guard, incremental, metrics
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
@@ -66,6 +66,7 @@ class CallFacts:
     # The span limits the attributes were recorded under (None: the request does not come from
     # them, or they are unknown and the environment's are used).
     limits: Limits | None = None
+    parent: SpanKey | None = None  # the span's parent span, when it has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +125,10 @@ class Engine:
         self.items = StoredItems()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = threading.Lock()
+        # Open LLM calls numbered at their start, with their scope; and the provider SDK's own
+        # spans folded into one of them (run, lane, epoch). Bounded like ``_open``.
+        self._llm_scope: OrderedDict[SpanKey, str | None] = OrderedDict()
+        self._folded: OrderedDict[SpanKey, tuple[str, str, int]] = OrderedDict()
         with _default_lock:
             _serial += 1
             self.serial = _serial
@@ -131,8 +136,17 @@ class Engine:
 
     # -- start -------------------------------------------------------------------------------
 
-    def on_start(self, key: SpanKey, name: str, attributes: Mapping[str, Any], start: int) -> None:
-        """Number an LLM call at its start, in start order; other spans cost one check."""
+    def on_start(
+        self,
+        key: SpanKey,
+        name: str,
+        attributes: Mapping[str, Any],
+        start: int,
+        scope: str | None = None,
+        parent: SpanKey | None = None,
+    ) -> None:
+        """Number an LLM call at its start, in start order; other spans cost one check. A
+        provider SDK's own span inside an open LLM call that ranks higher is folded into it."""
         explicit = current_run.get()
         if not is_llm_call(attributes, name):
             if explicit is not None:
@@ -140,13 +154,39 @@ class Engine:
             return
         run_id = explicit or _attribute_run(attributes) or trace_run_id(key[0])
         self._remember(key, run_id)
+        if parent is not None and self.fold(key, parent, scope):
+            return
         run = self.runs.get(run_id)
         with run.lock:
             run.number(key, start, at_start=True)
+        with self._open_lock:
+            _bounded_put(self._llm_scope, key, scope)
+
+    def fold(self, key: SpanKey, parent: SpanKey, scope: str | None) -> bool:
+        """Fold the call ``key`` into its open parent LLM call when `dedupe.folds_into_parent`
+        says so; whether it was."""
+        with self._open_lock:
+            if parent not in self._llm_scope:
+                return False
+            parent_scope = self._llm_scope[parent]
+            run_id = self._open.get(parent)
+        trusted = self.settings.trusted_scope
+        if run_id is None or not dedupe.folds_into_parent(scope, parent_scope, trusted):
+            return False
+        run = self.runs.get(run_id)
+        with run.lock:
+            found = run.open_calls.get(parent)
+        if found is None:
+            return False
+        with self._open_lock:
+            _bounded_put(self._folded, key, (run_id, run.lane, found[0]))
+        return True
 
     def forget(self, key: SpanKey) -> None:
         with self._open_lock:
             self._open.pop(key, None)
+            self._llm_scope.pop(key, None)
+            self._folded.pop(key, None)
 
     def knows(self, key: SpanKey) -> bool:
         with self._open_lock:
@@ -177,6 +217,32 @@ class Engine:
         with run.lock:
             run.number(facts.key, facts.start_time)
         self._remember(facts.key, run.run_id)
+        with self._open_lock:
+            _bounded_put(self._llm_scope, facts.key, facts.scope)
+
+    def may_repeat(self, facts: CallFacts) -> bool:
+        """Whether a finished call of the run could be the one this call records again (an
+        earlier export batch held it): then the exporter numbers it only if it is not folded."""
+        run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=False))
+        trusted = self.settings.trusted_scope
+        with run.lock:
+            return dedupe.could_match(
+                run.recent, facts.start_time, facts.end_time, facts.scope, trusted
+            )
+
+    def saw(self, facts: CallFacts) -> None:
+        """A call another engine enriched (the completion hook minted it on the live span): keep
+        it for folding a second record of it (its request is not read again)."""
+        attributes = facts.attributes
+        run_id, epoch = attributes.get(names.RUN_ID), attributes.get(names.EPOCH)
+        lane = attributes.get(names.EPOCH_LANE, "")
+        if not (isinstance(run_id, str) and isinstance(epoch, int) and isinstance(lane, str)):
+            return
+        model = dedupe.model_of(attributes, None)
+        seen = dedupe.Seen(facts.start_time, facts.end_time, epoch, lane, facts.scope, model, None)
+        run = self.runs.get(run_id)
+        with run.lock:
+            run.recent.append(seen)
 
     # -- finish ------------------------------------------------------------------------------
 
@@ -218,9 +284,35 @@ class Engine:
                 reason = names.REASON_UNREADABLE
             elif convention is not None:
                 unrecorded = ledger.unrecorded(request, facts.scope, convention, notes, shown)
+        with self._open_lock:
+            self._llm_scope.pop(facts.key, None)
+            folded = self._folded.pop(facts.key, None)
+        if folded is not None:
+            return Enrichment(dedupe.folded_attributes(*folded), (), content_keys, "folded")
+        model = dedupe.model_of(facts.attributes, request)
         with run.lock:
+            same = None
+            if facts.key not in run.open_calls:
+                same = dedupe.match(
+                    run.recent,
+                    facts.start_time,
+                    facts.end_time,
+                    facts.scope,
+                    model,
+                    request,
+                    self.settings.trusted_scope,
+                )
+            if same is not None:
+                attributes = dedupe.folded_attributes(run.run_id, same.lane, same.epoch)
+                return Enrichment(attributes, (), content_keys, "folded")
             enrichment = self._finish(
                 run, facts, request, reason, content_keys, direct, on_span, unrecorded, sealed
+            )
+            epoch = enrichment.attributes[names.EPOCH]
+            run.recent.append(
+                dedupe.Seen(
+                    facts.start_time, facts.end_time, epoch, run.lane, facts.scope, model, request
+                )
             )
         self.runs.settle(run)
         metrics.count_receipt(
@@ -359,6 +451,8 @@ class Engine:
         """In a forked child: fresh locks, no open calls and no runs (see `_after_fork_in_child`)."""
         self._open_lock = threading.Lock()
         self._open = OrderedDict()
+        self._llm_scope = OrderedDict()
+        self._folded = OrderedDict()
         self.runs.clear_after_fork()
         self.items = StoredItems()
 
@@ -374,6 +468,12 @@ class Engine:
         """An `af_otel.run` block exited; an exporter's engine keeps the run until it expires."""
         if not self.deferred:
             self.runs.release(run_id)
+
+
+def _bounded_put(table: OrderedDict[SpanKey, Any], key: SpanKey, value: Any) -> None:
+    table[key] = value
+    if len(table) > MAX_OPEN:
+        table.popitem(last=False)
 
 
 def carries_history(request: Request) -> bool:

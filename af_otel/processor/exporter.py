@@ -39,8 +39,9 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from af_otel import names
 from af_otel.processor import context as run_context
+from af_otel.processor import dedupe
 from af_otel.processor.context import current_run
-from af_otel.processor.engine import Engine
+from af_otel.processor.engine import CallFacts, Engine
 from af_otel.processor.guard import guard, report, strict
 from af_otel.processor.processor import enrich_span, error_copy, facts_of
 from af_otel.processor.settings import resolve_settings
@@ -104,34 +105,63 @@ class ReceiptSpanExporter(SpanExporter):
     ) -> list[ReadableSpan]:
         calls = []
         unplaced: set[tuple[int, int]] = set()
+        later: set[tuple[int, int]] = set()
+        minted = []
         with guard("ReceiptSpanExporter.number"):
             runs_unseen = not self.tagged and run_context.run_entries() > self._entries_at_start
             for span in spans:
                 context = span.context
                 attributes = span.attributes or {}
-                if (
-                    context is not None
-                    and names.RECEIPT_STATE not in attributes
-                    and self.engine.is_llm_call(span.name, attributes)
-                ):
-                    key = (context.trace_id, context.span_id)
+                if context is None:
+                    continue
+                key = (context.trace_id, context.span_id)
+                if names.RECEIPT_STATE in attributes:
+                    if names.EPOCH in attributes:
+                        minted.append(facts_of(span, key, attributes))
+                elif self.engine.is_llm_call(span.name, attributes):
                     calls.append(facts_of(span, key, attributes))
                     if runs_unseen and self._unplaced(key, attributes):
                         unplaced.add(key)
             calls.sort(key=lambda facts: facts.start_time)
+            for facts in minted:
+                self.engine.saw(facts)
+            # A second record of one call (dedupe.py) is not numbered: a call whose window holds
+            # another call of the batch is numbered at its end unless it is folded then, and a
+            # provider SDK's own span is folded into its parent call.
+            by_key = {facts.key: facts for facts in calls}
+            trusted = self._settings.trusted_scope
+            children = {
+                facts.key: parent.key
+                for facts in calls
+                if facts.parent is not None
+                and (parent := by_key.get(facts.parent)) is not None
+                and dedupe.folds_into_parent(facts.scope, parent.scope, trusted)
+            }
+            alone = [facts for facts in calls if facts.key not in children]
+            by_start = sorted(alone + minted, key=lambda facts: facts.start_time)
+            later = outer_calls(by_start, trusted)
+            later -= {facts.key for facts in minted}
+            later |= {facts.key for facts in alone if self.engine.may_repeat(facts)}
             for facts in calls:
-                self.engine.number(facts)
+                if facts.key not in later and facts.key not in children:
+                    self.engine.number(facts)
+            for child, parent_key in children.items():
+                self.engine.fold(child, parent_key, by_key[child].scope)
+                later.add(child)
             if unplaced:
                 self._warn_unplaced()
-        out: list[ReadableSpan] = []
-        for span in spans:
-            context = span.context
-            key = (context.trace_id, context.span_id) if context is not None else (0, 0)
+        done: dict[int, ReadableSpan] = {}
+        # Enriched in end order, the calls held back last: the call they may repeat is known.
+        order = sorted(range(len(spans)), key=lambda i: _key_of(spans[i]) in later)
+        for index in order:
+            span = spans[index]
+            key = _key_of(span)
             try:
-                out.append(enrich_span(self.engine, span, run_unknown=key in unplaced))
+                done[index] = enrich_span(self.engine, span, run_unknown=key in unplaced)
             except Exception as exc:
                 failures.append(exc)
-                out.append(error_copy(span))
+                done[index] = error_copy(span)
+        out = [done[index] for index in range(len(spans))]
         with guard("ReceiptSpanExporter.untag"):
             run_context.untag(
                 [(s.context.trace_id, s.context.span_id) for s in spans if s.context is not None]
@@ -200,3 +230,28 @@ class RunTagger(SpanProcessor):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return bool(self._inner.force_flush(timeout_millis))
+
+
+def _key_of(span: ReadableSpan) -> tuple[int, int]:
+    context = span.context
+    return (context.trace_id, context.span_id) if context is not None else (0, 0)
+
+
+def outer_calls(calls: Sequence[CallFacts], trusted: str | None) -> set[tuple[int, int]]:
+    """The calls (sorted by start) that may be a second record of another call of the batch: its
+    time window holds that call's, whose scope differs and ranks at least as high
+    (`dedupe.match`). Calls of one scope overlapping (a fan-out) are numbered as usual."""
+    found: set[tuple[int, int]] = set()
+    for index, outer in enumerate(calls):
+        mine = dedupe.rank(outer.scope, trusted)
+        for inner in calls[index + 1 :]:
+            if inner.start_time > outer.end_time:
+                break
+            if (
+                inner.end_time <= outer.end_time
+                and inner.scope != outer.scope
+                and dedupe.rank(inner.scope, trusted) >= mine
+            ):
+                found.add(outer.key)
+                break
+    return found

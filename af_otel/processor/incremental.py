@@ -4,7 +4,7 @@ An instrumentation that captures content writes the whole history on every call:
 ``gen_ai.input.messages`` is call k-1's JSON array with the new messages appended. Parsed and
 normalized afresh, a run of n calls costs O(n^2). A run therefore remembers, from its last
 readable call, the raw text of that attribute (up to its closing bracket) and the normalized
-messages read from it (`Seen`). When the new text starts with exactly those bytes and continues
+messages read from it (`Remembered`). When the new text starts with exactly those bytes and continues
 with a comma, only the rest is parsed: ``"[" + rest`` holds the new messages, and the request is
 the remembered messages followed by them. The remembered messages are the same objects as last
 call's, so the digest memo, the parent search and the commit diff match them by identity.
@@ -50,7 +50,7 @@ _MAX_CHUNKS: Final = 32
 
 
 @dataclass(frozen=True, slots=True)
-class Seen:
+class Remembered:
     """What a run's last readable call was read from: enough to recognise its bytes again."""
 
     convention: str
@@ -88,7 +88,7 @@ class Read:
 
     adapted: Adapted
     request: Request | None
-    seen: Seen | None
+    seen: Remembered | None
     reused: int = 0  # messages taken from the previous call without reading them
     # The passes over the request's messages the engine needs, folded over the new messages only
     # (None: not computed, the engine makes them itself).
@@ -97,7 +97,7 @@ class Read:
 
 
 def read(
-    attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Seen | None
+    attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Remembered | None
 ) -> Read:
     """The call's request, reading only what follows ``seen`` when that is proven safe."""
     if seen is not None:
@@ -122,7 +122,7 @@ def full(attributes: Mapping[str, Any], span_name: str, limits: Limits | None) -
 
 
 def _tail(
-    attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Seen
+    attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Remembered
 ) -> Read | None:
     text = attributes.get(MESSAGES.key)
     if not isinstance(text, str) or not seen.prefix_of(text):
@@ -158,7 +158,7 @@ def _tail(
 
 def _remember(
     attributes: Mapping[str, Any], adapted: Adapted, request: Request, shown: Shown, sealed: bool
-) -> Seen | None:
+) -> Remembered | None:
     if adapted.convention not in _JSON_ARRAY:
         return None
     text = attributes.get(MESSAGES.key)
@@ -173,8 +173,8 @@ def _seen(
     request: Request,
     shown: Shown,
     sealed: bool,
-    before: Seen | None = None,
-) -> Seen | None:
+    before: Remembered | None = None,
+) -> Remembered | None:
     body = text.rstrip(_JSON_SPACE)
     if not body.endswith("]"):
         return None
@@ -185,7 +185,7 @@ def _seen(
         chunks = ("".join((*before.chunks, body[before.length : length])),)
     else:
         chunks = (*before.chunks, body[before.length : length])
-    return Seen(
+    return Remembered(
         convention,
         chunks,
         length,

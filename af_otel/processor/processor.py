@@ -68,6 +68,8 @@ class ReceiptSpanProcessor(SpanProcessor):
                     span.name,
                     span.attributes or {},
                     span.start_time or 0,
+                    scope_name(span),
+                    parent_key(span),
                 )
         self._inner.on_start(span, parent_context=parent_context)
 
@@ -148,7 +150,18 @@ def facts_of(
         dropped=bool(span.dropped_attributes or span.dropped_events),
         run_unknown=run_unknown,
         limits=limits_of(span),
+        parent=parent_key(span),
     )
+
+
+def scope_name(span: ReadableSpan) -> str | None:
+    scope = span.instrumentation_scope
+    return scope.name if scope is not None else None
+
+
+def parent_key(span: ReadableSpan) -> tuple[int, int] | None:
+    parent = span.parent
+    return (parent.trace_id, parent.span_id) if parent is not None else None
 
 
 def limits_of(span: Any) -> Limits:

@@ -15,13 +15,14 @@ import bisect
 import secrets
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from af_otel.model import Request
 from af_otel.model.prefix import identical_prefix
-from af_otel.processor.incremental import Seen
+from af_otel.processor.dedupe import RECENT, Seen
+from af_otel.processor.incremental import Remembered
 from af_otel.receipts import Receipt, ReceiptDigests
 
 MAX_RUNS: Final = 10_000
@@ -74,7 +75,7 @@ class RunState:
     started_empty: bool = False  # the first call decided the run has no base
     release_requested: bool = False
     touched: float = field(default_factory=time.monotonic)
-    seen: Seen | None = None  # what the last readable call was read from (incremental.py)
+    seen: Remembered | None = None  # what the last readable call was read from (incremental.py)
     charged: int = 0  # the bytes the table counts for this run (see `weight`)
 
     def weight(self) -> int:
@@ -90,6 +91,9 @@ class RunState:
             largest = max(largest, self.base.receipt.bytes or 0)
         seen = self.seen.size if self.seen is not None else 0
         return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2 + seen
+
+    # The last finished calls, for folding a second record of one call (dedupe.py).
+    recent: deque[Seen] = field(default_factory=lambda: deque(maxlen=RECENT))
 
     def number(
         self, key: tuple[int, int], start_time: int, *, at_start: bool = False

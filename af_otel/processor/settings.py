@@ -36,6 +36,7 @@ ENV_RUN_TABLE_BYTES: Final = "AF_OTEL_RUN_TABLE_BYTES"
 # What the run table of one processor or exporter may hold (processor/runs.py): a service's
 # thousands of open conversations stay within it, least recently used first out.
 DEFAULT_RUN_TABLE_BYTES: Final = 256 * 1024 * 1024
+ENV_TRUSTED_SCOPE: Final = "AF_OTEL_TRUSTED_SCOPE"
 ENV_KEY: Final = names.ENV_KEY
 ENV_KEY_FILE: Final = names.ENV_KEY_FILE
 ENV_STRICT: Final = "AF_OTEL_STRICT"
@@ -68,6 +69,8 @@ class Settings:
     trusted_hosts: frozenset[str] = frozenset()
     disabled: bool = False
     run_table_bytes: int = DEFAULT_RUN_TABLE_BYTES
+    # When two spans record one call, the scope whose span is the call (see dedupe.py).
+    trusted_scope: str | None = None
 
     def write_mode(self, on_span: bool) -> WriteMode:
         """How one call's commit payloads are written. ``auto`` follows the instrumentation:
@@ -87,6 +90,7 @@ def resolve_settings(
     key: bytes | str | None = None,
     trusted_hosts: str | Iterable[str] | None = None,
     run_table_bytes: int | None = None,
+    trusted_scope: str | None = None,
 ) -> Settings:
     """Each option from its argument, else its environment variable, else its default.
 
@@ -113,6 +117,7 @@ def resolve_settings(
             _size,
             DEFAULT_RUN_TABLE_BYTES,
         ),
+        trusted_scope=_choose("trusted_scope", trusted_scope, ENV_TRUSTED_SCOPE, _scope, None),
     )
 
 
@@ -178,6 +183,13 @@ def _choose(
     except ValueError:
         warn_once(variable, raw, repr(default))
         return default
+
+
+def _scope(value: object) -> str | None:
+    text = value.strip() if isinstance(value, str) else None
+    if not text or any(c.isspace() for c in text):
+        raise ValueError("not an instrumentation scope name")
+    return text
 
 
 def _content(value: object) -> ContentMode:

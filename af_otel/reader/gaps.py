@@ -236,6 +236,8 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "view.name": "the span's name, for finding the call; not part of the request.",
         "view.recorded_by": "the instrumentation scope that wrote the span; it says who recorded "
         "the call, not what was sent.",
+        "view.same_call": "other spans that record this same model call, folded into it by the "
+        "writer (af.epoch.same_as); they say who else recorded the call, not what was sent.",
         "view.origin": "where this reader found the span (file and line, URL); not a recorded fact.",
         "view.gaps": "the account itself, not a fact about the request.",
         "view.context": "the reader's working memory for the run (other epochs' views, "

@@ -20,14 +20,15 @@ from typing import Any, Final
 
 import orjson
 
-from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.reader.gaps import SERVED_GAPS, BackendNote, Gap, gap_why
 from af_otel.reader.verify import Verdict, VerdictStatus
 from af_otel.reader.view import ServedView
 from af_otel.receipts import ReceiptRejected
 
-__all__ = ["render_epoch_page", "render_notice", "render_report"]
+__all__ = ["FOLD_CHARS", "part_shown", "render_epoch_page", "render_notice", "render_report"]
 
-# Parts longer than this are shown folded; the page stays readable with tool results of megabytes.
+# Parts longer than this are shown folded, on this page and by the command line (but with
+# --full): both stay readable with tool results of megabytes.
 FOLD_CHARS: Final = 600
 
 _STYLE: Final = """
@@ -92,30 +93,36 @@ def _text_block(text: str) -> str:
     )
 
 
-def _part(part: Mapping[str, Any]) -> str:
+def part_shown(part: Mapping[str, Any]) -> tuple[str, object]:
+    """What a person is shown of one content part: a label ("" for text) and its content, a
+    string shown as it is or a value each medium writes as JSON."""
     kind = part.get("type")
     if kind == "text" and isinstance(part.get("content"), str):
-        return _text_block(part["content"])
+        return "", part["content"]
     if kind == "tool_call":
-        args = part.get("arguments")
-        shown = args if isinstance(args, str) else _json(args)
-        return f"<div><code>tool call {_e(part.get('name'))}({_e(part.get('id'))})</code>{_text_block(shown)}</div>"
+        return f"tool call {part.get('name')}({part.get('id')})", part.get("arguments")
     if kind == "tool_call_response":
-        response = part.get("response")
-        shown = response if isinstance(response, str) else _json(response)
-        return f"<div><code>tool result for {_e(part.get('id'))}</code>{_text_block(shown)}</div>"
-    return f"<div><code>{_e(kind)}</code>{_text_block(_json(part))}</div>"
+        return f"tool result for {part.get('id')}", part.get("response")
+    return str(kind), part
+
+
+def _part(part: Mapping[str, Any]) -> str:
+    label, content = part_shown(part)
+    block = _text_block(content if isinstance(content, str) else _json(content))
+    return f"<div><code>{_e(label)}</code>{block}</div>" if label else block
 
 
 @dataclass(slots=True)
 class _Page:
     """How the epochs of one page refer to each other: the element id of each epoch drawn here,
     the link to any epoch (on this page or another), and, per run, the gap kinds whose sentence is
-    printed once above the epochs (kind -> element id)."""
+    printed once above the epochs (kind -> element id), and what the backend said about its
+    answer, which a gap's sentence may name as its cause (`gap_why`)."""
 
     href: Callable[[ServedView], str]
     ids: dict[int, str] = field(default_factory=dict)
     explained: dict[str, str] = field(default_factory=dict)
+    notes: tuple[BackendNote, ...] = ()
 
     def anchor(self, view: ServedView) -> str:
         return self.ids[id(view)]
@@ -199,7 +206,7 @@ def _gaps(view: ServedView, page: _Page) -> str:
         why = (
             f' <a href="#{_e(explained)}">what this means</a>'
             if explained is not None
-            else f" {_e(g.why)}"
+            else f" {_e(gap_why(g, page.notes))}"
         )
         items.append(
             f'<li data-gap="{_e(g.kind)}"{cause}><span class="badge gap">{_e(g.kind)}</span>'
@@ -319,6 +326,14 @@ def _request_parts(view: ServedView) -> str:
     )
 
 
+def _same_call(view: ServedView) -> str:
+    """The spans folded into this epoch: the same model call, recorded again."""
+    return "".join(
+        f" · same call: <code>{_e(c.span_id)}</code> {_e(c.name)} · {_e(c.scope or 'scope unknown')}"
+        for c in view.same_call
+    )
+
+
 def _epoch(view: ServedView, verdict: Verdict | None, page: _Page) -> str:
     """One epoch: the section both the report and the served page are made of."""
     model = " · ".join(_e(x) for x in (view.model, view.provider) if x) or "model not on record"
@@ -327,7 +342,8 @@ def _epoch(view: ServedView, verdict: Verdict | None, page: _Page) -> str:
         f"<header><h3>Epoch {view.epoch}</h3>"
         f'<span class="muted">parent {view.parent}</span>{_badge(verdict)}'
         f'<span class="muted">{model} · span <code>{_e(view.span_id)}</code>'
-        f"{' · ' + _e(view.service) if view.service else ''}</span></header>"
+        f" {_e(view.name)} · {_e(view.recorded_by or 'scope unknown')}"
+        f"{' · ' + _e(view.service) if view.service else ''}{_same_call(view)}</span></header>"
         f'<div class="section"><h4>Verdict</h4>{_verdict(verdict)}</div>'
         f'<div class="section"><h4>Receipt</h4>{_receipt(view, verdict)}</div>'
         f'<div class="section"><h4>Gaps</h4>{_gaps(view, page)}</div>'
@@ -356,9 +372,11 @@ def _run_gaps(views: Sequence[ServedView], prefix: str, page: _Page) -> str:
     """Each gap kind of a run once, with its sentence and the epochs it applies to; the epochs
     then link here instead of repeating the sentence."""
     applies: dict[str, list[ServedView]] = {}
+    first: dict[str, Gap] = {}
     for view in views:
         for g in view.gaps:
             applies.setdefault(g.kind, []).append(view)
+            first.setdefault(g.kind, g)
     if not applies:
         return ""
     items = []
@@ -368,7 +386,7 @@ def _run_gaps(views: Sequence[ServedView], prefix: str, page: _Page) -> str:
         epochs = ", ".join(f'<a href="{_e(page.href(v))}">{v.epoch}</a>' for v in applies[kind])
         items.append(
             f'<li id="{_e(anchor)}" data-gap-kind="{_e(kind)}"><span class="badge gap">'
-            f"{_e(kind)}</span> {_e(SERVED_GAPS[kind].why)}"
+            f"{_e(kind)}</span> {_e(gap_why(first[kind], page.notes))}"
             f"<div class='muted'>Applies to epoch(s) {epochs}.</div></li>"
         )
     return (
@@ -433,10 +451,16 @@ def _badge_term(term: str) -> str:
     return term.capitalize()
 
 
-def _notes(notes: Sequence[str]) -> str:
+def _causes(notes: Sequence[BackendNote | str]) -> tuple[BackendNote, ...]:
+    """The notes a gap's sentence may name as its cause: the backend's own (``SourceNote``), not
+    the reader's remarks given as text."""
+    return tuple(n for n in notes if not isinstance(n, str))
+
+
+def _notes(notes: Sequence[BackendNote | str]) -> str:
     if not notes:
         return ""
-    items = "".join(f"<li>{_e(n)}</li>" for n in notes)
+    items = "".join(f"<li>{_e(n if isinstance(n, str) else n.text)}</li>" for n in notes)
     return f'<div class="notes"><b>The backend said:</b><ul>{items}</ul></div>'
 
 
@@ -459,12 +483,14 @@ def render_report(
     *,
     title: str = "af_otel report",
     source: str = "",
-    notes: Sequence[str] = (),
+    notes: Sequence[BackendNote | str] = (),
 ) -> str:
     """The whole page for ``views`` (with their ``verdicts``, in the same order, if given).
 
-    ``notes`` are what the backend said about the spans it returned (a partial trace, warnings);
-    they are shown above the runs."""
+    ``notes`` are what the backend said about the spans it returned (the stream's
+    ``SourceNote`` values: a partial trace, warnings), shown above the runs; a note that spans
+    may be missing is named as the cause in the sentence of a ``no-run-log`` gap. Plain strings
+    are shown only."""
     views = list(views)
     given = list(verdicts) if verdicts is not None else [None] * len(views)
     by_view = {id(v): d for v, d in zip(views, given, strict=True) if d is not None}
@@ -497,7 +523,7 @@ def render_report(
                 extra += 1
             used.add(anchor)
             ids[id(view)] = anchor
-        page = _Page(href=_same_page(ids, members), ids=ids)
+        page = _Page(href=_same_page(ids, members), ids=ids, notes=_causes(notes))
         base = members[0].base
         explained = _run_gaps(members, prefix, page)
         body.append(
@@ -540,12 +566,13 @@ def render_epoch_page(
     href: Callable[[ServedView], str],
     title: str = "",
     source: str = "",
-    notes: Sequence[str] = (),
+    notes: Sequence[BackendNote | str] = (),
 ) -> str:
     """The page of one epoch, as ``af-otel serve`` answers it: the epoch drawn exactly as in the
     report, with every gap's sentence in place, and the run's other epochs (``run``: views with
-    their verdicts) listed with ``href`` links to their own pages."""
-    page = _Page(href=href, ids={id(view): f"e{view.epoch}"})
+    their verdicts) listed with ``href`` links to their own pages. ``notes`` as in
+    `render_report`."""
+    page = _Page(href=href, ids={id(view): f"e{view.epoch}"}, notes=_causes(notes))
     heading = title or (
         f"Run {view.run_id} · epoch {view.epoch}" if view.run_id else f"Span {view.span_id}"
     )

@@ -5,6 +5,11 @@ payload the store cannot give back, a base that does not load) and turned into r
 view later reports as gaps; nothing here raises for bad data. Commit payloads are normalized per key
 as they are decoded (a message once, not once per epoch that shows it), so the fold's answers are
 already the normalized request's parts.
+
+A run several writers served (processes, or one that freed the run and served it again) comes in
+lanes (``af.epoch.lane``): each lane is checked and folded on its own, the run is numbered by start
+time, and `link_by_content` joins the lanes into one tree by the longest message prefix, naming a
+gap wherever the record cannot prove a link.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from af_otel.model.request import REQUEST_KEYS, forced_tool, normalize_params
 from af_otel.reader._args import spans_only
 from af_otel.reader._prefix import common_prefix
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
+from af_otel.reader.folded import FoldKey, SameCall, fold_key, split_folded
 from af_otel.reader.gaps import (
     CAUSE_NOT_COMMITTED,
     CAUSE_SHAPE_REJECTED,
@@ -124,14 +125,17 @@ class ServedView:
     receipt: Receipt | ReceiptRejected | None
     gaps: tuple[Gap, ...]
     context: RunContext = field(compare=False, repr=False)
-    # The epoch the writer diffed this call against (its ``af.epoch.parent``): ``parent`` itself
-    # unless several writers served the run and ``parent`` was found from content.
-    basis: int = 0
     # Request fields the instrumentation does not record (``af.receipt.unrecorded``), and the
     # instrumentation scope that wrote the span: a renderer says "tools: not recorded by <scope>"
     # instead of showing an empty list as if the request had none.
     unrecorded: tuple[str, ...] = ()
     recorded_by: str | None = None
+    # The epoch the writer diffed this call against (its ``af.epoch.parent``): ``parent`` itself
+    # unless several writers served the run and ``parent`` was found from content.
+    basis: int = 0
+    # Other spans that record this same model call (a framework's span around the SDK's, a
+    # provider SDK's own span), folded into this epoch by the writer (``af.epoch.same_as``).
+    same_call: tuple[SameCall, ...] = ()
 
     @property
     def request(self) -> Request:
@@ -189,14 +193,15 @@ def served_views(
     opened = store if store is not None and not isinstance(store, str | os.PathLike) else None
     if opened is None:
         opened = open_store(store)  # type: ignore[arg-type]
-    runs, loose = group_runs(spans, opened)
+    calls, folded = split_folded(spans)
+    runs, loose = group_runs(calls, opened)
     out: list[ServedView] = []
     # A run several writers served comes as consecutive lanes sharing one numbering: their views
     # share one index (so a parent in another lane is found) and are listed in that numbering.
     shared: dict[int, ServedView] = {}
     lanes: list[ServedView] = []
     for index, run in enumerate(runs):
-        lanes.extend(_run_views(run, shared))
+        lanes.extend(_run_views(run, shared, folded))
         if index + 1 == len(runs) or runs[index + 1].run_id != run.run_id:
             out.extend(sorted(lanes, key=lambda view: view.epoch) if len(lanes) > 1 else lanes)
             shared, lanes = {}, []
@@ -302,7 +307,11 @@ def _common_gaps(
     return found
 
 
-def _run_views(run: Run, shared: dict[int, ServedView] | None = None) -> list[ServedView]:
+def _run_views(
+    run: Run,
+    shared: dict[int, ServedView] | None = None,
+    folded: Mapping[FoldKey, tuple[SameCall, ...]] | None = None,
+) -> list[ServedView]:
     fold = run.fold
     base_messages: Sequence[Any] | None = None
     if run.base_address is not None and run.base_problem is None:
@@ -395,14 +404,25 @@ def _run_views(run: Run, shared: dict[int, ServedView] | None = None) -> list[Se
             receipt=receipt,
             gaps=order_gaps(found),
             context=context,
-            basis=record.basis,
             unrecorded=unrecorded,
             recorded_by=span.scope or None,
+            basis=record.basis,
+            same_call=_same_call(folded, span),
         )
         if own:
             context.views[record.epoch] = view
         views.append(view)
     return views
+
+
+def _same_call(
+    folded: Mapping[FoldKey, tuple[SameCall, ...]] | None, span: SpanRecord
+) -> tuple[SameCall, ...]:
+    """The spans folded into this one's epoch as its writer numbered it (its lane's epoch)."""
+    if not folded:
+        return ()
+    key = fold_key(span.attributes, span.attributes.get(names.EPOCH))
+    return folded.get(key, ()) if key is not None else ()
 
 
 def _loose_view(span: SpanRecord) -> ServedView:

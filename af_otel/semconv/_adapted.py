@@ -8,6 +8,7 @@ from typing import Final, Literal
 
 from af_otel import names
 from af_otel.semconv._shape import Absent
+from af_otel.semconv.placement import wire_form
 
 Convention = Literal["genai", "openllmetry", "openllmetry-legacy", "openinference"]
 
@@ -97,4 +98,4 @@ def conclude(
     except Absent as absent:
         cut = "holes" if absent.reason == names.REASON_CUT else None
         return Adapted(convention, None, absent.reason, keys, tuple(notes), cut)
-    return Adapted(convention, request, None, keys, (*notes, *found))
+    return Adapted(convention, wire_form(request), None, keys, (*notes, *found))

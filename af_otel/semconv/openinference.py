@@ -208,7 +208,8 @@ def _message(fields: dict[str, object]) -> dict[str, JsonValue]:
         tool_call(
             call.get("tool_call.id"),
             call.get("tool_call.function.name"),
-            call.get("tool_call.function.arguments"),
+            # OpenInference writes a call's arguments only when they are not empty.
+            call.get("tool_call.function.arguments", "{}"),
         )
         for call in calls
     ]

@@ -1,4 +1,4 @@
-"""The content-addressed store of CONTRACT §6: run bases and large commit payloads, by address.
+"""The content-addressed store (docs/store.md): run bases and large commit payloads, by address.
 
 Write-once, verified on every read, atomic writes, addresses checked before they reach a path.
 The local directory store is the default; any fsspec URL works where one machine is not enough.

@@ -1,4 +1,4 @@
-"""Store addresses (CONTRACT §4): ``sha256:`` + 64 lowercase hex digits of the stored bytes.
+"""Store addresses (docs/store.md, Addresses): ``sha256:`` + 64 lowercase hex digits of the stored bytes.
 
 An address is checked here before any store turns it into a path or key, so only 64 hex digits
 ever reach the file system: no separator, dot, NUL or drive letter can get through to traverse.

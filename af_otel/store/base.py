@@ -13,9 +13,9 @@ import orjson
 
 from af_otel.canonical import canonical_json
 from af_otel.errors import BlobDamagedError, StoreError
-from af_otel.store.address import PREFIX
+from af_otel.store.address import PREFIX, address_of
 
-__all__ = ["Store", "check_blob", "decode_json", "encode_json"]
+__all__ = ["Store", "blob_bytes", "check_blob", "decode_json", "encode_json"]
 
 
 class Store(Protocol):
@@ -45,6 +45,14 @@ class Store(Protocol):
     def get_json(self, address: str) -> object:
         """Return the JSON value stored at ``address``, checked like `get`."""
         ...
+
+
+def blob_bytes(data: bytes) -> tuple[bytes, str]:
+    """What `put` stores for ``data`` and its address; anything but bytes is a TypeError."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"a store holds bytes, not {type(data).__name__}")
+    data = bytes(data)
+    return data, address_of(data)
 
 
 def check_blob(address: str, data: bytes, where: str) -> bytes:

@@ -8,8 +8,8 @@ import secrets
 from typing import Any, Final
 
 from af_otel.errors import AfOtelError, BlobNotFoundError, StoreError
-from af_otel.store.address import address_of, blob_parts
-from af_otel.store.base import check_blob, decode_json, encode_json
+from af_otel.store.address import blob_parts
+from af_otel.store.base import blob_bytes, check_blob, decode_json, encode_json
 
 __all__ = ["FsspecStore"]
 
@@ -62,10 +62,7 @@ class FsspecStore:
         return f"FsspecStore({self._url!r})"
 
     def put(self, data: bytes) -> str:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(f"a store holds bytes, not {type(data).__name__}")
-        data = bytes(data)
-        address = address_of(data)
+        data, address = blob_bytes(data)
         shard, name = self._keys(address)
         key = f"{shard}/{name}"
         try:

@@ -1,10 +1,11 @@
 """Message lists stored message by message, so that content many calls share is held once.
 
-A stored ``messages`` payload (a commit's ``af.commit.ref``, a base's ``messages``) holds item
-references ``{"af.ref": "sha256:..."}``: each message is a blob of its own canonical JSON. A
-conversation served by many workers, or continued after a restart, repeats its history in every
-request; stored whole per list, each worker that joined would write that history again. Stored per
-message, a writer adds only the messages the store does not hold, plus one list of addresses.
+A base's ``messages``, and a commit's ``messages`` payload that holds turns other calls were sent
+(more than one answer), are stored as item references ``{"af.ref": "sha256:..."}``: each message
+a blob of its own canonical JSON. A conversation served by many workers, or continued after a
+restart, repeats its history in every request; stored whole per list, each worker that joined
+would write that history again. Stored per message, a writer adds only the messages the store does
+not hold, plus one list of addresses. A reader accepts references in any stored message list.
 
 The list of addresses would still grow with the conversation at every join, so each full run of
 `CHUNK` references from the start of the list is stored as a blob of its own and named by one

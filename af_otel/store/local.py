@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Final
 
 from af_otel.errors import BlobNotFoundError, StoreError
-from af_otel.store.address import address_of, blob_parts
-from af_otel.store.base import check_blob, decode_json, encode_json
+from af_otel.store.address import blob_parts
+from af_otel.store.base import blob_bytes, check_blob, decode_json, encode_json
 
 __all__ = ["LocalStore"]
 
@@ -128,10 +128,7 @@ class LocalStore:
         return f"LocalStore({self._root!r})"
 
     def put(self, data: bytes) -> str:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(f"a store holds bytes, not {type(data).__name__}")
-        data = bytes(data)
-        address = address_of(data)
+        data, address = blob_bytes(data)
         _, shard, name = blob_parts(address)
         try:
             os.makedirs(self._root, exist_ok=True)

@@ -13,10 +13,10 @@ import sys
 from typing import Any, Final
 
 from af_otel import names
-from af_otel.cli.read import _add_key, _key
+from af_otel.cli.read import add_backend_options, add_key_options, backend_source, key_from_args
 from af_otel.errors import AfOtelError
-from af_otel.reader.sources import JaegerSource, PhoenixSource, TempoSource
-from af_otel.web.evidence import TRACES_KEPT, Evidence, TraceSource
+from af_otel.reader.sources import PhoenixSource
+from af_otel.web.evidence import TRACES_KEPT, Evidence
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "evidence_from", "register"]
 
@@ -37,19 +37,14 @@ def register(subparsers: Any) -> None:
         ),
     )
     serve.add_argument("file", nargs="?", metavar="FILE", help="a trace file to serve from")
-    serve.add_argument("--tempo", metavar="URL", help="fetch each trace from Tempo at URL")
-    serve.add_argument("--jaeger", metavar="URL", help="fetch each trace from Jaeger at URL")
-    serve.add_argument("--phoenix", metavar="URL", help="fetch each trace from Phoenix at URL")
-    serve.add_argument(
-        "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
-    )
+    add_backend_options(serve, serve)
     serve.add_argument(
         "--store",
         metavar="URL",
         help=f"where bases and large payloads are (default ${names.ENV_STORE}, else "
         f"{names.DEFAULT_STORE})",
     )
-    _add_key(serve)
+    add_key_options(serve)
     serve.add_argument(
         "--lenient", action="store_true", help="skip unreadable lines and spans and say so"
     )
@@ -78,21 +73,16 @@ def evidence_from(args: argparse.Namespace) -> Evidence:
         raise AfOtelError("--project names a Phoenix project: add --phoenix URL")
     options: dict[str, Any] = {
         "store": args.store,
-        "key": _key(args),
+        "key": key_from_args(args),
         "lenient": args.lenient,
         "traces_kept": max(1, args.traces_kept),
     }
     if args.file:
         return Evidence(file=args.file, **options)
-    source: TraceSource
-    if args.tempo:
-        source, label = TempoSource(args.tempo), f"Tempo at {args.tempo}"
-    elif args.jaeger:
-        source, label = JaegerSource(args.jaeger), f"Jaeger at {args.jaeger}"
-    else:
-        project = args.project or "default"
-        source = PhoenixSource(args.phoenix, project=project)
-        label = f"Phoenix at {args.phoenix} (project {project})"
+    source = backend_source(args, chosen[0])
+    label = f"{type(source).__name__.removesuffix('Source')} at {source.url}"
+    if isinstance(source, PhoenixSource):
+        label += f" (project {source.project})"
     return Evidence(source=source, label=label, **options)
 
 

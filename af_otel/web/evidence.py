@@ -14,16 +14,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final, Protocol
 
-from af_otel import names
-from af_otel.errors import ReaderError, SourceError, StoreError
+from af_otel.cli.read import open_checked_store
+from af_otel.errors import ReaderError, SourceError, TraceNotFoundError
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.sources import SpanStream, read_spans
+from af_otel.reader.sources import SourceNote, SpanStream, read_spans
 from af_otel.reader.verify import Verdict, verify
 from af_otel.reader.view import ServedView, served_views
-from af_otel.store import open_store
 
 __all__ = ["TRACES_KEPT", "Evidence", "Shown", "TraceSource", "check_ids"]
 
@@ -34,9 +32,6 @@ TRACES_KEPT: Final = 32
 # zeros, and some Tempo views shorten ids the same way; they are padded back.
 _TRACE_ID: Final = re.compile(r"[0-9a-f]{1,32}")
 _SPAN_ID: Final = re.compile(r"[0-9a-f]{1,16}")
-# How the backend sources word a trace the backend does not have (Tempo and Jaeger answer 404,
-# Phoenix an empty page); a missing project or API is a failed backend, not an unknown id.
-_NOT_FOUND: Final = ": trace not found ("
 
 
 class TraceSource(Protocol):
@@ -48,13 +43,15 @@ class TraceSource(Protocol):
 @dataclass(frozen=True, slots=True)
 class Shown:
     """One epoch to show, with its verdict (None: a keyed receipt and no key), the epochs of its
-    run as far as the record holds them, where they were read, and what the backend noted."""
+    run as far as the record holds them, where they were read, and what the backend noted (its
+    ``SourceNote`` values, which a gap's sentence may name as its cause) and what the reader
+    skipped (text)."""
 
     view: ServedView
     verdict: Verdict | None
     run: tuple[tuple[ServedView, Verdict | None], ...]
     source: str
-    notes: tuple[str, ...]
+    notes: tuple[SourceNote | str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +59,7 @@ class _Loaded:
     views: tuple[ServedView, ...]
     verdicts: tuple[Verdict | None, ...]
     source: str
-    notes: tuple[str, ...]
+    notes: tuple[SourceNote | str, ...]
 
     def shown(self, index: int) -> Shown:
         view = self.views[index]
@@ -92,20 +89,6 @@ def check_ids(trace_id: str, span_id: str | None = None) -> tuple[str, str | Non
     if not _SPAN_ID.fullmatch(span):
         raise ValueError(f"{span_id!r} is not a span id (up to 16 hex digits)")
     return trace.rjust(32, "0"), span.rjust(16, "0")
-
-
-def _check_store(store: str | None) -> None:
-    """A local store that is not a directory names nothing a trace refers to: say so, instead
-    of showing every epoch with a missing base. URLs are the store backend's to judge."""
-    url = store if store is not None else (os.environ.get(names.ENV_STORE) or names.DEFAULT_STORE)
-    if "://" in url or "::" in url:
-        return
-    what = f"--store {url}" if store is not None else f"the store {url} (no --store given)"
-    path = Path(url)
-    if not path.exists():
-        raise StoreError(f"{what}: no such directory")
-    if not path.is_dir():
-        raise StoreError(f"{what}: not a directory")
 
 
 class Evidence:
@@ -214,10 +197,8 @@ class Evidence:
         assert self.source is not None
         try:
             loaded = self._load(self.source.trace(trace_id, lenient=self.lenient))
-        except SourceError as exc:
-            if _NOT_FOUND in str(exc):
-                raise ReaderError(f"{self.label} has no trace {trace_id}") from None
-            raise
+        except TraceNotFoundError:  # an id that names nothing, not a failed backend
+            raise ReaderError(f"{self.label} has no trace {trace_id}") from None
         with self._lock:
             self._traces[trace_id] = loaded
             self._traces.move_to_end(trace_id)
@@ -230,15 +211,14 @@ class Evidence:
             records: Sequence[SpanRecord] = tuple(stream)
         if not records and self.source is not None:
             raise ReaderError(f"{self.label} returned no span for that trace ({stream.source})")
-        _check_store(self.store)
-        views = served_views(records, store=open_store(self.store))
+        views = served_views(records, store=open_checked_store(self.store, records))
         verdicts: list[Verdict | None] = []
         for view in views:
             try:
                 verdicts.append(verify(view, key=self._key))
             except ReaderError:  # a keyed receipt and no key: shown, not checked
                 verdicts.append(None)
-        notes = [str(note) for note in stream.notes]  # SourceNote or text: str() is the text
+        notes: list[SourceNote | str] = list(stream.notes)
         if stream.skipped:
             notes.append(f"{stream.skipped} unreadable line(s) or span(s) skipped")
         return _Loaded(tuple(views), tuple(verdicts), stream.source, tuple(notes))

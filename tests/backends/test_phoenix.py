@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from af_otel.cli import main
-from af_otel.errors import SourceError
+from af_otel.errors import SourceError, TraceNotFoundError
 from af_otel.processor import ReceiptSpanProcessor, run
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import PhoenixSource, SourceFormat, Window, read_spans
@@ -137,7 +137,7 @@ def test_an_unknown_project_or_trace_is_named(phoenix_url: str, sent: Sent) -> N
     """A wrong project name and an id Phoenix does not hold raise SourceErrors naming them."""
     with pytest.raises(SourceError, match=r"no project 'nope'.*\(HTTP 404\)"):
         PhoenixSource(phoenix_url, "nope").window(Window.since("1h"))
-    with pytest.raises(SourceError, match=r"trace not found \(no spans in 'af-live'\)"):
+    with pytest.raises(TraceNotFoundError, match=r"trace not found \(no spans in 'af-live'\)"):
         PhoenixSource(phoenix_url, sent.project).trace("1" * 32)
 
 

@@ -18,8 +18,8 @@ from af_otel.canonical import address_of, key_bytes
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "receipt-hash.json").read_text("utf-8"))
 
 
-# Published in CONTRACT §4 and /shared/reference/agentfootprint-notes.md §3.8 (plain H only; the
-# notes' message digests follow agentfootprint's message rule, not af_otel's e_i = H(JCS(m))).
+# Plain H of published inputs, docs/receipt-spec.md §9.2 among them (fixed vectors: a change to
+# H shows here).
 PUBLISHED = [
     ("run-1", "hello", "e4d01446ceea21bc"),
     ("run-1", "", "5b69656befee33b3"),

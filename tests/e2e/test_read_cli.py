@@ -5,6 +5,7 @@ installed command), including damaged and unreadable input."""
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import subprocess
@@ -370,6 +371,48 @@ def test_backend_notes_reach_stderr_from_every_command(
                 code, _, err = cli(capsys, command, *source, "--store", str(store), *extra)
                 assert code == 0, (command, err)
                 assert message in err, (command, source)
+
+
+def test_a_partial_trace_is_named_as_the_cause_of_missing_spans(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A Tempo trace marked PARTIAL that lacks a span of the run: served, gaps, the report and
+    the serve page all give the backend's note as the cause of no-run-log, not sampling."""
+    from starlette.testclient import TestClient
+
+    from af_otel.reader.gaps import SERVED_GAPS
+    from af_otel.reader.sources import TempoSource
+    from af_otel.web import Evidence
+    from af_otel.web.app import create_app, epoch_path
+    from tests.reader.sources import replay
+
+    traces, store = tmp_path / "t.jsonl", tmp_path / "s"
+    with file_recorder(traces, LocalStore(store)) as rec:
+        agent(rec, "cut-run", 3)
+    cut = replay.without_epoch(replay.merged(replay.export_lines(traces)), 2)
+    trace_id = next(s["traceId"] for s in spans_of(cut))
+    message = "trace exceeds max size (max bytes: 5000000)"
+    body = json.dumps(replay.tempo_v2(cut, status="PARTIAL", message=message)).encode()
+    report = tmp_path / "r.html"
+    shown: dict[str, str] = {}
+    with serve({f"/api/v2/traces/{trace_id}": (200, body)}) as url:
+        source = ["--tempo", url, "--trace", trace_id, "--store", str(store), "--run", "cut-run"]
+        for command in ("served", "gaps"):
+            code, out, err = cli(capsys, command, *source)
+            assert code == 0, err
+            shown[command] = out
+        assert cli(capsys, "report", *source, "-o", str(report))[0] == 0
+        shown["report"] = html.unescape(report.read_text(encoding="utf-8"))
+        client = TestClient(create_app(Evidence(source=TempoSource(url), store=str(store))))
+        page = client.get(epoch_path("cut-run", 3, trace_id))
+        assert page.status_code == 200, page.text
+        shown["serve"] = html.unescape(page.text)
+    catalogue = SERVED_GAPS[names.GAP_NO_RUN_LOG].why
+    for where, text in shown.items():
+        assert names.GAP_NO_RUN_LOG in text, where
+        assert f"its answer was incomplete: {url}/api/v2/traces/" in text, where
+        assert message in text, where
+        assert catalogue not in text, where  # the catalogue's sentence gave way
 
 
 def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:

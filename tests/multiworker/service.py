@@ -79,7 +79,13 @@ class Worker:
     """One worker process; ``ask`` sends a request and waits for its answer."""
 
     def __init__(
-        self, folder: Path, name: str, store: str, model_url: str, run_by: str = "block"
+        self,
+        folder: Path,
+        name: str,
+        store: str,
+        model_url: str,
+        run_by: str = "block",
+        form: str = "processor",
     ) -> None:
         self.name = name
         self.out = folder / f"{name}.jsonl"
@@ -99,6 +105,8 @@ class Worker:
                 name,
                 "--run-by",
                 run_by,
+                "--form",
+                form,
             ],
             cwd=REPO,
             stdin=subprocess.PIPE,
@@ -152,9 +160,14 @@ def _env() -> dict[str, str]:
 
 @contextmanager
 def workers(
-    folder: Path, count: int, store: str, model_url: str, run_by: str = "block"
+    folder: Path,
+    count: int,
+    store: str,
+    model_url: str,
+    run_by: str = "block",
+    form: str = "processor",
 ) -> Iterator[list[Worker]]:
-    pool = [Worker(folder, f"worker-{i}", store, model_url, run_by) for i in range(count)]
+    pool = [Worker(folder, f"worker-{i}", store, model_url, run_by, form) for i in range(count)]
     try:
         yield pool
         for worker in pool:

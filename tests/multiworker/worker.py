@@ -8,7 +8,8 @@ JSON object a line, and answers each on stdout:
   made in parallel threads
 - ``{"op": "quit"}`` -> flushes its spans, answers ``{"ok": true}`` and exits.
 
-``--run-by block`` serves each request inside ``af_otel.run(R)`` (freed when the request ends);
+``--form exporter`` enriches in a `ReceiptSpanExporter` under the batch processor instead of a
+`ReceiptSpanProcessor` (that form sees runs named by ``af.run.id`` only). ``--run-by block`` serves each request inside ``af_otel.run(R)`` (freed when the request ends);
 ``--run-by attribute`` tags the request's spans with ``af.run.id`` instead, so the processor keeps
 the run's state between requests, as a service that puts the conversation id on its spans does.
 """
@@ -34,7 +35,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from af_otel import ReceiptSpanProcessor, names, run
+from af_otel import ReceiptSpanExporter, ReceiptSpanProcessor, names, run
 
 _conversation: contextvars.ContextVar[str | None] = contextvars.ContextVar("conv", default=None)
 
@@ -71,13 +72,19 @@ def main() -> None:
     parser.add_argument("--model-url", required=True)
     parser.add_argument("--service", required=True)
     parser.add_argument("--run-by", choices=("block", "attribute"), default="block")
+    parser.add_argument("--form", choices=("processor", "exporter"), default="processor")
     args = parser.parse_args()
     # The tagger is added first, so the receipt processor sees the run id at on_start.
     provider = TracerProvider(resource=Resource.create({"service.name": args.service}))
     provider.add_span_processor(ConversationTagger())
-    provider.add_span_processor(
-        ReceiptSpanProcessor(BatchSpanProcessor(FileSpanExporter(args.out)), store=args.store)
-    )
+    if args.form == "processor":
+        provider.add_span_processor(
+            ReceiptSpanProcessor(BatchSpanProcessor(FileSpanExporter(args.out)), store=args.store)
+        )
+    else:
+        provider.add_span_processor(
+            BatchSpanProcessor(ReceiptSpanExporter(FileSpanExporter(args.out), store=args.store))
+        )
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     client = openai.OpenAI(

@@ -171,7 +171,7 @@ def test_reading_the_tail_gives_the_full_paths_evidence(
 
 
 def read_in_turn(texts_in_order: list[str]) -> list[incremental.Read]:
-    seen: incremental.Seen | None = None
+    seen: incremental.Remembered | None = None
     reads = []
     for text in texts_in_order:
         attributes = {

@@ -161,7 +161,10 @@ def test_no_prompt_text_on_the_trace_by_default(
     verdicts = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert code == 0
     assert sorted(v["epoch"] for v in verdicts) == [1, 2, 3]
-    assert [v["status"] for v in verdicts] == ["verified"] * 3, verdicts
+    # genai-openai records no tool_choice (unrecorded-field): its calls are whole but partial.
+    for v in verdicts:
+        partial = v["status"] == "reconstructed" and "unrecorded-field" in v["reason"]
+        assert v["status"] == "verified" or partial, v
     assert all(v["mismatches"] == [] for v in verdicts)
 
 

@@ -336,9 +336,25 @@ def test_ids_shortened_by_a_ui_are_padded(client: TestClient, recorded: Recorded
 def test_a_missing_default_store_is_named(
     recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without --store, the store the default resolves to is checked and named."""
+    """Without --store, the store $AF_OTEL_STORE names is checked and named as af-otel verify
+    names it, and so is the default store when the variable is unset."""
     monkeypatch.setenv("AF_OTEL_STORE", str(tmp_path / "unset-store"))
     client = TestClient(create_app(Evidence(file=recorded.traces, store=None)))
     response = client.get(epoch_path(RUN, 1))
     assert response.status_code == 500
-    assert f"the store {tmp_path / 'unset-store'} (no --store given)" in response.text
+    text = html.unescape(response.text)
+    assert f"$AF_OTEL_STORE {tmp_path / 'unset-store'}: no store directory" in text
+    assert "name the store with --store" in text
+    monkeypatch.delenv("AF_OTEL_STORE")
+    monkeypatch.chdir(tmp_path)
+    response = client.get(epoch_path(RUN, 1))
+    assert response.status_code == 500
+    assert "the default store ./.af_otel/store (no --store given)" in html.unescape(response.text)
+
+
+def test_a_store_url_with_nothing_under_it_is_refused(recorded: Recorded) -> None:
+    """The rule is the store's own: an fsspec URL with nothing stored under it is refused too."""
+    client = TestClient(create_app(Evidence(file=recorded.traces, store="memory://af-empty")))
+    response = client.get(epoch_path(RUN, 1))
+    assert response.status_code == 500
+    assert "--store memory://af-empty: no store at memory://af-empty" in response.text

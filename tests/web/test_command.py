@@ -3,12 +3,14 @@ options and variables, loopback by default; wrong arguments exit 2 with one line
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
 from af_otel import names
 from af_otel.cli import build_parser, main
+from af_otel.cli.read import key_from_args
 from af_otel.reader.sources import JaegerSource, PhoenixSource, TempoSource
 from af_otel.web.command import DEFAULT_HOST, evidence_from
 
@@ -70,3 +72,25 @@ def test_the_key_comes_from_the_readers_configuration(
     key_file.write_bytes(b"from-file\n")
     evidence = evidence_from(parse("f.jsonl", "--key-file", str(key_file)))  # type: ignore[arg-type]
     assert evidence._key == b"from-file"
+
+
+def test_serve_and_verify_share_one_key_option(tmp_path: Path) -> None:
+    """The key option is declared once: serve and verify parse --key-file alike."""
+    key_file = tmp_path / "key"
+    key_file.write_bytes(b"shared\n")
+    parser = build_parser()
+    for command in ("serve", "verify"):
+        args = parser.parse_args([command, "f.jsonl", "--key-file", str(key_file)])
+        assert key_from_args(args) == b"shared"
+    actions = {
+        name: next(a for a in sub._actions if "--key-file" in a.option_strings)
+        for name, sub in _subparsers(parser).items()
+        if name in ("serve", "verify", "served", "report")
+    }
+    assert len({(a.dest, a.help, a.metavar) for a in actions.values()}) == 1
+    assert set(actions) == {"serve", "verify", "served", "report"}
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    group = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(group.choices)

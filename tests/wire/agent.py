@@ -281,7 +281,7 @@ class OpenAIAgent:
 
 
 def _settle(
-    agent: Any, messages: list[dict[str, Any]], reply: dict[str, Any], turn: int
+    messages: list[dict[str, Any]], reply: dict[str, Any], turn: int
 ) -> list[dict[str, Any]]:
     """Append the assistant turn and, for each tool call it made, the tool's result."""
     messages.append(reply)
@@ -308,9 +308,9 @@ def openai_agent(openai: Any, http: Any, port: int, profile: str) -> int:
     def turn_pair() -> None:
         nonlocal turn
         reply = agent.call(messages)
-        _settle(agent, messages, reply, turn)
+        _settle(messages, reply, turn)
         if reply.get("tool_calls"):
-            _settle(agent, messages, agent.call(messages), turn)
+            _settle(messages, agent.call(messages), turn)
         turn += 1
         messages.append({"role": "user", "content": QUESTIONS[turn % len(QUESTIONS)]})
 
@@ -327,10 +327,10 @@ def openai_agent(openai: Any, http: Any, port: int, profile: str) -> int:
         replies = await asyncio.gather(
             *(agent.acall(b, stream=index == 1) for index, b in enumerate(branches))
         )
-        return _settle(agent, branches[0], replies[0], turn)
+        return _settle(branches[0], replies[0], turn)
 
     messages[:] = asyncio.run(fan_out())
-    _settle(agent, messages, agent.call(messages), turn)
+    _settle(messages, agent.call(messages), turn)
     turn += 1
     messages.append({"role": "user", "content": QUESTIONS[turn % len(QUESTIONS)]})
     while agent.calls < CALLS_OPENAI:

@@ -15,8 +15,8 @@ The comparable form keeps what the model is shown and what steers it:
 - ``model`` and ``params``: every dial the request set, under one name per meaning (``stop``,
   ``max_tokens``, ``tool_choice`` as ``auto``/``none``/``required``/``{"tool": name}``,
   ``parallel_tool_calls`` (Anthropic: ``tool_choice.disable_parallel_tool_use``),
-  ``thinking_budget``, ...). Transport switches (``stream``,
-  ``stream_options``) and bookkeeping (``metadata``, ``user``) are not dials.
+  ``thinking_budget``, ...). Transport switches (``stream``, ``stream_options``) and bookkeeping
+  (``metadata``, ``user``) are not dials.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The Pythons the wire scenarios run in: the project's venv, or a pinned side venv for an
 instrumentation that cannot share it.
 
-opentelemetry-instrumentation-openai-v2 2.4b0 imports a util-genai module (`instruments`) that util-genai 1.2b0 renamed and 1.3b0
-(which genai-openai and genai-anthropic need) no longer has, so it runs against util-genai 1.1b0 in a
-venv of its own; OpenLLMetry's anthropic instrumentation gets one too, as its openai one does in
-tests/semconv. Side venvs live under ``${XDG_CACHE_HOME:-~/.cache}/af-otel-tests/``, are built from
-the package registry on first use and reused while their pins are unchanged. af_otel itself is not
-installed there: the agent finds it on ``PYTHONPATH`` (the repository root), with its dependencies
-pinned below.
+opentelemetry-instrumentation-openai-v2 2.4b0 imports util-genai's ``instruments`` module, which
+util-genai 1.2b0 renamed and 1.3b0 (needed by genai-openai and genai-anthropic) does not have, so
+it runs against util-genai 1.1b0 in a venv of its own; OpenLLMetry's anthropic instrumentation
+gets one too, as its openai one does in tests/semconv. Side venvs live under
+``${XDG_CACHE_HOME:-~/.cache}/af-otel-tests/``, are built from the package registry on first use
+and reused while their pins are unchanged. af_otel itself is not installed there: the agent finds
+it on ``PYTHONPATH`` (the repository root), with its dependencies pinned below.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from af_otel.reader.verify import VerdictStatus
-from tests.wire.harness import SCENARIOS, Outcome, run_scenario
+from tests.wire.harness import SCENARIOS, Outcome, disagreements, run_scenario
 
 
 def _short(value: Any, limit: int = 300) -> str:
@@ -73,19 +73,32 @@ def main(names: list[str]) -> None:
             outcomes.append(run_scenario(scenario, Path(directory)))
     seconds = time.monotonic() - started
     print(
-        "| scenario | calls | verified | reconstructed | damaged | overclaiming epochs (differences) | unnamed "
+        "| scenario | calls | minted | verified | reconstructed | damaged "
+        "| overclaiming epochs (differences) | unnamed "
         "| collisions | wrong parents |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for o in outcomes:
         counts = " | ".join(str(o.count(status)) for status in VerdictStatus)
         print(
-            f"| {o.scenario.name} | {o.wire_requests} | {counts} | {len({e.epoch for e, _ in o.overclaims})} ({len(o.overclaims)}) "
+            f"| {o.scenario.name} | {o.wire_requests} | {o.minted} | {counts} | {len({e.epoch for e, _ in o.overclaims})} ({len(o.overclaims)}) "
             f"| {len(o.unnamed)} | {len(o.collisions)} | {len(o.wrong_parents)} |"
         )
     print(f"\n({len(outcomes)} scenarios in {seconds:.0f} s)\n")
     for o in outcomes:
         print("\n".join(_section(o)))
+    print("### Receipts of one wire request through two instrumentations\n")
+    for index, first in enumerate(outcomes):
+        for second in outcomes[index + 1 :]:
+            if first.scenario.client != second.scenario.client:
+                continue
+            found = disagreements(first, second)
+            kinds = sorted({d.field for d in found})
+            if found:
+                print(
+                    f"- {first.scenario.name} vs {second.scenario.name}: {len(found)} "
+                    f"(fields: {', '.join(kinds)}); e.g. {found[0].account}"
+                )
 
 
 if __name__ == "__main__":

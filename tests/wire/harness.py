@@ -5,7 +5,8 @@ The finding that matters is an *overclaim*: an epoch `verify` calls `verified` w
 not the wire request. An epoch that is not verified may differ from the wire, but only in a field
 some gap on it names (an *unnamed* difference otherwise). Two verified epochs whose receipts
 fingerprint one request (same system, messages chain, tools, params and model) for two different
-wire requests are a *collision*.
+wire requests are a *collision*. The wire also says which call each request grew from (its parent)
+and lets two scenarios' receipts of one request be compared field by field.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import af_otel
+from af_otel import names
 from af_otel.reader.verify import VerdictStatus
 from tests.wire import envs
 from tests.wire.convert import Comparable, Difference, differences, from_view, from_wire
@@ -47,6 +49,9 @@ class Scenario:
     profile: str = "plain"  # openai: plain | dials (tool_choice, parallel_tool_calls, ...)
     env_vars: Mapping[str, str] = field(default_factory=dict)
     control: bool = False  # every epoch must verify
+    # The span limits cut the record: calls may go without a receipt. Elsewhere every call must
+    # carry a minted one, so that no scenario passes because nothing was minted to check.
+    cut: bool = False
 
     @property
     def env(self) -> envs.Env:
@@ -56,25 +61,31 @@ class Scenario:
         }.get(self.instrumentation, envs.MAIN)
 
     @property
+    def client(self) -> str:
+        return "anthropic" if "anthropic" in self.instrumentation else "openai"
+
+    @property
     def calls(self) -> int:
-        return 20 if "anthropic" in self.instrumentation else 30
+        return 20 if self.client == "anthropic" else 30
 
 
 SCENARIOS: Final = (
     # The control: the instrumentation that records every field this agent sets, limits raised.
     Scenario("openai-control", "openinference-openai", profile="dials", control=True),
     Scenario("openai-genai", "genai-openai", env_vars=_GENAI_CONTENT),
-    Scenario("openai-openinference-default-limits", "openinference-openai", limits=None),
+    Scenario("openai-openinference-default-limits", "openinference-openai", limits=None, cut=True),
     Scenario(
         "openai-openinference-value-limit",
         "openinference-openai",
         limits={**RAISED, "max_span_attribute_length": 1500},
+        cut=True,
     ),
     Scenario(
         "openai-genai-value-limit",
         "genai-openai",
         limits={**RAISED, "max_span_attribute_length": 1500},
         env_vars=_GENAI_CONTENT,
+        cut=True,
     ),
     Scenario("openai-v2-no-tool-definitions", "openai-v2", env_vars=_GENAI_CONTENT),
     Scenario("openai-genai-forced-tool", "genai-openai", profile="dials", env_vars=_GENAI_CONTENT),
@@ -85,7 +96,12 @@ SCENARIOS: Final = (
         env_vars={"OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK": "af_otel"},
     ),
     Scenario("anthropic-openinference", "openinference-anthropic"),
-    Scenario("anthropic-openinference-default-limits", "openinference-anthropic", limits=None),
+    Scenario(
+        "anthropic-openinference-default-limits",
+        "openinference-anthropic",
+        limits=None,
+        cut=True,
+    ),
     Scenario("anthropic-openllmetry", "openllmetry-anthropic"),
 )
 
@@ -105,6 +121,7 @@ class Epoch:
     unnamed: tuple[Difference, ...]
     fingerprint: tuple[Any, ...] | None  # the receipt's request fields, without the run position
     wire: Comparable
+    unrecorded: tuple[str, ...]  # fields the view says its instrumentation does not record
     expected_parent: int | None  # by the wire (see `_expected_parents`); None: no earlier prefix
 
     @property
@@ -128,6 +145,10 @@ class Outcome:
             for e in self.epochs
             if e.expected_parent is not None and e.parent != e.expected_parent
         ]
+
+    @property
+    def minted(self) -> int:
+        return sum(1 for e in self.epochs if e.fingerprint is not None)
 
     def count(self, status: str) -> int:
         return sum(1 for e in self.epochs if e.status == status)
@@ -156,7 +177,9 @@ def run_agent(scenario: Scenario, tmp: Path, port: int) -> dict[str, Any]:
         "port": port,
         "trace": str(tmp / "trace.jsonl"),
         "store": str(tmp / "store"),
-        "run_id": f"wire-{scenario.name}",
+        # One run id per agent, so that receipts of one wire request through two instrumentations
+        # are salted alike and can be compared.
+        "run_id": f"wire-{scenario.client}",
         "limits": dict(scenario.limits) if scenario.limits is not None else None,
     }
     done = subprocess.run(
@@ -196,7 +219,10 @@ def names_field(kind: str, detail: str, name: str, aspect: str = "") -> bool:
     """Whether a gap of ``kind`` with ``detail`` names the difference in view field ``name``
     (``params.seed``, or ``messages`` with an ``aspect``): the gap must cover the field, and if
     its detail lists fields, list this one (a dial, or a message-level flag such as a tool
-    result's error flag)."""
+    result's error flag). `provider-defaults` names nothing: it says a dial was left to the
+    provider, which is false wherever the wire and the view differ on it."""
+    if kind == names.GAP_PROVIDER_DEFAULTS:
+        return False
     spec = af_otel.SERVED_GAPS[kind]
     top, _, leaf = name.partition(".")
     if not any(top == f or top.startswith(f + ".") for f in spec.view_fields):
@@ -309,6 +335,7 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
                 unnamed,
                 _fingerprint(receipt) if view.minted else None,
                 wire,
+                tuple(getattr(view, "unrecorded", ())),
                 parents.get(view.span_id),
             )
         )
@@ -354,3 +381,67 @@ def describe(outcome: Outcome) -> str:
             f"- COLLISION epochs {first} and {second}: one receipt fingerprint, two wire requests"
         )
     return "\n".join(lines)
+
+
+# Unrecorded fields that change the messages chain or the params hash when one record has them
+# and the other does not.
+_MESSAGE_FIELDS: Final = frozenset({"tool_result.is_error", "reasoning.signature", "message.name"})
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    first: str  # instrumentation
+    second: str
+    field: str  # receipt field
+    account: str
+
+    @property
+    def kind(self) -> tuple[str, str, str]:
+        return (self.first, self.second, self.field)
+
+
+def _wire_key(epoch: Epoch) -> str:
+    return json.dumps(epoch.wire, sort_keys=True, default=str)
+
+
+def shared_requests(first: Outcome, second: Outcome) -> int:
+    """How many wire requests two scenarios both sent (the same agent sends the same ones)."""
+    return len({_wire_key(e) for e in first.epochs} & {_wire_key(e) for e in second.epochs})
+
+
+def disagreements(first: Outcome, second: Outcome) -> list[Disagreement]:
+    """Where two instrumentations, recording the same wire request, mint different receipt
+    fields although both record what the field covers: model, system, tools (unless one does not
+    record tool definitions), the messages chain (when both leave out the same message-level
+    fields) and the params (when both leave out the same dials)."""
+    by_wire = {_wire_key(e): e for e in first.epochs}
+    found = []
+    for theirs in second.epochs:
+        ours = by_wire.get(_wire_key(theirs))
+        if ours is None or ours.fingerprint is None or theirs.fingerprint is None:
+            continue
+        a_unrecorded, b_unrecorded = set(ours.unrecorded), set(theirs.unrecorded)
+        same_params = a_unrecorded - _MESSAGE_FIELDS - {"tools"} == (
+            b_unrecorded - _MESSAGE_FIELDS - {"tools"}
+        )
+        compared = {
+            "model": True,
+            "system": True,
+            "messages.chain": a_unrecorded & _MESSAGE_FIELDS == b_unrecorded & _MESSAGE_FIELDS,
+            "tools": "tools" not in a_unrecorded | b_unrecorded,
+            "tools.forced": not {"tools", "tool_choice"} & (a_unrecorded | b_unrecorded),
+            "params": same_params,
+        }
+        names = ("model", "system", "messages.chain", "tools", "tools.forced", "params")
+        for index, name in enumerate(names):
+            if compared[name] and ours.fingerprint[index] != theirs.fingerprint[index]:
+                found.append(
+                    Disagreement(
+                        first.scenario.instrumentation,
+                        second.scenario.instrumentation,
+                        name,
+                        f"wire #{ours.wire_seq}: {name} differs between {first.scenario.name} "
+                        f"(epoch {ours.epoch}) and {second.scenario.name} (epoch {theirs.epoch})",
+                    )
+                )
+    return found

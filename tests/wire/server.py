@@ -2,12 +2,13 @@
 APIs for a tool-using agent, that logs every request body it receives.
 
 The log is the ground truth of the wire tests: what the model was sent, byte for byte, before any
-instrumentation or af_otel saw it. Answers are deterministic (a function of the request and its
-arrival number) and include streaming (SSE) with tool calls, thinking blocks and signatures.
+instrumentation or af_otel saw it. Answers are deterministic (a function of the request alone; only
+the response id counts arrivals) and include streaming (SSE) with tool calls, thinking blocks and signatures.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Iterator
@@ -117,22 +118,32 @@ def _openai_tool_wanted(body: dict[str, Any]) -> str | None:
     return names[-1] if "time" in str(body["messages"][-1].get("content")) else names[0]
 
 
-def _arguments(tool: str, seq: int) -> str:
-    return json.dumps({"city": ["Paris", "Oslo", "Lima"][seq % 3]} if "weather" in tool else {})
+def _label(body: dict[str, Any]) -> str:
+    """A name for what the answer says, from the conversation it answers: the same request gets
+    the same answer in every run, whatever order concurrent requests arrive in."""
+    text = json.dumps(body.get("messages"), sort_keys=True).encode()
+    return hashlib.sha256(text).hexdigest()[:8]
+
+
+def _arguments(tool: str, label: str) -> str:
+    city = ["Paris", "Oslo", "Lima"][int(label, 16) % 3]
+    return json.dumps({"city": city} if "weather" in tool else {})
 
 
 def _openai_reply(body: dict[str, Any], seq: int) -> dict[str, Any]:
+    """The answer; ``seq`` (the arrival number) only names the response, as a provider's id."""
+    label = _label(body)
     tool = _openai_tool_wanted(body)
     if tool is not None:
         call = {
-            "id": f"call_w{seq}",
+            "id": f"call_{label}",
             "type": "function",
-            "function": {"name": tool, "arguments": _arguments(tool, seq)},
+            "function": {"name": tool, "arguments": _arguments(tool, label)},
         }
         message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
         finish = "tool_calls"
     else:
-        message = {"role": "assistant", "content": f"Answer {seq}: it is mild."}
+        message = {"role": "assistant", "content": f"Answer {label}: it is mild."}
         finish = "stop"
     return {
         "id": f"chatcmpl-w{seq}",
@@ -208,24 +219,25 @@ def _anthropic_tool_wanted(body: dict[str, Any]) -> str | None:
 
 
 def _anthropic_reply(body: dict[str, Any], seq: int) -> dict[str, Any]:
+    label = _label(body)
     blocks: list[dict[str, Any]] = []
     if (body.get("thinking") or {}).get("type") == "enabled":
         blocks.append(
-            {"type": "thinking", "thinking": f"Weighing call {seq}.", "signature": f"sig-w{seq}=="}
+            {"type": "thinking", "thinking": f"Weighing {label}.", "signature": f"sig-{label}=="}
         )
     tool = _anthropic_tool_wanted(body)
     if tool is not None:
         blocks.append(
             {
                 "type": "tool_use",
-                "id": f"toolu_w{seq}",
+                "id": f"toolu_{label}",
                 "name": tool,
-                "input": json.loads(_arguments(tool, seq)),
+                "input": json.loads(_arguments(tool, label)),
             }
         )
         stop = "tool_use"
     else:
-        blocks.append({"type": "text", "text": f"Answer {seq}: it is mild."})
+        blocks.append({"type": "text", "text": f"Answer {label}: it is mild."})
         stop = "end_turn"
     return {
         "id": f"msg_w{seq}",

@@ -5,30 +5,63 @@ epoch af_otel's reader calls `verified` must be exactly the request the server r
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from af_otel.reader.verify import VerdictStatus
+from tests.wire.conftest import Outcomes
 from tests.wire.convert import differences, from_anthropic, from_openai, from_view
-from tests.wire.harness import SCENARIOS, Scenario, describe, names_field, run_scenario
+from tests.wire.harness import (
+    SCENARIOS,
+    Scenario,
+    describe,
+    disagreements,
+    names_field,
+    shared_requests,
+)
 
 
 @pytest.mark.instrumentation
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
-def test_no_epoch_claims_more_than_its_wire_request(scenario: Scenario, tmp_path: Path) -> None:
+def test_no_epoch_claims_more_than_its_wire_request(
+    scenario: Scenario, wire_outcomes: Outcomes
+) -> None:
     """A verified epoch's served view is its wire request on system, messages, tools, model and
     every dial set; any other epoch differs only where one of its gaps names the field."""
-    outcome = run_scenario(scenario, tmp_path)
+    outcome = wire_outcomes[scenario]
     assert outcome.wire_requests == len(outcome.epochs) == scenario.calls
     account = describe(outcome)
     assert not outcome.overclaims, account
     assert not outcome.unnamed, account
     assert not outcome.collisions, account
+    if not scenario.cut:
+        assert outcome.minted == scenario.calls, account
     if scenario.control:
+        # every field recorded: every epoch verifies, and each names the call it grew from (the
+        # fan-in follow-up its branch, not whichever parallel call finished last)
         assert outcome.count(VerdictStatus.VERIFIED) == scenario.calls, account
+        assert not outcome.wrong_parents, account
+
+
+@pytest.mark.instrumentation
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+def test_instrumentations_agree_on_what_both_record(client: str, wire_outcomes: Outcomes) -> None:
+    """One wire request through two instrumentations mints the same model, system, tools, messages
+    chain and params wherever both record what the field covers."""
+    outcomes = [wire_outcomes[s] for s in SCENARIOS if s.client == client]
+    pairs = [
+        (first, second)
+        for index, first in enumerate(outcomes)
+        for second in outcomes[index + 1 :]
+        if first.scenario.profile == second.scenario.profile
+    ]
+    # The agent and the server are deterministic: one profile sends the same requests every time.
+    for first, second in pairs:
+        assert shared_requests(first, second) == first.scenario.calls
+    found = [d for first, second in pairs for d in disagreements(first, second)]
+    assert not found, "\n".join(d.account for d in found[:40])
 
 
 _ANTHROPIC_BODY: dict[str, Any] = {
@@ -166,10 +199,10 @@ def test_openai_tool_messages_and_dials_convert() -> None:
 
 def test_a_gap_names_a_field_it_covers_and_lists() -> None:
     """A gap that enumerates fields names only those; one that covers a field and lists none
-    names it; one that does not cover it never does."""
-    assert names_field("provider-defaults", "not set: temperature, seed", "params.seed")
-    assert not names_field("provider-defaults", "not set: temperature", "params.tool_choice")
-    assert names_field("provider-defaults", "not set: stop_sequences", "params.stop")
+    names it; one that does not cover it never does, nor does provider-defaults."""
+    assert not names_field("provider-defaults", "not set: temperature, seed", "params.seed")
+    assert names_field("unrecorded-field", "not recorded by x: stop_sequences", "params.stop")
+    assert not names_field("unrecorded-field", "not recorded by x: seed", "params.tool_choice")
     listing = "not recorded by some.scope: tool_choice, tool_result.is_error"
     assert names_field("unrecorded-field", listing, "messages", "tool result error flag")
     assert not names_field("unrecorded-field", listing, "messages", "thinking signature")

@@ -18,42 +18,35 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import orjson
 
 from af_otel import names
 from af_otel.errors import SourceError
-from af_otel.reader.records import (
-    AttrValue,
-    EventRecord,
-    SpanKind,
-    SpanRecord,
-    StatusCode,
-    freeze_attributes,
-)
-from af_otel.reader.sources._http import (
-    expect_body,
-    get_bytes,
-    get_json,
-    parse_json,
-    trace_id_for_url,
-    with_query,
-)
-from af_otel.reader.sources._values import (
+from af_otel.reader.records import EventRecord, SpanKind, SpanRecord, StatusCode, freeze_attributes
+from af_otel.reader.sources._window import Window
+from af_otel.reader.sources.decoders import (
     Problem,
     array_text,
     base64_text,
     int_value,
     message_field,
 )
-from af_otel.reader.sources._window import Window
+from af_otel.reader.sources.fetch import (
+    ByTraceId,
+    TraceApi,
+    expect_body,
+    get_bytes,
+    parse_json,
+    with_query,
+)
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
 if TYPE_CHECKING:
-    import httpx
+    from af_otel.reader.records import AttrValue
 
 __all__ = [
     "ARRAY_KEYS",
@@ -66,8 +59,8 @@ __all__ = [
 # Traces one search may return; reaching it is noted as a truncation (narrow the window).
 DEFAULT_SEARCH_LIMIT: Final = 1000
 
-# The af_otel attributes that are string arrays on the span (CONTRACT §5); Jaeger shows them as
-# JSON text and the reader turns them back.
+# The af_otel attributes that are string arrays on the span (docs/receipt-spec.md §4); Jaeger
+# shows them as JSON text and the reader turns them back.
 ARRAY_KEYS: Final = frozenset(
     {
         names.GAPS,
@@ -75,6 +68,7 @@ ARRAY_KEYS: Final = frozenset(
         names.RECEIPT_MESSAGES_ADDED,
         names.RECEIPT_TOOLS_NAMES,
         names.RECEIPT_TOOLS_HASHES,
+        names.RECEIPT_UNRECORDED,
     }
 )
 
@@ -113,11 +107,8 @@ def jaeger_v3_records(
     Jaeger's query adjusters explain themselves in the span attribute ``@jaeger@warnings``; each
     warning becomes a note (a trace cut at the query's ``max_trace_size`` a truncation note).
     """
-    result = doc.get("result")
+    result = stream.member(doc.get("result"), dict, f"{origin}: result")
     if result is None:
-        return
-    if not isinstance(result, dict):
-        stream.problem(f"{origin}: result must be an object", unit="line")
         return
     for record in resource_spans_records(
         message_field(result, "resourceSpans"),
@@ -146,11 +137,8 @@ def jaeger_v1_records(
     """Records of a ``GET /api/traces/<id>`` (or search) body: ``{"data": [{"spans", ...}]}``."""
     for error in _list(doc.get("errors")):
         stream.note(f"{origin}: Jaeger reported an error: {error}", NoteKind.ERROR)
-    data = doc.get("data")
+    data = stream.member(doc.get("data"), list, f"{origin}: data")
     if data is None:
-        return
-    if not isinstance(data, list):
-        stream.problem(f"{origin}: data must be a list", unit="line")
         return
     index = 0
     for t, trace in enumerate(data):
@@ -167,13 +155,10 @@ def jaeger_v1_records(
                 text = f"{origin}: Jaeger warning on data[{t}].spans[{k}]: {warning}"
                 stream.note(text, _warning_kind(str(warning)))
             try:
-                record = _span(span, processes, origin)
+                yield _span(span, processes, origin)
             except Problem as exc:
                 stream.problem(f"{origin}: span {index} (data[{t}].spans[{k}]): {exc}", unit="span")
-                record = None
             index += 1
-            if record is not None:
-                yield record
 
 
 def _list(value: object) -> list[Any]:
@@ -346,36 +331,19 @@ def _tag_value(key: str, vtype: object, value: object, what: str) -> AttrValue:
 
 
 @dataclass(frozen=True, slots=True)
-class JaegerSource:
+class JaegerSource(ByTraceId):
     """Fetch traces by id from Jaeger's query API (needs httpx: ``pip install 'af-otel[live]'``).
 
     ``url`` is the query service's base URL (``http://jaeger:16686``); ``api`` picks the OTLP
     ``/api/v3/traces`` (Jaeger v2, lossless) or the UI's ``/api/traces`` (lossy, see module doc).
     """
 
-    url: str
     api: Literal["v3", "v1"] = "v3"
-    headers: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = 10.0
-    client: httpx.Client | None = None
 
-    def trace_url(self, trace_id: str) -> str:
-        """The URL ``trace`` fetches for ``trace_id`` (hex)."""
-        hex_id = trace_id_for_url(self.url, trace_id)
-        prefix = "/api/v3/traces/" if self.api == "v3" else "/api/traces/"
-        return self.url.rstrip("/") + prefix + hex_id
-
-    def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream:
-        """Fetch one trace now and return its spans; a missing trace or failed request raises."""
-        url = self.trace_url(trace_id)
-        doc = get_json(url, headers=self.headers, timeout=self.timeout, client=self.client)
-        if self.api == "v3":
-            body = expect_body(doc, url, "result", SourceFormat.JAEGER_V3)
-            stream = SpanStream(url, SourceFormat.JAEGER_V3, lenient=lenient)
-            return stream.feed(jaeger_v3_records(body, url, stream))
-        body = expect_body(doc, url, "data", SourceFormat.JAEGER_V1)
-        stream = SpanStream(url, SourceFormat.JAEGER_V1, lenient=lenient)
-        return stream.feed(jaeger_v1_records(body, url, stream))
+    APIS: ClassVar[Mapping[str, TraceApi]] = {
+        "v3": TraceApi("/api/v3/traces/", "result", SourceFormat.JAEGER_V3, jaeger_v3_records),
+        "v1": TraceApi("/api/traces/", "data", SourceFormat.JAEGER_V1, jaeger_v1_records),
+    }
 
     def search_url(self, window: Window, service: str, limit: int) -> str:
         """The FindTraces URL ``window`` asks for ``service``."""
@@ -426,16 +394,9 @@ class JaegerSource:
         self, body: bytes | None, url: str, stream: SpanStream, window: Window, limit: int
     ) -> Iterator[SpanRecord]:
         traces: set[str] = set()
+        api = self.APIS[self.api]
         for doc in _chunks(body, url):
-            if self.api == "v3":
-                records = jaeger_v3_records(
-                    expect_body(doc, url, "result", stream.format), url, stream
-                )
-            else:
-                records = jaeger_v1_records(
-                    expect_body(doc, url, "data", stream.format), url, stream
-                )
-            for record in records:
+            for record in api.records(expect_body(doc, url, api.key, stream.format), url, stream):
                 if record.trace_id not in traces:
                     traces.add(record.trace_id)
                     stream.traces_read = len(traces)

@@ -1,7 +1,7 @@
 """OTLP JSON ``ResourceSpans`` to span records: the body of OTLP files, Tempo and Jaeger v3.
 
 One tolerant decoder serves every OTLP-shaped body, because they differ only in encodings that
-``_values`` already accepts (hex or base64 ids, enum numbers or names, int64 as numbers or strings,
+``decoders`` already accepts (hex or base64 ids, enum numbers or names, int64 as numbers or strings,
 lowerCamelCase or proto field names, null for absent) and in Tempo 1.x's
 ``instrumentationLibrarySpans`` for today's ``scopeSpans``.
 """
@@ -9,17 +9,10 @@ lowerCamelCase or proto field names, null for absent) and in Tempo 1.x's
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from af_otel.reader.records import (
-    AttrValue,
-    EventRecord,
-    SpanKind,
-    SpanRecord,
-    StatusCode,
-    freeze_attributes,
-)
-from af_otel.reader.sources._values import (
+from af_otel.reader.records import EventRecord, SpanKind, SpanRecord, StatusCode, freeze_attributes
+from af_otel.reader.sources.decoders import (
     Problem,
     array_text,
     attributes,
@@ -31,6 +24,9 @@ from af_otel.reader.sources._values import (
     proto_name,
 )
 from af_otel.reader.sources.stream import SpanStream
+
+if TYPE_CHECKING:
+    from af_otel.reader.records import AttrValue
 
 __all__ = ["resource_spans_records", "span_record", "spans_list"]
 
@@ -71,13 +67,8 @@ def resource_spans_records(
     message points at the span whatever its nesting. Attributes named in ``text_arrays`` that
     arrive as JSON text are turned back into arrays (a store that keeps arrays as text).
     """
-    if batches is None:
-        return
-    if not isinstance(batches, list):
-        stream.problem(f"{origin}: {path} must be a list", unit="line")
-        return
     index = 0
-    for r, batch in enumerate(batches):
+    for r, batch in enumerate(stream.member(batches, list, f"{origin}: {path}") or ()):
         where = f"{path}[{r}]"
         if not isinstance(batch, dict):
             stream.problem(f"{origin}: {where} must be an object", unit="span")
@@ -97,16 +88,13 @@ def resource_spans_records(
             scope = _scope_name(block)
             for j, span in enumerate(spans_list(block)):
                 try:
-                    record = span_record(span, resource, scope, origin, text_arrays)
+                    yield span_record(span, resource, scope, origin, text_arrays)
                 except Problem as exc:
                     stream.problem(
                         f"{origin}: span {index} ({where}.{blocks_key}[{s}].spans[{j}]): {exc}",
                         unit="span",
                     )
-                    record = None
                 index += 1
-                if record is not None:
-                    yield record
 
 
 def _mapping(value: object, what: str) -> Mapping[str, Any]:

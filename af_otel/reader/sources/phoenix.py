@@ -18,11 +18,17 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-from af_otel.errors import SourceError
+from af_otel.errors import TraceNotFoundError
 from af_otel.reader.records import AttrValue, SpanRecord
-from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url, with_query
-from af_otel.reader.sources._values import Problem
 from af_otel.reader.sources._window import Window
+from af_otel.reader.sources.decoders import Problem
+from af_otel.reader.sources.fetch import (
+    TRACE_NOT_FOUND,
+    expect_body,
+    get_json,
+    trace_id_for_url,
+    with_query,
+)
 from af_otel.reader.sources.otlp import span_record
 from af_otel.reader.sources.stream import SourceFormat, SpanStream
 
@@ -40,19 +46,11 @@ def phoenix_records(
     doc: Mapping[str, object], origin: str, stream: SpanStream
 ) -> Iterator[SpanRecord]:
     """Records of one page: ``{"data": [OTLP JSON span, ...], "next_cursor": ...}``."""
-    spans = doc.get("data")
-    if spans is None:
-        return
-    if not isinstance(spans, list):
-        stream.problem(f"{origin}: data must be a list", unit="line")
-        return
-    for index, span in enumerate(spans):
+    for index, span in enumerate(stream.member(doc.get("data"), list, f"{origin}: data") or ()):
         try:
-            record = span_record(span, _NO_RESOURCE, "", origin)
+            yield span_record(span, _NO_RESOURCE, "", origin)
         except Problem as exc:
             stream.problem(f"{origin}: span {index} (data[{index}]): {exc}", unit="span")
-            continue
-        yield record
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +81,9 @@ class PhoenixSource:
         params: dict[str, str | int] = {"trace_id": hex_id, "limit": self._limit()}
         first = self._page(self.spans_url(params))
         if not first[1].get("data"):
-            raise SourceError(f"{first[0]}: trace not found (no spans in {self.project!r})")
+            raise TraceNotFoundError(
+                f"{first[0]}: {TRACE_NOT_FOUND} (no spans in {self.project!r})"
+            )
         stream = SpanStream(first[0], SourceFormat.PHOENIX, lenient=lenient)
         return stream.feed(self._pages(first, params, stream))
 

@@ -8,18 +8,14 @@ span read here equals the record read from that span's file.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from af_otel.reader.records import (
-    AttrValue,
-    EventRecord,
-    SpanKind,
-    SpanRecord,
-    StatusCode,
-    freeze_attributes,
-)
-from af_otel.reader.sources._values import Problem, python_value
+from af_otel.reader.records import EventRecord, SpanKind, SpanRecord, StatusCode, freeze_attributes
+from af_otel.reader.sources.decoders import Problem, python_value
 from af_otel.reader.sources.stream import SpanStream
+
+if TYPE_CHECKING:
+    from af_otel.reader.records import AttrValue
 
 __all__ = ["is_readable_span", "sdk_records"]
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
-from typing import Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
@@ -21,6 +21,10 @@ __all__ = ["MAX_MESSAGES", "NoteKind", "SourceFormat", "SourceNote", "SpanStream
 # Messages are kept for the person reading, counts for everything else: a bound keeps a file
 # with millions of torn lines from filling memory with their descriptions.
 MAX_MESSAGES: Final = 20
+
+# The JSON containers a body's members are checked to be, as messages name them.
+_Member = TypeVar("_Member", list[Any], dict[str, Any])
+_ARTICLED: Final[dict[type, str]] = {list: "a list", dict: "an object"}
 
 
 class SourceFormat(Enum):
@@ -136,6 +140,16 @@ class SpanStream(Iterator[SpanRecord]):
             self.skipped_spans += count
         if len(self.problems) < MAX_MESSAGES:
             self.problems.append(message)
+
+    def member(self, value: object, kind: type[_Member], where: str) -> _Member | None:
+        """``value`` when it is a ``kind`` (a list or an object); None when it is absent, and a
+        problem of the whole line, named by ``where``, when it is anything else."""
+        if value is None:
+            return None
+        if isinstance(value, kind):
+            return value
+        self.problem(f"{where} must be {_ARTICLED[kind]}", unit="line")
+        return None
 
     def note(self, message: str, kind: NoteKind = NoteKind.WARNING) -> None:
         """Keep something the source reported about its own completeness."""

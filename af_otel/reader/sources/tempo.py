@@ -10,20 +10,27 @@ dropped) followed by each trace by id.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.sources._http import expect_body, get_json, trace_id_for_url, with_query
-from af_otel.reader.sources._values import message_field
 from af_otel.reader.sources._window import DEFAULT_WORKERS, Window, fetch_each
+from af_otel.reader.sources.decoders import message_field
+from af_otel.reader.sources.fetch import (
+    ByTraceId,
+    TraceApi,
+    expect_body,
+    get_json,
+    trace_id_for_url,
+    with_query,
+)
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 __all__ = [
     "DEFAULT_QUERY",
@@ -59,11 +66,8 @@ def tempo_v2_records(
             f"{origin}: Tempo returned a partial trace" + (f" ({message})" if message else ""),
             NoteKind.PARTIAL,
         )
-    trace = doc.get("trace")
+    trace = stream.member(doc.get("trace"), dict, f"{origin}: trace")
     if trace is None:
-        return iter(())
-    if not isinstance(trace, Mapping):
-        stream.problem(f"{origin}: trace must be an object", unit="line")
         return iter(())
     return resource_spans_records(
         message_field(trace, "resourceSpans"), origin, stream, path="trace.resourceSpans"
@@ -71,7 +75,7 @@ def tempo_v2_records(
 
 
 @dataclass(frozen=True, slots=True)
-class TempoSource:
+class TempoSource(ByTraceId):
     """Fetch traces by id from Tempo's HTTP API (needs httpx: ``pip install 'af-otel[live]'``).
 
     ``url`` is the query frontend's base URL (``http://tempo:3200``); ``api`` picks
@@ -79,29 +83,12 @@ class TempoSource:
     ``X-Scope-OrgID`` tenant); ``client`` lets a caller bring a configured ``httpx.Client``.
     """
 
-    url: str
     api: Literal["v2", "v1"] = "v2"
-    headers: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = 10.0
-    client: httpx.Client | None = None
 
-    def trace_url(self, trace_id: str) -> str:
-        """The URL ``trace`` fetches for ``trace_id`` (hex)."""
-        hex_id = trace_id_for_url(self.url, trace_id)
-        prefix = "/api/v2/traces/" if self.api == "v2" else "/api/traces/"
-        return self.url.rstrip("/") + prefix + hex_id
-
-    def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream:
-        """Fetch one trace now and return its spans; a missing trace or failed request raises."""
-        url = self.trace_url(trace_id)
-        doc = get_json(url, headers=self.headers, timeout=self.timeout, client=self.client)
-        if self.api == "v2":
-            body = expect_body(doc, url, "trace", SourceFormat.TEMPO_V2)
-            stream = SpanStream(url, SourceFormat.TEMPO_V2, lenient=lenient)
-            return stream.feed(tempo_v2_records(body, url, stream))
-        body = expect_body(doc, url, "batches", SourceFormat.TEMPO_V1)
-        stream = SpanStream(url, SourceFormat.TEMPO_V1, lenient=lenient)
-        return stream.feed(tempo_v1_records(body, url, stream))
+    APIS: ClassVar[Mapping[str, TraceApi]] = {
+        "v2": TraceApi("/api/v2/traces/", "trace", SourceFormat.TEMPO_V2, tempo_v2_records),
+        "v1": TraceApi("/api/traces/", "batches", SourceFormat.TEMPO_V1, tempo_v1_records),
+    }
 
     def search_url(self, window: Window, query: str, limit: int) -> str:
         """The ``/api/search`` URL ``window`` asks (start and end in whole Unix seconds)."""

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from af_otel import names
 from af_otel.reader.sources import ARRAY_KEYS
 
 _KIND_NAMES = {
@@ -190,3 +191,15 @@ def proto_names(node: Any, *, nulls: bool = False) -> Any:
     if nulls and any(member in out for member in _ANY_VALUE_MEMBERS):
         out = dict.fromkeys(_ANY_VALUE_MEMBERS) | out
     return out
+
+
+def without_epoch(doc: dict[str, Any], epoch: int) -> dict[str, Any]:
+    """``doc`` with the LLM-call spans of ``epoch`` taken out (as a cut trace loses them)."""
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            ss["spans"] = [
+                s
+                for s in ss["spans"]
+                if {"key": names.EPOCH, "value": {"intValue": str(epoch)}} not in s["attributes"]
+            ]
+    return doc

@@ -113,22 +113,11 @@ def test_jaeger_query_warnings_are_notes() -> None:
     ]
 
 
-def _without_epoch(doc: dict[str, Any], epoch: int) -> dict[str, Any]:
-    for rs in doc["resourceSpans"]:
-        for ss in rs["scopeSpans"]:
-            ss["spans"] = [
-                s
-                for s in ss["spans"]
-                if {"key": names.EPOCH, "value": {"intValue": str(epoch)}} not in s["attributes"]
-            ]
-    return doc
-
-
 def test_a_cut_trace_names_the_backend_as_the_cause(recorded: tuple[Path, Path]) -> None:
     """When Tempo says the trace is partial, the missing-span gap names that, not sampling."""
     traces, store = recorded
     body = replay.tempo_v2(
-        _without_epoch(replay.merged(replay.export_lines(traces)), 2),
+        replay.without_epoch(replay.merged(replay.export_lines(traces)), 2),
         status="PARTIAL",
         message="trace exceeds max size (max bytes: 5000000)",
     )

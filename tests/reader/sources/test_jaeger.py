@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from af_otel import names
-from af_otel.errors import SourceError, UnknownFormatError
+from af_otel.errors import SourceError, TraceNotFoundError, UnknownFormatError
 from af_otel.reader.records import SpanKind, SpanRecord, StatusCode
 from af_otel.reader.sources import JaegerSource, NoteKind, SourceFormat, read_spans
 
@@ -201,15 +201,19 @@ class TestJaegerSource:
         assert {r.origin for r in records.values()} == {source.trace_url(RUN_A)}
 
     def test_a_missing_trace_names_the_url(self) -> None:
-        """A 404 is a SourceError naming the URL that was asked."""
-        with serve(self._routes()) as url, pytest.raises(SourceError) as caught:
+        """A 404 is a TraceNotFoundError (a SourceError) naming the URL that was asked."""
+        with serve(self._routes()) as url, pytest.raises(TraceNotFoundError) as caught:
             JaegerSource(url).trace(RUN_B)
         assert str(caught.value) == f"{url}/api/v3/traces/{RUN_B}: trace not found (HTTP 404)"
 
     def test_a_server_error_names_the_url_and_status(self) -> None:
         """A 5xx is a SourceError with the status and the start of the body."""
-        with serve(self._routes()) as url, pytest.raises(SourceError, match="HTTP 500: storage"):
+        with (
+            serve(self._routes()) as url,
+            pytest.raises(SourceError, match="HTTP 500: storage") as caught,
+        ):
             JaegerSource(url, api="v1").trace(RUN_B)
+        assert not isinstance(caught.value, TraceNotFoundError)  # a failed backend, not a lost id
 
     def test_a_body_of_the_wrong_shape_is_an_unknown_format(self) -> None:
         """A 200 whose body is not the endpoint's shape raises UnknownFormatError naming the URL."""

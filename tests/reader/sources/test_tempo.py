@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from af_otel.errors import SourceError
+from af_otel.errors import SourceError, TraceNotFoundError
 from af_otel.reader.sources import NoteKind, SourceFormat, SourceNote, TempoSource, read_spans
 
 from .helpers import FIXTURES, by_id, sdk_records, serve, shapes
@@ -76,8 +76,8 @@ class TestTempoSource:
         )
 
     def test_a_missing_trace_names_the_url(self) -> None:
-        """A 404 is a SourceError naming the URL that was asked."""
-        with serve({}) as url, pytest.raises(SourceError) as caught:
+        """A 404 is a TraceNotFoundError (a SourceError) naming the URL that was asked."""
+        with serve({}) as url, pytest.raises(TraceNotFoundError) as caught:
             TempoSource(url).trace(RUN_A)
         assert str(caught.value) == f"{url}/api/v2/traces/{RUN_A}: trace not found (HTTP 404)"
 

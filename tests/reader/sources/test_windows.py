@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from af_otel.cli import main
 from af_otel.cli.read import _fetching
-from af_otel.errors import SourceError
+from af_otel.errors import SourceError, TraceNotFoundError
 from af_otel.processor import run
 from af_otel.reader.sources import (
     JaegerSource,
@@ -105,6 +106,31 @@ class TestTempo:
         assert code == 0, out
         assert "window-run epoch 3: verified" in out
         assert "3 verified" in out
+
+    def test_the_cli_shows_one_progress_line_for_a_window(
+        self, recording: Recording, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """On a terminal a window read counts traces fetched, and no second counter of spans
+        read overwrites that line."""
+
+        class Terminal(io.StringIO):
+            def isatty(self) -> bool:
+                return True
+
+        terminal = Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        with serve(_tempo_routes(recording)) as url:
+            code = main(
+                ["verify", "--tempo", url, "--since", "1h", "--store", str(recording.store)]
+            )
+        assert code == 0
+        shown = terminal.getvalue()
+        assert "\rfetching traces " in shown
+        assert "reading spans" not in shown
+        from_file = Terminal()
+        monkeypatch.setattr(sys, "stderr", from_file)
+        assert main(["verify", str(recording.traces), "--store", str(recording.store)]) == 0
+        assert "\rreading spans " in from_file.getvalue()  # a file read keeps its own counter
 
     def test_a_partial_trace_and_a_search_at_its_limit_are_noted(
         self, recording: Recording
@@ -394,6 +420,20 @@ class TestPhoenixPages:
         """Phoenix's 404 for an unknown project names the project and the server; an API key
         travels as a bearer token."""
         seen: list[dict[str, str]] = []
-        with serve({}, seen) as url, pytest.raises(SourceError, match=r"no project 'nope'"):
+        with (
+            serve({}, seen) as url,
+            pytest.raises(SourceError, match=r"no project 'nope'") as caught,
+        ):
             PhoenixSource(url, "nope", api_key="k").window(Window.since("1h"))
         assert seen[0]["authorization"] == "Bearer k"
+        assert not isinstance(caught.value, TraceNotFoundError)  # the backend is misnamed
+
+    def test_a_trace_without_spans_is_not_found(self) -> None:
+        """A trace id with no span in the project is a TraceNotFoundError naming the project."""
+        empty = b'{"data": [], "next_cursor": null}'
+        routes = {"/v1/projects/default/spans/otlpv1": (200, empty)}
+        with (
+            serve(routes) as url,
+            pytest.raises(TraceNotFoundError, match=r"no spans in 'default'"),
+        ):
+            PhoenixSource(url).trace("ab" * 16)

@@ -201,17 +201,6 @@ def _plain(value: object, what: str, depth: int = 0) -> object:
     if depth > MAX_DEPTH:
         raise Problem(f"{what} is nested deeper than {MAX_DEPTH} levels")
     kind, content = _set_field(value, what)
-    if kind == "string":
-        return _string(content, what)
-    if kind == "bool":
-        return _bool(content, what)
-    if kind == "int":
-        return int_value(content, what)
-    if kind == "double":
-        number = _double(content, what)
-        return number if math.isfinite(number) else _finite_text(number)
-    if kind == "bytes":
-        return base64_text(content, what)
     if kind == "array":
         return [
             _plain(item, f"{what}[{i}]", depth + 1) for i, item in enumerate(_values(content, what))
@@ -221,6 +210,24 @@ def _plain(value: object, what: str, depth: int = 0) -> object:
             _string(kv.get("key"), f"{what} key"): _plain(kv.get("value") or {}, what, depth + 1)
             for kv in _key_values(_values(content, what), what)
         }
+    scalar = _scalar(kind, content, what)
+    if isinstance(scalar, float) and not math.isfinite(scalar):
+        return _finite_text(scalar)  # JSON has no non-finite numbers
+    return scalar
+
+
+def _scalar(kind: str | None, content: object, what: str) -> AttrScalar | None:
+    """The content of an AnyValue's scalar member ``kind``; None for a container or no member."""
+    if kind == "string":
+        return _string(content, what)
+    if kind == "int":
+        return int_value(content, what)
+    if kind == "bool":
+        return _bool(content, what)
+    if kind == "double":
+        return _double(content, what)
+    if kind == "bytes":
+        return base64_text(content, what)
     return None
 
 
@@ -255,23 +262,13 @@ def any_value(value: object, what: str) -> AttrValue | None:
     if type(text) is str:  # most attributes: one lookup, no walk
         return text
     kind, content = _set_field(value, what)
-    if kind == "string":
-        return _string(content, what)
-    if kind == "int":
-        return int_value(content, what)
-    if kind == "bool":
-        return _bool(content, what)
-    if kind == "double":
-        return _double(content, what)
     if kind == "array":
         return tuple(
             _element(item, f"{what}[{i}]") for i, item in enumerate(_values(content, what))
         )
     if kind == "kvlist":
         return _nested_json(_plain(value, what))
-    if kind == "bytes":
-        return base64_text(content, what)
-    return None
+    return _scalar(kind, content, what)
 
 
 def _string(value: object, what: str) -> str:

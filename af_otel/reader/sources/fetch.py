@@ -7,19 +7,25 @@ fetch must surface as a ``SourceError`` that names the URL.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
 from urllib.parse import urlencode
 
 import orjson
 
-from af_otel.errors import SourceError, UnknownFormatError
-from af_otel.reader.sources.stream import SourceFormat
+from af_otel.errors import SourceError, TraceNotFoundError, UnknownFormatError
+from af_otel.reader.sources.stream import SourceFormat, SpanStream
 
 if TYPE_CHECKING:
     import httpx
 
+    from af_otel.reader.records import SpanRecord
+
 __all__ = [
+    "TRACE_NOT_FOUND",
+    "ByTraceId",
+    "TraceApi",
     "expect_body",
     "get_bytes",
     "get_json",
@@ -28,6 +34,7 @@ __all__ = [
     "with_query",
 ]
 
+TRACE_NOT_FOUND: Final = "trace not found"
 _TRACE_ID: Final = re.compile(r"[0-9a-fA-F]{1,32}")
 _BODY_EXCERPT: Final = 200
 
@@ -45,12 +52,13 @@ def get_bytes(
     headers: Mapping[str, str],
     timeout: float,
     client: httpx.Client | None,
-    not_found: str | None = "trace not found",
+    not_found: str | None = TRACE_NOT_FOUND,
 ) -> bytes | None:
     """GET ``url`` and return its body; every failure is a ``SourceError`` naming the URL.
 
-    A 404 raises with ``not_found`` as the reason, or returns None when ``not_found`` is None (a
-    search that found nothing).
+    A 404 raises with ``not_found`` as the reason: `TRACE_NOT_FOUND` (the default, for a URL
+    naming one trace) as a ``TraceNotFoundError``, any other reason as a ``SourceError``. With
+    ``not_found`` None a 404 returns None (a search that found nothing).
     """
     try:
         import httpx  # noqa: PLC0415 - the optional `live` extra, loaded only to fetch
@@ -71,7 +79,8 @@ def get_bytes(
     if response.status_code == 404:
         if not_found is None:
             return None
-        raise SourceError(f"{url}: {not_found} (HTTP 404)")
+        error = TraceNotFoundError if not_found == TRACE_NOT_FOUND else SourceError
+        raise error(f"{url}: {not_found} (HTTP 404)")
     if response.status_code >= 400:
         excerpt = response.text[:_BODY_EXCERPT].strip()
         raise SourceError(f"{url}: HTTP {response.status_code}: {excerpt}")
@@ -92,7 +101,7 @@ def get_json(
     headers: Mapping[str, str],
     timeout: float,
     client: httpx.Client | None,
-    not_found: str = "trace not found",
+    not_found: str = TRACE_NOT_FOUND,
 ) -> object:
     """GET ``url`` and parse its JSON body; every failure is a ``SourceError`` naming the URL."""
     body = get_bytes(url, headers=headers, timeout=timeout, client=client, not_found=not_found)
@@ -111,3 +120,46 @@ def expect_body(doc: object, url: str, key: str, fmt: SourceFormat) -> Mapping[s
         return doc
     found = sorted(doc)[:5] if isinstance(doc, Mapping) else type(doc).__name__
     raise UnknownFormatError(f"{url}: expected {fmt.value}, got a body with {found}")
+
+
+class TraceApi(NamedTuple):
+    """A backend's trace-by-id endpoint: its path, the top key of its body, and that body's reader."""
+
+    path: str  # after the base URL, before the trace id: "/api/v2/traces/"
+    key: str
+    format: SourceFormat
+    records: Callable[[Mapping[str, object], str, SpanStream], Iterator[SpanRecord]]
+
+    def url(self, base_url: str, trace_id: str) -> str:
+        """The URL of ``trace_id`` (hex) on the backend at ``base_url``."""
+        return base_url.rstrip("/") + self.path + trace_id_for_url(base_url, trace_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ByTraceId:
+    """What a source that fetches a trace by id (Tempo, Jaeger) does with its URL and options.
+
+    A subclass gives ``api`` its versions and default, and ``APIS``, its endpoints by version.
+    ``headers`` carry auth (e.g. a tenant); ``client`` lets a caller bring a configured
+    ``httpx.Client``.
+    """
+
+    APIS: ClassVar[Mapping[str, TraceApi]]
+    url: str
+    api: str
+    headers: Mapping[str, str] = field(default_factory=dict, kw_only=True)
+    timeout: float = field(default=10.0, kw_only=True)
+    client: httpx.Client | None = field(default=None, kw_only=True)
+
+    def trace_url(self, trace_id: str) -> str:
+        """The URL ``trace`` fetches for ``trace_id`` (hex)."""
+        return self.APIS[self.api].url(self.url, trace_id)
+
+    def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream:
+        """Fetch one trace now and return its spans; a missing trace or failed request raises."""
+        api = self.APIS[self.api]
+        url = self.trace_url(trace_id)
+        doc = get_json(url, headers=self.headers, timeout=self.timeout, client=self.client)
+        body = expect_body(doc, url, api.key, api.format)
+        stream = SpanStream(url, api.format, lenient=lenient)
+        return stream.feed(api.records(body, url, stream))

@@ -1,0 +1,117 @@
+"""One model call recorded by two spans is one epoch (af_otel/processor/dedupe.py), in both forms:
+the framework span that starts first, has no attributes at start and ends last is folded into the
+SDK span's epoch, across traces; a nested call that disagrees, or of the same scope, is not."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from opentelemetry import context as otel_context
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import af_otel
+from af_otel import names
+from af_otel.model import Request
+from af_otel.processor import dedupe
+from tests.processor.helpers import af, end_attributes, start_attributes, user
+
+SDK = "opentelemetry.instrumentation.genai.openai"
+FRAMEWORK = "openinference.instrumentation.langchain"
+
+Record = Callable[[TracerProvider], None]
+
+
+def _run(form: str, tmp: Any, calls: Record) -> list[ReadableSpan]:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    if form == "processor":
+        processor = af_otel.ReceiptSpanProcessor(SimpleSpanProcessor(memory), store=tmp)
+        provider.add_span_processor(processor)
+    else:
+        # A batch of one span: the framework span arrives in a later export than the SDK's.
+        exporter = af_otel.ReceiptSpanExporter(memory, store=tmp)
+        provider.add_span_processor(
+            af_otel.RunTagger(
+                BatchSpanProcessor(exporter, max_export_batch_size=1, schedule_delay_millis=1)
+            )
+        )
+    with af_otel.run("r"):
+        calls(provider)
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def _one_call(provider: TracerProvider, framework_says: list[Any], sdk_says: list[Any]) -> None:
+    """A framework span (no attributes at start, not made current) around an SDK span that is
+    the root of its own trace; the framework span ends last."""
+    framework = provider.get_tracer(FRAMEWORK).start_span("ChatOpenAI")
+    token = otel_context.attach(otel_context.Context())  # the SDK span starts a trace of its own
+    try:
+        sdk = provider.get_tracer(SDK).start_span("chat gpt-4o-mini", attributes=start_attributes())
+        sdk.set_attributes(end_attributes(sdk_says))
+        sdk.end()
+    finally:
+        otel_context.detach(token)
+    framework.set_attributes({**start_attributes(), **end_attributes(framework_says)})
+    framework.end()
+
+
+@pytest.mark.parametrize("form", ["processor", "exporter"])
+def test_the_framework_span_is_folded_into_the_sdk_epoch(form: str, tmp_path: Any) -> None:
+    def calls(provider: TracerProvider) -> None:
+        _one_call(provider, [user("a")], [user("a")])
+        _one_call(provider, [user("a"), user("b")], [user("a"), user("b")])
+
+    spans = _run(form, tmp_path, calls)
+    sdk = [s for s in spans if s.instrumentation_scope.name == SDK]
+    framework = [s for s in spans if s.instrumentation_scope.name == FRAMEWORK]
+    assert sdk[0].context.trace_id != framework[0].context.trace_id
+    assert [af(s)[names.EPOCH] for s in sdk] == [1, 2]
+    assert all(names.GAP_NO_RUN_LOG not in af(s)[names.GAPS] for s in sdk)
+    for kept, folded in zip(sdk, framework, strict=True):
+        attributes = af(folded)
+        assert attributes[names.EPOCH_SAME_AS] == af(kept)[names.EPOCH]
+        assert attributes[names.EPOCH_LANE] == af(kept)[names.EPOCH_LANE]
+        assert names.EPOCH not in attributes
+        assert names.RECEIPT_STATE not in attributes
+        assert not folded.events
+    views = af_otel.served_views(af_otel.read_spans(spans), store=tmp_path)
+    assert [v.epoch for v in views] == [1, 2]
+    assert [[c.scope for c in v.same_call] for v in views] == [[FRAMEWORK], [FRAMEWORK]]
+
+
+def test_a_nested_call_that_disagrees_is_its_own_epoch(tmp_path: Any) -> None:
+    spans = _run("processor", tmp_path, lambda p: _one_call(p, [user("a")], [user("other")]))
+    assert sorted(af(s).get(names.EPOCH) for s in spans) == [1, 2]
+    assert all(names.EPOCH_SAME_AS not in af(s) for s in spans)
+
+
+_text = st.text(max_size=8)
+
+
+@given(
+    a=_text,
+    b=_text,
+    sa=st.integers(0, 50),
+    ea=st.integers(0, 50),
+    sb=st.integers(0, 50),
+    eb=st.integers(0, 50),
+)
+def test_the_rule(a: str, b: str, sa: int, ea: int, sb: int, eb: int) -> None:
+    """Same call iff the windows nest and the conversations agree; a record without a request
+    agrees on the model alone."""
+    ra = Request.from_dict({"messages": [user(a)], "model": "m"})
+    rb = Request.from_dict({"messages": [user(b)], "model": "m"})
+    seen = dedupe.Seen(sb, sb + eb, 1, "lane", SDK, "m", rb)
+    found = dedupe.match([seen], sa, sa + ea, FRAMEWORK, "m", ra, None)
+    nested = (sa <= sb and sb + eb <= sa + ea) or (sb <= sa and sa + ea <= sb + eb)
+    assert (found is seen) == (nested and a == b)
+    assert dedupe.match([seen], sa, sa + ea, SDK, "m", ra, None) is None  # one scope
+    assert (dedupe.match([seen], sa, sa + ea, FRAMEWORK, "m", None, None) is seen) == nested
+    assert dedupe.match([seen], sa, sa + ea, FRAMEWORK, "other", None, None) is None
