@@ -99,3 +99,9 @@ EPOCH_LANE: Final = "af.epoch.lane"
 # A span that records the same model call as another span of its run (a framework span around
 # the SDK's, or a provider SDK's own span): the epoch it is the same call as; it has no epoch.
 EPOCH_SAME_AS: Final = "af.epoch.same_as"
+
+# The Responses API: a call that continues state the provider's server holds
+# (`previous_response_id`, a conversation), or shows a tell-tale of history it does not carry.
+GAP_HELD_HISTORY: Final = "server-held-history"
+# On the span: the earlier response (or conversation) id where recorded, else the tell-tale.
+HELD_HISTORY: Final = "af.held_history"

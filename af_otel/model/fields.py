@@ -21,6 +21,8 @@ MESSAGE_NAME: Final = "message.name"
 TOOL_ERROR: Final = "tool_result.is_error"
 SIGNATURE: Final = "reasoning.signature"
 
+# The Responses API's own settings: af_otel.semconv.responses names them per instrumentation.
+_OWN: Final = ("reasoning_summary", "truncation", "store")
 # Every field a record can lack, in the order a report lists them: what the model could use,
 # what it was steered by, then the sampling dials.
 FIELDS: Final = (
@@ -34,7 +36,7 @@ FIELDS: Final = (
     TOOL_ERROR,
     SIGNATURE,
     MESSAGE_NAME,
-    *(key for key in PARAM_KEYS if key not in ("tool_choice", "parallel_tool_calls")),
+    *(key for key in PARAM_KEYS if key not in ("tool_choice", "parallel_tool_calls", *_OWN)),
 )
 _FIELD_ORDER: Final = {name: rank for rank, name in enumerate(dict.fromkeys(FIELDS))}
 

@@ -18,7 +18,7 @@ receipt, so each rule lives here once and `docs/receipt-spec.md` restates it:
    the normalized message (adapters turn them into parts).
 5. ``params`` keep only the dials of ``gen_ai.request.*`` and the settings that steer the model
    (``tool_choice``, ``parallel_tool_calls``, ``response_format``, ``reasoning_effort``,
-   ``thinking``) that are set, each as the caller gave it; ``stop_sequences`` is a list. Empty
+   ``thinking``; the Responses API's ``reasoning_summary``, ``truncation``, ``store``) that are set, each as the caller gave it; ``stop_sequences`` is a list. Empty
    ``system``/``tools``/``params`` are the same as absent. A ``tool_call_response`` part's
    ``is_error`` is kept when true and dropped when false (false is the default).
 6. Key order never matters (the hash is over RFC 8785 canonical JSON).
@@ -54,6 +54,10 @@ PARAM_KEYS: Final = (
     "response_format",
     "reasoning_effort",
     "thinking",
+    # the Responses API's own settings (reasoning.summary, truncation, store)
+    "reasoning_summary",
+    "truncation",
+    "store",
 )
 REQUEST_KEYS: Final = ("system", "messages", "tools", "params", "model", "provider")
 

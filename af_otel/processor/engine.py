@@ -41,7 +41,7 @@ from af_otel.processor.guard import report
 from af_otel.processor.runs import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
-from af_otel.semconv import Convention, Limits, is_llm_call, ledger
+from af_otel.semconv import Convention, Limits, is_llm_call, ledger, responses
 from af_otel.store.items import StoredItems
 
 SpanKey = tuple[int, int]
@@ -284,6 +284,11 @@ class Engine:
                 reason = names.REASON_UNREADABLE
             elif convention is not None:
                 unrecorded = ledger.unrecorded(request, facts.scope, convention, notes, shown)
+                unrecorded = responses.with_responses(
+                    unrecorded, request, convention, facts.attributes, facts.name
+                )
+        # State the server holds for this call (the Responses API's previous_response_id).
+        held = responses.held_history(facts.attributes, request, facts.name)
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
             folded = self._folded.pop(facts.key, None)
@@ -306,7 +311,16 @@ class Engine:
                 attributes = dedupe.folded_attributes(run.run_id, same.lane, same.epoch)
                 return Enrichment(attributes, (), content_keys, "folded")
             enrichment = self._finish(
-                run, facts, request, reason, content_keys, direct, on_span, unrecorded, sealed
+                run,
+                facts,
+                request,
+                reason,
+                content_keys,
+                direct,
+                on_span,
+                unrecorded,
+                held,
+                sealed=sealed,
             )
             epoch = enrichment.attributes[names.EPOCH]
             run.recent.append(
@@ -330,6 +344,7 @@ class Engine:
         direct: bool,
         on_span: bool = True,
         unrecorded: tuple[str, ...] = (),
+        held: str | None = None,
         sealed: bool | None = None,
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
@@ -399,6 +414,7 @@ class Engine:
             order_unknown=out_of_order or lost or facts.run_unknown,
             unrecorded=unrecorded if minted else (),
             cut=reason == names.REASON_CUT,
+            held=held is not None,
             sealed=sealed,
         )
         attributes: dict[str, Any] = {
@@ -410,6 +426,8 @@ class Engine:
         attributes.update(receipt.to_attributes())
         if minted:
             attributes[names.RECEIPT_UNRECORDED] = list(unrecorded)
+        if held is not None:
+            attributes[names.HELD_HISTORY] = held
         if run.base is not None:
             attributes[names.RUN_BASE] = run.base.address
         attributes[names.GAPS] = found

@@ -18,6 +18,9 @@ Rules decided here (docs/processor.md restates them):
   proxy, gateway or caching layer (any other host), an unknown instrumentation, a span without
   ``server.address`` and af_otel's own explicit API (which sees what the caller says it sends)
   all raise it.
+* ``server-held-history``: the call continues state the provider's server holds (the Responses
+  API's ``previous_response_id``), or the request shows a tell-tale of history it does not carry
+  (`af_otel.semconv.responses`): the model saw more than the record.
 * ``thinking-replay``: a reasoning part without content, or carrying a signature or encrypted
   payload, or a redacted-thinking part: what the model read is not what is on record.
 """
@@ -55,6 +58,7 @@ ORDER: Final = (
     names.GAP_NO_RECEIPT,
     names.GAP_SPAN_LIMITS,
     names.GAP_UNRECORDED,
+    names.GAP_HELD_HISTORY,
     names.GAP_CACHE_TRANSFORM,
     names.GAP_PROVIDER_DEFAULTS,
     names.GAP_THINKING_REPLAY,
@@ -72,6 +76,7 @@ def gaps_of(
     unrecorded: Sequence[str] = (),
     cut: bool = False,
     sealed: bool | None = None,
+    held: bool = False,
 ) -> list[str]:
     """The gap kinds for one LLM-call span, most suspicious first (``sealed``: whether a message
     replays sealed reasoning, when the caller already knows)."""
@@ -85,6 +90,8 @@ def gaps_of(
         found.add(names.GAP_SPAN_LIMITS)
     if unrecorded:
         found.add(names.GAP_UNRECORDED)
+    if held:
+        found.add(names.GAP_HELD_HISTORY)
     if not direct_capture:
         found.add(names.GAP_CACHE_TRANSFORM)
     if minted and request is not None:

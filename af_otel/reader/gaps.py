@@ -200,6 +200,17 @@ _CATALOGUE: Final = (
         "appear was not recorded, which is not proof the model ran without one: the provider "
         "may have applied its own default.",
     ),
+    GapKind(
+        names.GAP_HELD_HISTORY,
+        ("messages", "bytes"),
+        ("messages",),
+        "caveat",
+        "This call continues history the provider's server holds, such as a previous response "
+        "or a conversation, so the model saw earlier turns this request does not carry and no "
+        "record here fingerprints. The turns shown are only the new ones; read the earlier "
+        "call named here for the rest.",
+        partial=True,
+    ),
 )
 
 SERVED_GAPS: Final[Mapping[str, GapKind]] = MappingProxyType({g.kind: g for g in _CATALOGUE})

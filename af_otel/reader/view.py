@@ -8,6 +8,8 @@ whether one exists, and what the writer's recorded gap kinds add as caveats.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -272,9 +274,12 @@ def _common_gaps(
     tools: Sequence[FrozenDict] | None,
     sealed: bool,
     unrecorded: tuple[str, ...] = (),
+    answered_by: Mapping[str, tuple[int, str | None]] | None = None,
 ) -> list[Gap]:
     found: list[Gap] = []
     recorded, has_recorded = _recorded_gaps(span)
+    if names.GAP_HELD_HISTORY in recorded:
+        found.append(gap(names.GAP_HELD_HISTORY, _held_detail(span, answered_by or {})))
     if unrecorded:
         by = span.scope or "the instrumentation"
         found.append(gap(names.GAP_UNRECORDED, f"not recorded by {by}: " + ", ".join(unrecorded)))
@@ -305,6 +310,48 @@ def _common_gaps(
     for kind in sorted(recorded & _TAKEN_FROM_WRITER):
         found.append(gap(kind, "recorded by the writer"))
     return found
+
+
+def _response_id(span: SpanRecord) -> str | None:
+    """The provider's id for the response a call got, as its convention records it."""
+    found = span.attributes.get("gen_ai.response.id")
+    if isinstance(found, str):
+        return found
+    output = span.attributes.get("output.value")  # OpenInference: the response object as JSON
+    if isinstance(output, str) and output.startswith("{"):
+        with contextlib.suppress(ValueError):
+            decoded = json.loads(output)
+            if isinstance(decoded, dict) and isinstance(decoded.get("id"), str):
+                return str(decoded["id"])
+    return None
+
+
+def _held_detail(span: SpanRecord, answered_by: Mapping[str, tuple[int, str | None]]) -> str:
+    """What the record says of the history a call continues: the earlier calls of this run that
+    hold it, followed back response by response, and where the record of it ends."""
+    value = span.attributes.get(names.HELD_HISTORY)
+    if not isinstance(value, str) or not value:
+        return "the writer found history this request does not carry"
+    if value not in answered_by:
+        if " " in value:  # a tell-tale, not an id
+            return f"history not on record: {value}; the earlier response id is not recorded"
+        return f"continues {value}, which is not in this run's record"
+    chain: list[int] = []
+    held: str | None = value
+    while held is not None and held in answered_by and len(chain) < len(answered_by):
+        epoch, held = answered_by[held]
+        chain.append(epoch)
+    epochs = ", ".join(str(e) for e in reversed(chain))
+    if held is None:
+        rest = "this run holds it from its start"
+    elif " " in held:
+        rest = f"before those, {held}"
+    else:
+        rest = f"before those, {held} is not in this run's record"
+    return (
+        f"continues {value}, the response of epoch {chain[0]} of this run: the server held the "
+        f"requests and answers of epochs {epochs}, in that order; {rest}"
+    )
 
 
 def _run_views(
@@ -361,6 +408,14 @@ def _run_views(
 
     claimants = [(run.epochs[e], True) for e in sorted(run.epochs)]
     claimants += [(record, False) for record in run.others]
+    # Response id -> (the epoch that got it, what that call itself continued).
+    answered_by: dict[str, tuple[int, str | None]] = {}
+    for record, own in claimants:
+        answer = _response_id(record.span) if own else None
+        if answer is not None:
+            continued = record.span.attributes.get(names.HELD_HISTORY)
+            held = continued if isinstance(continued, str) and continued else None
+            answered_by.setdefault(answer, (record.epoch, held))
     for record, own in claimants:
         span = record.span
         receipt = Receipt.from_attributes(span.attributes)
@@ -384,7 +439,7 @@ def _run_views(
         if record.cut:
             found.append(gap(names.GAP_SPAN_LIMITS, "; ".join(record.cut)))
         unrecorded = _unrecorded(span)
-        found += _common_gaps(span, receipt, values, params, tools, sealed, unrecorded)
+        found += _common_gaps(span, receipt, values, params, tools, sealed, unrecorded, answered_by)
         view = ServedView(
             run_id=run.run_id,
             epoch=record.epoch,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from af_otel import names
+from af_otel.semconv import responses
 from af_otel.semconv._adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
@@ -109,7 +110,7 @@ def adapt(attributes: Mapping[str, object]) -> Adapted:
 
 def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:
     items = list(attributes.items())
-    messages = dense(bucket(items, INPUT_MESSAGES))
+    messages = dense(responses.from_one(bucket(items, INPUT_MESSAGES), attributes))
     prompts = dense(bucket(items, PROMPTS))
     tools = dense(bucket(items, TOOLS))
     if messages is None or prompts is None or tools is None:
@@ -185,7 +186,8 @@ def _invocation(
     if not isinstance(decoded, dict):
         notes.append(NOTE_PARAMS_UNREADABLE)
         return {}, {}
-    return read_rows(decoded, PARAMS), decoded
+    # The Responses API nests its settings (reasoning.effort, text.format): read them too.
+    return {**read_rows(decoded, PARAMS), **responses.params_of(decoded)}, decoded
 
 
 def _message(fields: dict[str, object]) -> dict[str, JsonValue]:
@@ -244,6 +246,11 @@ def _repeats_a_call(entry: dict[str, object]) -> bool:
 def _reasoning(entry: dict[str, object]) -> Part:
     """A reasoning entry: its text as a GenAI reasoning part with its signature; one that holds
     only sealed ``data`` is Anthropic's redacted thinking."""
+    sealed = entry.get(CONTENT_PREFIX + "encrypted_content")
+    if sealed is not None and CONTENT_PREFIX + "text" not in entry:
+        # A Responses reasoning item replayed with its encrypted content and no summary.
+        refuse_placeholder(sealed)
+        return checked_part({"type": "reasoning", "content": "", "encrypted_content": text(sealed)})
     if CONTENT_PREFIX + "data" in entry and CONTENT_PREFIX + "text" not in entry:
         refuse_placeholder(entry[CONTENT_PREFIX + "data"])
         return checked_part(

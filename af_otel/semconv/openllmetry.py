@@ -86,6 +86,7 @@ PARAMS: Final = (
         number,
     ),
     Row("choice_count", ("gen_ai.request.choice.count",), choice_count),
+    Row("reasoning_effort", ("gen_ai.request.reasoning_effort",), text),
 )
 NOTES: Final = (NOTE_TOOL_CHOICE_NOT_CAPTURED, NOTE_PARAMS_PARTIAL, NOTE_MESSAGE_NAMES_NOT_CAPTURED)
 LEGACY_NOTES: Final = (*NOTES, NOTE_SYSTEM_IN_MESSAGES)

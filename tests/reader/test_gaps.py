@@ -251,6 +251,15 @@ def forced_tool_recording(store: Store) -> Spans:
         return rec.records()
 
 
+def continue_held_history(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
+    """The call continued a response the server holds (the Responses API's
+    previous_response_id), as the writer recorded it."""
+    span = span_of(spans, 3)
+    kinds = (*span.attributes.get(names.GAPS, ()), names.GAP_HELD_HISTORY)
+    held = with_attributes(span, af__gaps=kinds, af__held_history="resp_gone")
+    return replace_span(spans, span, held), store
+
+
 DAMAGES = {
     names.GAP_NO_FOLD_BASE: drop_base,
     names.GAP_NO_RUN_LOG: drop_parent,
@@ -262,6 +271,7 @@ DAMAGES = {
     names.GAP_FORCED_TOOL_SCHEMA: lose_the_forced_schema,
     names.GAP_PROVIDER_DEFAULTS: drop_a_dial,
     names.GAP_UNRECORDED: unrecord_the_tools,
+    names.GAP_HELD_HISTORY: continue_held_history,
 }
 
 

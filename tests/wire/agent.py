@@ -27,6 +27,7 @@ from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from responses_agent import responses_agent  # beside this file
 
 import af_otel
 from af_otel.store import LocalStore
@@ -66,6 +67,12 @@ INSTRUMENTORS = {
         "AnthropicInstrumentor",
         "openinference-instrumentation-anthropic",
         "anthropic",
+    ),
+    "openllmetry-openai": (
+        "opentelemetry.instrumentation.openai",
+        "OpenAIInstrumentor",
+        "opentelemetry-instrumentation-openai",
+        "openai",
     ),
     "openllmetry-anthropic": (
         "opentelemetry.instrumentation.anthropic",
@@ -529,8 +536,17 @@ def main(config: dict[str, Any]) -> None:
     instrumentor.instrument(tracer_provider=provider)
     client_module = importlib.import_module(client_name)
     http = _http(client_module)
+    if config["profile"] == "responses":
+        client_name = "responses"
     agents: dict[str, Callable[[], int]] = {
         "openai": lambda: openai_agent(client_module, http, config["port"], config["profile"]),
+        "responses": lambda: responses_agent(
+            client_module.OpenAI(
+                api_key="sk-wire",
+                base_url="https://api.openai.com/v1",
+                http_client=_rerouted(http, config["port"], False),
+            )
+        ),
         "anthropic": lambda: anthropic_agent(client_module, http, config["port"]),
     }
     try:
@@ -541,7 +557,12 @@ def main(config: dict[str, Any]) -> None:
         provider.shutdown()
     versions = {
         name: _version(name)
-        for name in (distribution, client_name, "opentelemetry-sdk", "opentelemetry-util-genai")
+        for name in (
+            distribution,
+            client_module.__name__,
+            "opentelemetry-sdk",
+            "opentelemetry-util-genai",
+        )
     }
     json.dump({"calls": calls, "versions": {k: v for k, v in versions.items() if v}}, sys.stdout)
 

@@ -79,6 +79,8 @@ def _choice(value: Any) -> Any:
     """A tool_choice in any provider's (or a recorder's) spelling."""
     if isinstance(value, str):
         return {"any": "required"}.get(value, value)
+    if isinstance(value, Mapping) and value.get("type") == "allowed_tools":
+        return dict(value)  # the Responses API's subset of tools: compared as it is
     if isinstance(value, Mapping):
         inner = value.get("function")
         name = inner.get("name") if isinstance(inner, Mapping) else value.get("name")
@@ -212,7 +214,8 @@ def _view_part(part: Mapping[str, Any]) -> tuple[Any, ...]:
         response = _text_of(_plain(part.get("response")))
         return ("tool_result", part.get("id"), response, bool(error))
     if kind in ("reasoning", "thinking"):
-        return ("thinking", part.get("content") or "", part.get("signature") or None)
+        sealed = part.get("signature") or part.get("encrypted_content")
+        return ("thinking", part.get("content") or "", sealed or None)
     return ("other", kind)
 
 

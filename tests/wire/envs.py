@@ -56,6 +56,11 @@ OPENAI_V2: Final = Env(
         *_AGENT_NEEDS,
     ),
 )
+OPENLLMETRY_OPENAI: Final = Env(
+    "openllmetry-openai",
+    CACHE / "wire-openllmetry-openai",
+    ("opentelemetry-instrumentation-openai==0.62.4", "openai==3.57.0", *_AGENT_NEEDS),
+)
 OPENLLMETRY_ANTHROPIC: Final = Env(
     "openllmetry-anthropic",
     CACHE / "wire-openllmetry-anthropic",

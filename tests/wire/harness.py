@@ -58,6 +58,7 @@ class Scenario:
         return {
             "openai-v2": envs.OPENAI_V2,
             "openllmetry-anthropic": envs.OPENLLMETRY_ANTHROPIC,
+            "openllmetry-openai": envs.OPENLLMETRY_OPENAI,
         }.get(self.instrumentation, envs.MAIN)
 
     @property
@@ -212,6 +213,12 @@ _AF_NAMES: Final = {
     "n": "choice_count",
     "tool result error flag": "tool_result.is_error",
     "thinking signature": "reasoning.signature",
+    # the Responses API (tests/wire/test_responses.py)
+    "reasoning items": "reasoning.items",
+    "tool call id": "tool_call.id",
+    "tool call arguments": "tool_call.arguments",
+    "strict": "tools.strict",
+    "held history": "previous_response_id",
 }
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
+from tests.wire.responses_server import Responses
+
 # The header the agent's transport adds: the span id current while the client sent the request,
 # so that each span is paired with the request it made even when three calls run at once.
 SPAN_HEADER: Final = "x-af-wire-span"
@@ -36,6 +38,7 @@ class WireServer:
 
     def __init__(self) -> None:
         self.requests: list[WireRequest] = []
+        self.responses = Responses()  # the Responses API's held history (responses_server.py)
         self._lock = threading.Lock()
         owner = self
 
@@ -59,6 +62,11 @@ class WireServer:
                 elif self.path.endswith("/messages"):
                     events = _anthropic_events(body, seq) if body.get("stream") else None
                     reply = _anthropic_reply(body, seq)
+                elif self.path.endswith("/responses"):
+                    status, reply, events = owner.responses.answer(body, seq)
+                    if status != 200:
+                        self.send_error(status, json.dumps(reply))
+                        return
                 else:
                     self.send_error(404)
                     return

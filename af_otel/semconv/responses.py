@@ -1,0 +1,229 @@
+"""OpenAI's Responses API (``client.responses.create``) as each convention records it.
+
+Three things differ from Chat Completions:
+
+* **Server-held history.** A request that names ``previous_response_id`` (or a ``conversation``)
+  shows the model the history the server holds before its own input; the record holds only the
+  new items. `held_history` says so: the earlier response id where the record has it, else a
+  tell-tale the record shows (a tool result whose call is not in the request; a Responses input
+  that starts mid-conversation), else nothing.
+* **Settings nested in objects.** ``reasoning: {effort, summary}``, ``text: {format}``,
+  ``truncation``, ``store``: `params_of` reads them out of a recorded request object (OpenInference's
+  ``llm.invocation_parameters``) under the normalized request's names.
+* **Fields some instrumentations never record** on this API (the Responses rows of the field
+  ledger, docs/instrumentations.md): `unrecorded` names them per instrumentation.
+
+Pure functions over plain values; on the emit path they never raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import orjson
+
+from af_otel.model.fields import order_fields
+from af_otel.model.request import Request
+
+# genai-openai's marker of a Responses call.
+API_TYPE: Final = "openai.api.type"
+# OpenLLMetry names the span of a Responses call so (it records no API type).
+OPENLLMETRY_SPAN: Final = "openai.response"
+# OpenInference's span name for a Responses call.
+OPENINFERENCE_SPAN: Final = "Response"
+INVOCATION_PARAMETERS: Final = "llm.invocation_parameters"
+# Keys of a Responses request that no Chat Completions request has.
+_RESPONSES_ONLY: Final = frozenset(
+    {"previous_response_id", "conversation", "instructions", "max_output_tokens", "truncation"}
+    | {"text", "reasoning", "include", "input"}
+)
+# The keys that name state the server holds, in the order they are looked for.
+HELD_KEYS: Final = ("previous_response_id", "conversation")
+
+# Field names the Responses rows of the ledger use (docs/instrumentations.md).
+REASONING_ITEMS: Final = "reasoning.items"  # reasoning items replayed in the input
+TOOL_STRICT: Final = "tools.strict"  # a function tool's `strict`
+CALL_ID: Final = "tool_call.id"  # a replayed function call's `call_id`
+# A replayed function call's `arguments`: OpenInference (openai 0.1.66) leaves out an arguments
+# string of "{}" on Responses input items, so a call shown without arguments may have had "{}".
+CALL_ARGUMENTS: Final = "tool_call.arguments"
+PREVIOUS_RESPONSE: Final = "previous_response_id"
+RESPONSES_FIELDS: Final = (
+    PREVIOUS_RESPONSE,
+    REASONING_ITEMS,
+    TOOL_STRICT,
+    CALL_ID,
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "reasoning_effort",
+    "reasoning_summary",
+    "truncation",
+    "store",
+)
+# What each instrumentation records of a Responses call (beyond system, messages, tools, model).
+_RECORDED: Final[Mapping[str, frozenset[str]]] = {
+    # OpenInference keeps the request's own arguments and every input item.
+    "openinference": frozenset(RESPONSES_FIELDS),
+    # genai-openai: messages and function tools (without `strict`); of a reasoning item only its
+    # summary (never its encrypted content; an item without a summary not at all).
+    "genai": frozenset({CALL_ID}),
+    # OpenLLMetry: its reasoning effort; replayed calls under their item id, reasoning dropped.
+    "openllmetry": frozenset({"reasoning_effort"}),
+}
+# Tell-tales of history the request does not carry.
+TELLTALE_ORPHAN_RESULT: Final = "a tool result without its tool call"
+TELLTALE_MID_CONVERSATION: Final = "a Responses input that starts mid-conversation"
+
+
+def _decoded(value: object) -> Mapping[str, Any] | None:
+    if isinstance(value, Mapping):
+        return value
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            found = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+        return found if isinstance(found, dict) else None
+    return None
+
+
+def invocation(attributes: Mapping[str, object]) -> Mapping[str, Any]:
+    """OpenInference's recorded request arguments, decoded (empty when absent or unreadable)."""
+    return _decoded(attributes.get(INVOCATION_PARAMETERS)) or {}
+
+
+def is_responses(attributes: Mapping[str, object], span_name: str = "") -> bool:
+    """Whether a span records a Responses API call, by what its convention writes."""
+    if attributes.get(API_TYPE) == "responses" or span_name == OPENLLMETRY_SPAN:
+        return True
+    if _RESPONSES_ONLY & set(invocation(attributes)):
+        return True
+    raw = attributes.get("input.value")  # OpenInference: the request's own arguments as JSON
+    return isinstance(raw, str) and '"input"' in raw and "input" in (_decoded(raw) or {})
+
+
+def from_one(
+    buckets: dict[int, dict[str, object]], attributes: Mapping[str, object]
+) -> dict[int, dict[str, object]]:
+    """OpenInference's input messages of a Responses call renumbered from 0 when they run from 1:
+    it numbers the input items after the place ``instructions`` would take, so a call without
+    instructions starts at 1. That is no lost message (a count cut is told by the span's dropped
+    attributes), so it is not read as a hole."""
+    if not buckets or 0 in buckets or sorted(buckets) != list(range(1, len(buckets) + 1)):
+        return buckets
+    if not is_responses(attributes):
+        return buckets
+    return {position - 1: fields for position, fields in buckets.items()}
+
+
+def params_of(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The Responses settings of a recorded request object, under the normalized names."""
+    out: dict[str, Any] = {}
+    reasoning = arguments.get("reasoning")
+    if isinstance(reasoning, Mapping):
+        if isinstance(reasoning.get("effort"), str):
+            out["reasoning_effort"] = reasoning["effort"]
+        if isinstance(reasoning.get("summary"), str):
+            out["reasoning_summary"] = reasoning["summary"]
+    text = arguments.get("text")
+    if isinstance(text, Mapping) and isinstance(text.get("format"), Mapping):
+        out["response_format"] = dict(text["format"])
+    for key in ("truncation", "store"):
+        if arguments.get(key) is not None:
+            out[key] = arguments[key]
+    return out
+
+
+def held_id(attributes: Mapping[str, object]) -> str | None:
+    """The earlier response (or conversation) a call continues, where the record has it."""
+    arguments = invocation(attributes)
+    for key in HELD_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, Mapping):
+            value = value.get("id")
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def telltale(request: Request, responses: bool) -> str | None:
+    """What in the request shows history it does not carry, or None.
+
+    A tool result whose call is not in the request (calls recorded under an item id, ``fc_...``,
+    may be the results' calls: they are counted, not matched), and, on the Responses API, an input
+    whose first turn is not the user's. One pass over the messages."""
+    calls: set[str] = set()
+    item_ids = unmatched = 0
+    first: str | None = None
+    for message in request.messages:
+        role = message.get("role")
+        if first is None and role not in ("system", "developer"):
+            first = str(role)
+        for part in message.get("parts", ()):
+            kind, found = part.get("type"), str(part.get("id"))
+            if kind == "tool_call":
+                calls.add(found)
+                item_ids += found.startswith("fc_")
+            elif kind == "tool_call_response" and found not in calls:
+                unmatched += 1
+    if unmatched > item_ids:
+        return TELLTALE_ORPHAN_RESULT
+    if responses and first is not None and first != "user":
+        return TELLTALE_MID_CONVERSATION
+    return None
+
+
+def held_history(
+    attributes: Mapping[str, object], request: Request | None, span_name: str = ""
+) -> str | None:
+    """The detail of the `server-held-history` gap for one call, or None (module docstring)."""
+    try:
+        found = held_id(attributes)
+        if found is not None:
+            return found
+        if request is None:
+            return None
+        return telltale(request, is_responses(attributes, span_name))
+    except Exception:  # the emit path never raises; an unreadable record shows no tell-tale
+        return None
+
+
+def unrecorded(
+    request: Request, convention: str, attributes: Mapping[str, object], span_name: str = ""
+) -> tuple[str, ...]:
+    """The Responses fields this call's instrumentation does not record (none off this API)."""
+    if not is_responses(attributes, span_name):
+        return ()
+    recorded = _RECORDED.get(convention, frozenset())
+    calls = [
+        p for m in request.messages for p in m.get("parts", ()) if p.get("type") == "tool_call"
+    ]
+    out = []
+    if convention == "openinference" and any("arguments" not in p for p in calls):
+        out.append(CALL_ARGUMENTS)
+    for field in RESPONSES_FIELDS:
+        if field in recorded or field in request.params:
+            continue
+        if field in (TOOL_STRICT, "tool_choice", "parallel_tool_calls") and not request.tools:
+            continue
+        if field == CALL_ID and not calls:
+            continue
+        out.append(field)
+    return tuple(out)
+
+
+def with_responses(
+    found: tuple[str, ...],
+    request: Request,
+    convention: str,
+    attributes: Mapping[str, object],
+    span_name: str = "",
+) -> tuple[str, ...]:
+    """The ledger's unrecorded fields ``found`` and the Responses ones, in report order."""
+    try:
+        extra = unrecorded(request, convention, attributes, span_name)
+    except Exception:  # the emit path never raises; the ledger's own answer stands
+        return found
+    return order_fields((*found, *extra)) if extra else found

@@ -1,0 +1,307 @@
+"""Verdicts against what the model saw on OpenAI's Responses API: the real openai client's
+``client.responses.create`` (plain and streamed) under each instrumentation, against the loopback
+server's ``/v1/responses``, which holds history per response id (responses_server.py).
+
+For every epoch: `verified` means the served view is the context the model saw, held history
+included; any other verdict differs from it only where a gap on the epoch names the field.
+Comparison is item by item (the Responses API has no turns): each input item is one message of
+one part, and a function call is compared by its ``call_id``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+import af_otel
+from af_otel.reader.verify import VerdictStatus
+from tests.wire.convert import Comparable, Difference, _choice, differences, from_view
+from tests.wire.harness import _GENAI_CONTENT, Scenario, names_field, run_agent
+from tests.wire.responses_server import Seen, input_items
+from tests.wire.server import WireServer
+
+CALLS: Final = 16
+# The calls whose answer is `incomplete` (max_output_tokens below the server's threshold).
+INCOMPLETE: Final = (7, 15)
+FAILED: Final = 16  # names a response the server does not hold: HTTP 400
+# Calls OpenLLMetry writes no span for.
+_NO_SPAN: Final = INCOMPLETE
+_NOT_DIALS: Final = frozenset(
+    {"model", "input", "instructions", "tools", "stream", "include", "previous_response_id"}
+    | {"metadata", "user"}
+)
+
+SCENARIOS: Final = (
+    Scenario("responses-genai", "genai-openai", profile="responses", env_vars=_GENAI_CONTENT),
+    Scenario(
+        "responses-genai-hook",
+        "genai-openai",
+        profile="responses",
+        env_vars={"OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK": "af_otel"},
+    ),
+    Scenario("responses-openinference", "openinference-openai", profile="responses"),
+    Scenario("responses-openllmetry", "openllmetry-openai", profile="responses"),
+)
+
+
+# -- what the model saw, comparable --------------------------------------------------------------
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(str(block.get("text", "")) for block in content or ())
+
+
+def _item(item: Mapping[str, Any], system: list[str]) -> tuple[str, tuple[Any, ...]] | None:
+    kind = item.get("type", "message")
+    if kind == "message":
+        role = item["role"]
+        if role in ("system", "developer"):
+            system.append(_text(item.get("content")))
+            return None
+        return role, (("text", _text(item.get("content"))),)
+    if kind == "function_call":
+        call = ("tool_call", item["call_id"], item["name"], json.loads(item["arguments"]))
+        return "assistant", (call,)
+    if kind == "function_call_output":
+        return "tool", (("tool_result", item["call_id"], _text(item["output"]), False),)
+    if kind == "reasoning":
+        summary = "".join(str(s.get("text", "")) for s in item.get("summary") or ())
+        return "assistant", (("thinking", summary, item.get("encrypted_content") or None),)
+    return "assistant", (("other", kind),)
+
+
+def from_seen(seen: Sequence[Mapping[str, Any]], instructions: str | None, body: Any) -> Comparable:
+    """The context the model saw (``seen``: its items, held history first) as one comparable."""
+    system = [instructions] if instructions else []
+    messages = [m for m in (_item(i, system) for i in seen) if m is not None]
+    tools = tuple(
+        (t["name"], t.get("description"), t.get("parameters")) for t in body.get("tools") or ()
+    )
+    params: dict[str, Any] = {}
+    for key, value in body.items():
+        if key in _NOT_DIALS or value is None:
+            continue
+        if key == "max_output_tokens":
+            params["max_tokens"] = value
+        elif key == "tool_choice":
+            params["tool_choice"] = _choice(value)
+        elif key == "reasoning":
+            params |= {f"reasoning_{k}": v for k, v in value.items()}
+        elif key == "text":
+            params["response_format"] = value["format"]
+        else:
+            params[key] = value
+    return Comparable(tuple(system), tuple(messages), tools, body.get("model"), params)
+
+
+def _flat(comparable: Comparable) -> Comparable:
+    """One message a part (a served turn may hold a call and reasoning together)."""
+    flat = []
+    for role, parts in comparable.messages:
+        for part in parts:
+            if part != ("text", ""):
+                flat.append(("tool" if part[0] == "tool_result" else role, (part,)))
+    return replace(comparable, messages=tuple(flat))
+
+
+def _no_thinking(messages: Sequence[Any]) -> list[Any]:
+    return [m for m in messages if m[1][0][0] != "thinking"]
+
+
+def _no_bare_arguments(wire: Sequence[Any], view: Sequence[Any]) -> list[Any]:
+    """``wire`` with each call's arguments as the view shows them where the view shows none."""
+    out = []
+    for (role, parts), (_, shown) in zip(wire, view, strict=False):
+        a, b = parts[0], shown[0]
+        bare = a[0] == b[0] == "tool_call" and b[3] is None and a[:3] == b[:3]
+        out.append((role, (b,) if bare else parts))
+    return out + list(wire[len(view) :])
+
+
+def _no_call_ids(messages: Sequence[Any]) -> list[Any]:
+    return [
+        (r, tuple(p[:1] + p[2:] if p[0] == "tool_call" else p for p in ps)) for r, ps in messages
+    ]
+
+
+def compare(
+    seen: Comparable,
+    request: Comparable,
+    served: Comparable,
+    wire_tools: Sequence[Mapping[str, Any]],
+    view_tools: Sequence[Mapping[str, Any]] | None,
+) -> list[Difference]:
+    """How the served view differs from what the model saw, each kind once: held history not
+    shown, reasoning items left out, calls under another id, a tool's `strict`, else as the Chat
+    Completions comparison says."""
+    found: list[Difference] = []
+    held = len(seen.messages) - len(request.messages)
+    if held > 0:
+        found.append(Difference("messages", f"{held} held items", "not shown", 0, "held history"))
+    wire, view = list(request.messages), list(served.messages)
+    rest = [d for d in differences(request, served) if d.field != "messages"]
+    if wire != view and len(wire) == len(view) and _no_bare_arguments(wire, view) == view:
+        found.append(Difference("messages", wire, view, None, "tool call arguments"))
+        wire = view
+    if wire != view:
+        if _no_thinking(wire) != _no_thinking(view) and _no_call_ids(
+            _no_thinking(wire)
+        ) == _no_call_ids(_no_thinking(view)):
+            found.append(Difference("messages", wire, view, None, "tool call id"))
+            wire, view = _no_call_ids(wire), _no_call_ids(view)
+        if _no_thinking(wire) == _no_thinking(view) and wire != view:
+            found.append(Difference("messages", wire, view, None, "reasoning items"))
+        elif wire != view:
+            found += [d for d in differences(request, served) if d.field == "messages"]
+    view_strict = [bool(t.get("strict")) for t in view_tools or ()]
+    wire_strict = [bool(t.get("strict")) for t in wire_tools]
+    if view_strict != wire_strict:
+        found.append(Difference("tools", wire_strict, view_strict, None, "strict"))
+    return found + rest
+
+
+@dataclass(frozen=True)
+class Epoch:
+    epoch: int
+    wire_seq: int
+    status: str
+    gaps: tuple[tuple[str, str], ...]
+    differences: tuple[Difference, ...]
+    unnamed: tuple[Difference, ...]
+    minted: bool
+
+
+def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
+    with WireServer() as server:
+        run_agent(scenario, tmp, server.port)
+        requests = {r.span_id: r for r in server.requests}
+        by_seq = {r.seq: r for r in server.requests}
+        seen: dict[int, Seen] = dict(server.responses.seen)
+        count = len(server.requests)
+    spans = list(af_otel.read_spans(tmp / "trace.jsonl"))
+    answered = {s.span_id: s.attributes.get("gen_ai.response.id") for s in spans}
+    views = af_otel.served_views(spans, store=tmp / "store")
+    matched = {}
+    for view in views:
+        wire = requests.get(view.span_id)
+        answer = answered[view.span_id]
+        if wire is None and isinstance(answer, str):  # no span current while it went out
+            wire = by_seq[int(answer.removeprefix("resp_w"))]
+        if wire is not None:
+            matched[view.span_id] = wire
+    # A span with neither (a failed call under OpenLLMetry): the one request left, if one is.
+    left = [r for r in by_seq.values() if r not in matched.values() and r.seq not in _NO_SPAN]
+    epochs = []
+    for view in views:
+        if view.span_id not in matched:
+            assert len(left) == 1, f"span {view.span_id} matches no single request"
+            matched[view.span_id] = left.pop()
+        wire = matched[view.span_id]
+        context = seen[wire.seq]
+        full = _flat(from_seen(context.items, context.instructions, wire.body))
+        only = _flat(from_seen(input_items(wire.body), context.instructions, wire.body))
+        served = _flat(from_view(view))
+        found = tuple(compare(full, only, served, wire.body.get("tools") or (), view.tools))
+        verdict = af_otel.verify(view)
+        gaps = tuple((g.kind, g.detail) for g in view.gaps)
+        unnamed = ()
+        if verdict.status != VerdictStatus.VERIFIED:
+            unnamed = tuple(
+                d
+                for d in found
+                if not any(names_field(k, detail, d.field, d.aspect) for k, detail in gaps)
+            )
+        epochs.append(
+            Epoch(view.epoch, wire.seq, str(verdict.status), gaps, found, unnamed, view.minted)
+        )
+    return count, epochs
+
+
+def _account(epochs: Sequence[Epoch]) -> str:
+    lines = []
+    for e in epochs:
+        lines.append(f"epoch {e.epoch} wire #{e.wire_seq} {e.status} gaps {[k for k, _ in e.gaps]}")
+        for d in e.differences:
+            flag = "UNNAMED " if d in e.unnamed else ""
+            overclaim = "OVERCLAIM " if e.status == VerdictStatus.VERIFIED else ""
+            lines.append(
+                f"  {overclaim}{flag}{d.field} {d.aspect}: {str(d.wire)[:120]} / {str(d.served)[:120]}"
+            )
+    return "\n".join(lines)
+
+
+@pytest.mark.instrumentation
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_no_responses_epoch_claims_more_than_the_model_saw(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    """Sixteen Responses calls, stateless and continued by previous_response_id, incomplete and
+    failed: no verified epoch differs from the context the model saw, every difference elsewhere
+    is named by a gap, and every span written carries a minted receipt."""
+    count, epochs = run_responses(scenario, tmp_path)
+    account = _account(epochs)
+    assert count == CALLS
+    if scenario.instrumentation == "openllmetry-openai":
+        # OpenLLMetry writes no span for an incomplete response (docs/instrumentations.md).
+        assert sorted(e.wire_seq for e in epochs) == [
+            s for s in range(1, CALLS + 1) if s not in INCOMPLETE
+        ], account
+    else:
+        assert len(epochs) == CALLS, account
+    assert not [d for e in epochs if e.status == VerdictStatus.VERIFIED for d in e.differences], (
+        account
+    )
+    assert not [d for e in epochs for d in e.unnamed], account
+    assert all(e.minted for e in epochs), account  # incomplete and failed calls too
+    held = [e for e in epochs if e.wire_seq > 8]  # every call continued by previous_response_id
+    assert all(e.status != VerdictStatus.VERIFIED for e in held), account
+    if scenario.instrumentation == "openinference-openai":
+        # the earlier response id is on record: the gap names it, and the call that answered
+        details = [d for e in held for k, d in e.gaps if k == "server-held-history"]
+        assert len(details) == len(held), account
+        linked = [
+            d
+            for e in held
+            for k, d in e.gaps
+            if k == "server-held-history" and e.wire_seq != FAILED
+        ]
+        assert all("resp_w" in d and "of epoch" in d for d in linked), account
+        # the last continued call: the server held every call of the conversation before it
+        (last,) = [
+            d for e in held for k, d in e.gaps if k == "server-held-history" and e.wire_seq == 15
+        ]
+        assert "epochs 8, 9, 10, 11, 12, 13, 14, in that order" in last, last
+        assert "from its start" in last, last
+        failed = [d for e in held for k, d in e.gaps if e.wire_seq == FAILED]
+        assert any("resp_gone" in d and "not in this run" in d for d in failed), account
+
+
+def main() -> None:
+    """Print the verdict table of every Responses scenario (``python -m tests.wire.test_responses``)."""
+    import tempfile
+
+    print(
+        "| scenario | calls | spans | minted | verified | reconstructed | damaged | overclaims | unnamed |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for scenario in SCENARIOS:
+        with tempfile.TemporaryDirectory() as directory:
+            count, epochs = run_responses(scenario, Path(directory))
+        statuses = [sum(1 for e in epochs if e.status == s) for s in VerdictStatus]
+        overclaims = sum(1 for e in epochs if e.status == VerdictStatus.VERIFIED and e.differences)
+        print(
+            f"| {scenario.name} | {count} | {len(epochs)} | {sum(e.minted for e in epochs)} | "
+            + " | ".join(map(str, statuses))
+            + f" | {overclaims} | {sum(len(e.unnamed) for e in epochs)} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
