@@ -10,6 +10,14 @@ writing OTLP JSON. Printed, each with its target:
    (trace plus store), both over the run's unique content.
 3. The largest receipt attribute at turn 1,000 (Tempo cuts attributes over 2,048 bytes).
 4. Latency the application's thread sees per call: no af_otel, processor form, exporter form.
+5. The cost curve: CPU af_otel adds per LLM span at turns 10, 100, 500 and 1,000 of one run whose
+   spans carry the whole history as ``gen_ai.input.messages`` (as content-capturing
+   instrumentations write it), medians over a window of calls, both pipelines side by side in one
+   process; the ratio turn-1,000 / turn-10 (target <= 2x). The same for the completion hook and
+   `llm_call` (reported, no target).
+6. Memory per open run at 10, 30 and 120 turns as a ratio of the run's unique history
+   (tracemalloc; target <= 2x at 120 turns), and the heap the run table keeps under a byte
+   budget with many concurrent runs (target: within the budget).
 
 Run: ``.venv/bin/python benchmarks/processor.py`` (``make bench``). Numbers are medians of
 alternating repetitions; the exit code is 1 when a target fails.
@@ -261,9 +269,9 @@ def main() -> int:
         print(f"CPU per LLM span, {TURNS}-turn run, content capture on, BatchSpanProcessor")
         print(f"  pipeline alone        {base_cpu / TURNS * 1e3:8.3f} ms/span")
         print(f"  with af_otel          {proc_cpu / TURNS * 1e3:8.3f} ms/span")
-        ok = ratio <= 0.25
+        ok = ratio <= 0.10
         failures += not ok
-        print(f"  added / pipeline      {ratio:8.3f}   target <= 0.25   {verdict(ok)}")
+        print(f"  added / pipeline      {ratio:8.3f}   target <= 0.10   {verdict(ok)}")
 
         # 2. Bytes per run.
         stripped_store = root / "stripped"
@@ -320,7 +328,204 @@ def main() -> int:
         print(
             f"  exporter form within noise of none (run-to-run spread {noise * 1e3:.3f} ms): {verdict(ok)}"
         )
+
+        # 5. The cost curve over a long run.
+        failures += curves(root / "curve")
+
+        # 6. Memory per open run, and the run table under a byte budget.
+        failures += memory(root / "memory")
     return 1 if failures else 0
+
+
+CURVE_TURNS = (10, 100, 500, 1000)
+WINDOW = 15
+DOC = "Billing settings are per workspace; admins can change plans. " * 16
+
+
+def turn(index: int) -> list[dict[str, Any]]:
+    """One turn as GenAI messages: a question carrying a ~1 KB document, and its answer."""
+    return [
+        {"role": "user", "parts": [{"type": "text", "content": f"Question {index}: {DOC}"}]},
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": f"Answer {index}: " + "Admin > Billing. " * 24}],
+        },
+    ]
+
+
+def history(turns: int) -> list[dict[str, Any]]:
+    """The messages a call at turn ``turns`` sends: every earlier turn and its new question."""
+    out = [m for index in range(turns - 1) for m in turn(index)]
+    return [*out, turn(turns - 1)[0]]
+
+
+class Null(SpanExporter):
+    def export(self, spans: Any) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+def chat_span(tracer: Any, text: str, run_id: str) -> Any:
+    span = tracer.start_span(
+        "chat gpt-4o-mini",
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "server.address": "api.openai.com",
+            names.RUN_ID: run_id,
+        },
+    )
+    span.set_attribute(
+        "gen_ai.system_instructions", json.dumps([{"type": "text", "content": SYSTEM}])
+    )
+    span.set_attribute("gen_ai.input.messages", text)
+    return span
+
+
+def curves(store: Path) -> int:
+    """Added CPU per LLM span along one long run, processor form against no af_otel."""
+    forms: dict[str, TracerProvider] = {}
+    for form in ("none", "processor"):
+        provider = TracerProvider()
+        sink = BatchSpanProcessor(Null())
+        provider.add_span_processor(
+            sink if form == "none" else ReceiptSpanProcessor(sink, store=store)
+        )
+        forms[form] = provider
+    tracers = {form: provider.get_tracer("bench") for form, provider in forms.items()}
+    last = max(CURVE_TURNS) + WINDOW
+    messages = history(last)
+    added: dict[int, list[float]] = {n: [] for n in CURVE_TURNS}
+    alone: dict[int, list[float]] = {n: [] for n in CURVE_TURNS}
+    for number in range(1, last + 1):
+        text = json.dumps(messages[: 2 * number - 1])
+        cost = {}
+        for form, tracer in tracers.items():
+            span = chat_span(tracer, text, "curve")
+            started = time.thread_time()
+            span.end()
+            cost[form] = time.thread_time() - started
+        for n in CURVE_TURNS:
+            if n <= number < n + WINDOW:
+                added[n].append(cost["processor"] - cost["none"])
+                alone[n].append(cost["none"])
+    for provider in forms.values():
+        provider.shutdown()
+    print(f"\nCost curve: CPU af_otel adds per LLM span (processor form, median of {WINDOW} calls)")
+    at = {n: median(values) for n, values in added.items()}
+    for n in CURVE_TURNS:
+        print(
+            f"  turn {n:>5,}   {at[n] * 1e3:8.3f} ms   (span end without af_otel {median(alone[n]) * 1e3:.3f} ms)"
+        )
+    flat = at[max(CURVE_TURNS)] / at[min(CURVE_TURNS)]
+    ok = flat <= 2.0
+    print(f"  turn 1,000 / turn 10   {flat:8.2f}x  target <= 2x   {verdict(ok)}")
+    hook_curve()
+    return int(not ok)
+
+
+def hook_curve() -> None:
+    """`llm_call` along a long run: it is handed the request as dicts, so every call normalizes
+    the whole history again (a caller's dicts may have changed in place since the last call, so
+    their identity proves nothing); reported, no target."""
+    from opentelemetry import trace
+
+    from af_otel.processor import llm_call
+
+    provider = TracerProvider()
+    provider.add_span_processor(ReceiptSpanProcessor(BatchSpanProcessor(Null()), content="none"))
+    trace.set_tracer_provider(provider)
+    messages = history(max(CURVE_TURNS) + WINDOW)
+    points: dict[int, list[float]] = {n: [] for n in CURVE_TURNS}
+    with run("api-curve"):
+        for number in range(1, max(CURVE_TURNS) + WINDOW + 1):
+            sent = messages[: 2 * number - 1]
+            started = time.thread_time()
+            with llm_call(model="gpt-4o-mini", provider="openai", messages=sent):
+                pass
+            spent = time.thread_time() - started
+            for n in CURVE_TURNS:
+                if n <= number < n + WINDOW:
+                    points[n].append(spent)
+    provider.shutdown()
+    line = "   ".join(f"turn {n:,}: {median(v) * 1e3:.2f} ms" for n, v in points.items())
+    print(f"  llm_call, whole call (no target): {line}")
+
+
+def memory(store: Path) -> int:
+    """Heap kept per open run, and the table under a byte budget."""
+    import tracemalloc
+
+    failures = 0
+    print("\nMemory per open run (runs left open, named by af.run.id; tracemalloc)")
+    for turns in (10, 30, 120):
+        runs = 8
+        messages = history(turns)
+        texts = [json.dumps(messages[: 2 * n - 1]) for n in range(1, turns + 1)]
+        unique = len(canonical_json(Request.from_dict({"messages": messages}).to_dict()))
+        provider = TracerProvider()
+        provider.add_span_processor(
+            ReceiptSpanProcessor(BatchSpanProcessor(Null()), store=store / str(turns))
+        )
+        tracer = provider.get_tracer("bench")
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        for text in texts:
+            for index in range(runs):
+                # Each run's own copy of the text, as each conversation's spans would carry.
+                chat_span(tracer, (text + " ")[:-1], f"mem-{turns}-{index}").end()
+        provider.force_flush()
+        gc.collect()
+        held = (tracemalloc.get_traced_memory()[0] - before) / runs
+        tracemalloc.stop()
+        provider.shutdown()
+        ratio = held / unique
+        line = f"  {turns:>4} turns: {held / 1024:8.1f} KiB per run, history {unique / 1024:7.1f} KiB: {ratio:5.2f}x"
+        if turns == 120:
+            ok = ratio <= 2.0
+            failures += not ok
+            line += f"   target <= 2x   {verdict(ok)}"
+        print(line)
+    return failures + budget_under_load(store)
+
+
+def budget_under_load(store: Path) -> int:
+    """Many concurrent runs through one processor whose run table has a small byte budget."""
+    import tracemalloc
+
+    budget = 8 * 1024 * 1024
+    concurrent, turns = 300, 20
+    messages = history(turns)
+    texts = [json.dumps(messages[: 2 * n - 1]) for n in range(1, turns + 1)]
+    processor = ReceiptSpanProcessor(
+        BatchSpanProcessor(Null()), store=store / "budget", content="none"
+    )
+    processor.engine.runs.max_bytes = budget
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("bench")
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    counted = 0
+    for text in texts:
+        for index in range(concurrent):
+            chat_span(tracer, (text + " ")[:-1], f"load-{index}").end()
+            counted = max(counted, processor.engine.runs.bytes)
+    provider.force_flush()
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    evicted = processor.engine.runs.evicted
+    provider.shutdown()
+    ok = held <= budget and counted <= budget
+    print(
+        f"  {concurrent} concurrent runs x {turns} turns under a {budget // 2**20} MiB budget: "
+        f"table counted at most {counted / 2**20:.1f} MiB, heap kept {held / 2**20:.1f} MiB, "
+        f"{evicted} evictions   {verdict(ok)}"
+    )
+    return int(not ok)
 
 
 if __name__ == "__main__":

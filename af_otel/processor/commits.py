@@ -18,6 +18,7 @@ from af_otel import names
 from af_otel.canonical import canonical_json
 from af_otel.errors import StoreError
 from af_otel.model import Request
+from af_otel.model.prefix import identical_prefix
 from af_otel.model.request import REQUEST_KEYS
 from af_otel.processor.guard import report
 from af_otel.processor.settings import Settings, WriteMode, note_written
@@ -74,8 +75,9 @@ def changes(parent: Mapping[str, Any] | None, new: Request) -> list[Change]:
 
 def _same(before: Any, value: Any) -> bool:
     if isinstance(before, list | tuple) and isinstance(value, list | tuple):
-        return len(before) == len(value) and all(
-            a is b or a == b for a, b in zip(before, value, strict=False)
+        return len(before) == len(value) and (
+            identical_prefix(before, value) == len(value)
+            or all(a is b or a == b for a, b in zip(before, value, strict=False))
         )
     return bool(before is value or before == value)
 
@@ -83,7 +85,9 @@ def _same(before: Any, value: Any) -> bool:
 def _is_prefix(before: list[Any] | tuple[Any, ...], value: list[Any]) -> bool:
     if len(before) > len(value):
         return False
-    return all(a is b or a == b for a, b in zip(before, value, strict=False))
+    return identical_prefix(before, value) == len(before) or all(
+        a is b or a == b for a, b in zip(before, value, strict=False)
+    )
 
 
 def event_attributes(

@@ -33,14 +33,15 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.processor import commits, context, dedupe, gaps, guard, metrics
+from af_otel.model.fields import Shown
+from af_otel.processor import commits, context, dedupe, gaps, guard, incremental, metrics
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
 from af_otel.processor.runs import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
-from af_otel.semconv import Convention, Limits, adapt, is_llm_call, ledger, responses
+from af_otel.semconv import Convention, Limits, is_llm_call, ledger, responses
 from af_otel.store.items import StoredItems
 
 SpanKey = tuple[int, int]
@@ -120,7 +121,7 @@ class Engine:
         self.settings = settings
         # An exporter's engine sees calls after their `af_otel.run` block exited.
         self.deferred = deferred
-        self.runs = runs if runs is not None else RunTable()
+        self.runs = runs if runs is not None else RunTable(max_bytes=settings.run_table_bytes)
         self.items = StoredItems()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = threading.Lock()
@@ -250,10 +251,17 @@ class Engine:
         unrecorded: tuple[str, ...] = ()
         convention: Convention | None = None
         notes: tuple[str, ...] = ()
+        shown: Shown | None = None
+        sealed: bool | None = None
+        run_id = self.run_of(facts.key, facts.attributes, pop=True)
+        run = self.runs.get(run_id)
         if supplied is None:
             limits = facts.limits if facts.limits is not None else environment_limits()
-            adapted = adapt(facts.attributes, facts.name, limits=limits)
-            request_in: Mapping[str, Any] | Request | None = adapted.request
+            # Only what is new since the run's last call is parsed (see incremental.py).
+            read = incremental.read(facts.attributes, facts.name, limits, run.seen)
+            run.seen, adapted = read.seen, read.adapted
+            shown, sealed = read.shown, read.sealed
+            request_in: Mapping[str, Any] | Request | None = read.request or adapted.request
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
             convention, notes = adapted.convention, adapted.notes
@@ -275,19 +283,17 @@ class Engine:
             if request is None:
                 reason = names.REASON_UNREADABLE
             elif convention is not None:
-                unrecorded = ledger.unrecorded(request, facts.scope, convention, notes)
+                unrecorded = ledger.unrecorded(request, facts.scope, convention, notes, shown)
                 unrecorded = responses.with_responses(
                     unrecorded, request, convention, facts.attributes, facts.name
                 )
         # State the server holds for this call (the Responses API's previous_response_id).
         held = responses.held_history(facts.attributes, request, facts.name)
-        run_id = self.run_of(facts.key, facts.attributes, pop=True)
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
             folded = self._folded.pop(facts.key, None)
         if folded is not None:
             return Enrichment(dedupe.folded_attributes(*folded), (), content_keys, "folded")
-        run = self.runs.get(run_id)
         model = dedupe.model_of(facts.attributes, request)
         with run.lock:
             same = None
@@ -305,7 +311,16 @@ class Engine:
                 attributes = dedupe.folded_attributes(run.run_id, same.lane, same.epoch)
                 return Enrichment(attributes, (), content_keys, "folded")
             enrichment = self._finish(
-                run, facts, request, reason, content_keys, direct, on_span, unrecorded, held
+                run,
+                facts,
+                request,
+                reason,
+                content_keys,
+                direct,
+                on_span,
+                unrecorded,
+                held,
+                sealed=sealed,
             )
             epoch = enrichment.attributes[names.EPOCH]
             run.recent.append(
@@ -330,6 +345,7 @@ class Engine:
         on_span: bool = True,
         unrecorded: tuple[str, ...] = (),
         held: str | None = None,
+        sealed: bool | None = None,
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
         parent = run.parent_of(facts.start_time, request)
@@ -399,6 +415,7 @@ class Engine:
             unrecorded=unrecorded if minted else (),
             cut=reason == names.REASON_CUT,
             held=held is not None,
+            sealed=sealed,
         )
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,

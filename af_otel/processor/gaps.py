@@ -28,7 +28,7 @@ Rules decided here (docs/processor.md restates them):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import Request, sealed_reasoning
@@ -75,9 +75,11 @@ def gaps_of(
     order_unknown: bool,
     unrecorded: Sequence[str] = (),
     cut: bool = False,
+    sealed: bool | None = None,
     held: bool = False,
 ) -> list[str]:
-    """The gap kinds for one LLM-call span, most suspicious first."""
+    """The gap kinds for one LLM-call span, most suspicious first (``sealed``: whether a message
+    replays sealed reasoning, when the caller already knows)."""
     found: set[str] = set()
     if order_unknown:
         found.add(names.GAP_NO_RUN_LOG)
@@ -100,7 +102,7 @@ def gaps_of(
             unrecorded_fields=unrecorded,
         ):
             found.add(names.GAP_PROVIDER_DEFAULTS)
-        if _sealed_reasoning(request):
+        if sealed if sealed is not None else sealed_messages(request.messages):
             found.add(names.GAP_THINKING_REPLAY)
         forced = request.forced_tool()
         if forced is not None and forced != "required" and forced not in request.tool_names:
@@ -126,5 +128,6 @@ def captured_at_sdk(
     return host in PROVIDER_HOSTS.get(provider, frozenset()) or host.lower() in trusted_hosts
 
 
-def _sealed_reasoning(request: Request) -> bool:
-    return any(sealed_reasoning(message) for message in request.messages)
+def sealed_messages(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any of ``messages`` replays reasoning whose content is withheld or encrypted."""
+    return any(sealed_reasoning(message) for message in messages)

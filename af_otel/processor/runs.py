@@ -20,10 +20,16 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from af_otel.model import Request
+from af_otel.model.prefix import identical_prefix
 from af_otel.processor.dedupe import RECENT, Seen
+from af_otel.processor.incremental import Remembered
 from af_otel.receipts import Receipt, ReceiptDigests
 
 MAX_RUNS: Final = 10_000
+MAX_BYTES: Final = 256 * 1024 * 1024
+# What one run costs beyond its history (locks, memo records, the finished-call list).
+RUN_OVERHEAD: Final = 4096
+FINISHED_OVERHEAD: Final = 160
 IDLE_SECONDS: Final = 3600.0
 STATE_DEPTH: Final = 16
 HISTORY_DEPTH: Final = 256
@@ -69,6 +75,23 @@ class RunState:
     started_empty: bool = False  # the first call decided the run has no base
     release_requested: bool = False
     touched: float = field(default_factory=time.monotonic)
+    seen: Remembered | None = None  # what the last readable call was read from (incremental.py)
+    charged: int = 0  # the bytes the table counts for this run (see `weight`)
+
+    def weight(self) -> int:
+        """The bytes this run holds, estimated from what it keeps: its calls share one copy of
+        the history (incremental.py), counted at 2.5 times the canonical size of its longest
+        request kept (Python objects and digests, as benchmarks/processor.py measures them) plus
+        the raw text it recognises the next call by."""
+        largest = 0
+        for record in self.finished[-STATE_DEPTH:]:
+            if record.receipt is not None and record.receipt.bytes is not None:
+                largest = max(largest, record.receipt.bytes)
+        if self.base is not None and self.base.receipt is not None:
+            largest = max(largest, self.base.receipt.bytes or 0)
+        seen = self.seen.size if self.seen is not None else 0
+        return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2 + seen
+
     # The last finished calls, for folding a second record of one call (dedupe.py).
     recent: deque[Seen] = field(default_factory=lambda: deque(maxlen=RECENT))
 
@@ -143,7 +166,9 @@ def _longest_prefix(finished: list[Finished], messages: tuple[Any, ...]) -> Fini
         # The last message first: a sibling branch differs there, and most candidates go.
         if size and not _same(theirs[-1], messages[size - 1]):
             continue
-        if all(_same(a, b) for a, b in zip(theirs, messages, strict=False)):
+        if identical_prefix(theirs, messages) == size or all(
+            _same(a, b) for a, b in zip(theirs, messages, strict=False)
+        ):
             best, best_size = record, size
     return best
 
@@ -155,11 +180,25 @@ def _same(a: Any, b: Any) -> bool:
 class RunTable:
     """Run id -> `RunState`, LRU-bounded and idle-expired; thread-safe."""
 
-    def __init__(self, max_runs: int = MAX_RUNS, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self,
+        max_runs: int = MAX_RUNS,
+        idle_seconds: float = IDLE_SECONDS,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
         self.max_runs = max_runs
         self.idle_seconds = idle_seconds
+        self.max_bytes = max_bytes
         self._runs: OrderedDict[str, RunState] = OrderedDict()
         self._lock = threading.Lock()
+        self._bytes = 0  # the sum of the runs' `charged`
+        self.evicted = 0  # runs dropped for the bounds (count, bytes, idle), for benchmarks
+
+    @property
+    def bytes(self) -> int:
+        """The bytes the table counts now (the sum of its runs' weights when they last settled)."""
+        with self._lock:
+            return self._bytes
 
     def get(self, run_id: str) -> RunState:
         """The run's state, created when new; expires idle runs and evicts past the bound."""
@@ -189,19 +228,39 @@ class RunTable:
             if run.open_calls:
                 run.release_requested = True
             else:
-                del self._runs[run_id]
+                self._drop(run_id)
 
     def settle(self, run: RunState) -> None:
-        """After a call finished: free its run if a release was waiting for it."""
-        if run.release_requested and not run.open_calls:
-            with self._lock:
-                if self._runs.get(run.run_id) is run:
-                    del self._runs[run.run_id]
+        """After a call finished: free its run if a release was waiting for it, else count what
+        it holds now and evict least recently used runs while the table is over ``max_bytes``
+        (never the run that just settled: a single run larger than the budget stays)."""
+        weight = run.weight()
+        with self._lock:
+            if self._runs.get(run.run_id) is not run:
+                return
+            if run.release_requested and not run.open_calls:
+                self._drop(run.run_id)
+                return
+            self._bytes += weight - run.charged
+            run.charged = weight
+            while self._bytes > self.max_bytes and len(self._runs) > 1:
+                oldest = next(iter(self._runs))
+                if oldest == run.run_id:
+                    self._runs.move_to_end(oldest)
+                    oldest = next(iter(self._runs))
+                self._drop(oldest)
+                self.evicted += 1
 
     def clear_after_fork(self) -> None:
         """In a forked child: a fresh lock and no runs (the parent's may be half-written)."""
         self._lock = threading.Lock()
         self._runs = OrderedDict()
+        self._bytes = 0
+
+    def _drop(self, run_id: str) -> None:
+        run = self._runs.pop(run_id)
+        self._bytes -= run.charged
+        run.charged = 0
 
     def __len__(self) -> int:
         with self._lock:
@@ -209,9 +268,11 @@ class RunTable:
 
     def _expire(self, now: float) -> None:
         while len(self._runs) > self.max_runs:
-            self._runs.popitem(last=False)
+            self._drop(next(iter(self._runs)))
+            self.evicted += 1
         while self._runs:
             oldest = next(iter(self._runs.values()))
             if now - oldest.touched <= self.idle_seconds:
                 break
-            self._runs.popitem(last=False)
+            self._drop(oldest.run_id)
+            self.evicted += 1

@@ -32,6 +32,10 @@ ENV_STORE: Final = names.ENV_STORE
 ENV_STRIP: Final = "AF_OTEL_STRIP_CONTENT"
 ENV_INLINE_LIMIT: Final = "AF_OTEL_INLINE_LIMIT"
 ENV_TRUSTED_HOSTS: Final = "AF_OTEL_TRUSTED_HOSTS"
+ENV_RUN_TABLE_BYTES: Final = "AF_OTEL_RUN_TABLE_BYTES"
+# What the run table of one processor or exporter may hold (processor/runs.py): a service's
+# thousands of open conversations stay within it, least recently used first out.
+DEFAULT_RUN_TABLE_BYTES: Final = 256 * 1024 * 1024
 ENV_TRUSTED_SCOPE: Final = "AF_OTEL_TRUSTED_SCOPE"
 ENV_KEY: Final = names.ENV_KEY
 ENV_KEY_FILE: Final = names.ENV_KEY_FILE
@@ -64,6 +68,7 @@ class Settings:
     key: bytes | None = None
     trusted_hosts: frozenset[str] = frozenset()
     disabled: bool = False
+    run_table_bytes: int = DEFAULT_RUN_TABLE_BYTES
     # When two spans record one call, the scope whose span is the call (see dedupe.py).
     trusted_scope: str | None = None
 
@@ -84,6 +89,7 @@ def resolve_settings(
     inline_limit: int | None = None,
     key: bytes | str | None = None,
     trusted_hosts: str | Iterable[str] | None = None,
+    run_table_bytes: int | None = None,
     trusted_scope: str | None = None,
 ) -> Settings:
     """Each option from its argument, else its environment variable, else its default.
@@ -104,6 +110,13 @@ def resolve_settings(
             "trusted_hosts", trusted_hosts, ENV_TRUSTED_HOSTS, _hosts, frozenset()
         ),
         disabled=sdk_disabled(),
+        run_table_bytes=_choose(
+            "run_table_bytes",
+            run_table_bytes,
+            ENV_RUN_TABLE_BYTES,
+            _size,
+            DEFAULT_RUN_TABLE_BYTES,
+        ),
         trusted_scope=_choose("trusted_scope", trusted_scope, ENV_TRUSTED_SCOPE, _scope, None),
     )
 

@@ -35,6 +35,7 @@ walked in Python, shared content is matched by identity; `benchmarks/mint.py` me
 
 from __future__ import annotations
 
+import operator
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -43,6 +44,7 @@ import orjson
 
 from af_otel.canonical import canonical_json, receipt_hash
 from af_otel.model import FrozenDict
+from af_otel.model.prefix import equal_prefix, identical_prefix
 
 CHAIN_SEED: Final = "af.messages.v1"
 # Containers longer than this are compared by their orjson bytes (C speed) rather than item by
@@ -50,6 +52,7 @@ CHAIN_SEED: Final = "af.messages.v1"
 # matched by identity in O(1).
 _WALK_LIMIT: Final = 64
 _MISSING: Final = object()
+_VALUE: Final = operator.attrgetter("value")
 _MAPPINGS: Final[frozenset[type]] = frozenset((dict, FrozenDict))
 _SCALARS: Final[frozenset[type]] = frozenset({str, int, float, bool})
 
@@ -181,8 +184,11 @@ class ReceiptDigests:
         bytes: always (True), never (False), or when at most `KEEP_BODY_LIMIT` bytes (None)."""
         limit: int | None = {None: self.KEEP_BODY_LIMIT, True: None, False: -1}[keep_body]
         before = self._sequences.get(name, ())
-        out: list[Piece] = []
-        for index, value in enumerate(values):
+        # The leading items that are last call's very objects keep their pieces, found at C speed.
+        same = identical_prefix(list(map(_VALUE, before)), values) if before else 0
+        out: list[Piece] = list(before[:same])
+        for index in range(same, len(values)):
+            value = values[index]
             if index < len(before):
                 old = before[index]
                 if old.value is value:
@@ -215,12 +221,7 @@ class ReceiptDigests:
     def _chain_prefix(self, entries: tuple[str, ...]) -> tuple[str, ...]:
         if not self._chain:
             return ()
-        same = 0
-        for new, old in zip(entries, self._chain_entries, strict=False):
-            if new != old:
-                break
-            same += 1
-        return self._chain[: same + 1]
+        return self._chain[: equal_prefix(self._chain_entries, entries) + 1]
 
     def retained(self) -> int:
         """How many memo records are held now (see the module docstring for the bound)."""

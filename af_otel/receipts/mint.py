@@ -8,7 +8,8 @@ ship hashes a dictionary attack can read); a bug of af_otel's own gives state ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -17,8 +18,12 @@ from af_otel.canonical import canonical_json, receipt_hash
 from af_otel.canonical.digest import key_bytes
 from af_otel.errors import CanonicalJSONError, RequestShapeError
 from af_otel.model import Request
+from af_otel.model.prefix import equal_prefix
 from af_otel.receipts.memo import Piece, ReceiptDigests, _Hasher
 from af_otel.receipts.receipt import Receipt
+
+_DIGEST = operator.attrgetter("digest")
+_SIZE: Callable[[Piece], int] = operator.attrgetter("size")
 
 
 def mint_receipt(
@@ -90,7 +95,7 @@ def _mint(
     system = memo.pieces(hasher, "system", request.system, keep_body=True)
     messages = memo.pieces(hasher, "messages", request.messages, keep_body=False)
     tools = memo.pieces(hasher, "tools", request.tools, keep_body=False)
-    entries = tuple(piece.digest for piece in messages)
+    entries = tuple(map(_DIGEST, messages))
     chain = memo.chain(hasher, entries)[-1]
     system_hash = memo.hash_memo(hasher, _assemble(hasher, system))
     params = hasher.canonical(request.params)
@@ -135,12 +140,7 @@ def digest_preimage(receipt: Receipt) -> bytes:
 def _kept(entries: tuple[str, ...], parent_entries: Sequence[str] | None) -> int:
     if not parent_entries:
         return 0
-    kept = 0
-    for new, old in zip(entries, parent_entries, strict=False):
-        if new != old:
-            break
-        kept += 1
-    return kept
+    return equal_prefix(parent_entries, entries)
 
 
 def _assemble(hasher: _Hasher, pieces: tuple[Piece, ...]) -> bytes:
@@ -150,7 +150,7 @@ def _assemble(hasher: _Hasher, pieces: tuple[Piece, ...]) -> bytes:
 
 
 def _list_size(pieces: tuple[Piece, ...]) -> int:
-    return 2 + sum(piece.size for piece in pieces) + max(0, len(pieces) - 1)
+    return 2 + sum(map(_SIZE, pieces)) + max(0, len(pieces) - 1)
 
 
 def request_size(

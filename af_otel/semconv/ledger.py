@@ -134,12 +134,17 @@ _MODEL_NOT_RECORDED: Final = frozenset({NOTE_MODEL_FROM_RESPONSE, NOTE_MODEL_NOT
 
 
 def unrecorded(
-    request: Request, scope: str | None, convention: Convention, notes: Iterable[str] = ()
+    request: Request,
+    scope: str | None,
+    convention: Convention,
+    notes: Iterable[str] = (),
+    shown: fields.Shown | None = None,
 ) -> tuple[str, ...]:
     """The fields of ``request`` its instrumentation could not show (module docstring);
-    ``notes`` are the adapter's, which say when this span lacks the request model."""
+    ``notes`` are the adapter's, which say when this span lacks the request model; ``shown``
+    is the request's `fields.shown` when the caller already has it."""
     entry = entry_for(scope, convention)
-    seen = fields.shown(request)  # one pass over the messages serves both questions
+    seen = shown or fields.shown(request)  # one pass over the messages serves both questions
     # What the span shows is on record whatever the ledger says (a newer release may record more).
     recorded = written(request, seen) | (entry.recorded if entry is not None else frozenset())
     # Every instrumentation writes the request model when it has one; the notes say when not.

@@ -1,0 +1,213 @@
+"""Reading a call's request in time proportional to what is new since the run's last call.
+
+An instrumentation that captures content writes the whole history on every call: call k's
+``gen_ai.input.messages`` is call k-1's JSON array with the new messages appended. Parsed and
+normalized afresh, a run of n calls costs O(n^2). A run therefore remembers, from its last
+readable call, the raw text of that attribute (up to its closing bracket) and the normalized
+messages read from it (`Remembered`). When the new text starts with exactly those bytes and continues
+with a comma, only the rest is parsed: ``"[" + rest`` holds the new messages, and the request is
+the remembered messages followed by them. The remembered messages are the same objects as last
+call's, so the digest memo, the parent search and the commit diff match them by identity.
+
+This is exact, never a guess:
+
+* the prefix is compared byte for byte (``str.startswith``, memory speed) and must end where the
+  previous array closed, so the prefix holds exactly the previous call's messages;
+* JSON arrays parse element by element, and the GenAI message shape (``genai_messages``) and the
+  request model (``normalize_message``) map each message on its own, so the whole array reads as
+  the prefix's messages followed by the tail's; the other request fields (system, tools, model,
+  dials) are read from the span as on the full path;
+* anything else takes the full path: no previous call, another attribute or convention, an edit
+  anywhere before the end, an array that was empty, a tail that does not read, span limits that
+  may have cut the record, or any error at all. Tests hold both paths to identical receipts over
+  random histories, edits, reordered keys and both attribute shapes.
+
+OpenInference's indexed attributes (``llm.input_messages.N.*``) and OpenLLMetry's legacy
+``gen_ai.prompt.N.*`` always take the full path: proving their prefix unchanged means reading
+every attribute again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from af_otel.model import FrozenDict, Request, fields
+from af_otel.model.fields import Shown
+from af_otel.processor import gaps
+from af_otel.receipts.memo import same_json
+from af_otel.semconv import Adapted, Limits, adapt
+from af_otel.semconv.genai import MESSAGES
+from af_otel.semconv.ledger import cut_by
+
+# Conventions whose message list is the GenAI JSON array read by `genai_messages`.
+_JSON_ARRAY: Final = frozenset({"genai", "openllmetry"})
+_JSON_SPACE: Final = " \t\n\r"
+# Pieces of remembered text before they are joined: checking a prefix costs one `startswith` a
+# piece, joining copies the whole text, so joining every 32 calls keeps both small.
+_MAX_CHUNKS: Final = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """What a run's last readable call was read from: enough to recognise its bytes again."""
+
+    convention: str
+    # The attribute's text up to (not including) its closing bracket, in the pieces the calls
+    # added (each call copies only its own new text; pieces are joined now and then).
+    chunks: tuple[str, ...]
+    length: int
+    messages: tuple[FrozenDict, ...]
+    system: tuple[FrozenDict, ...]
+    tools: tuple[FrozenDict, ...]
+    shown: Shown  # what the messages show (the field ledger's one pass over them)
+    sealed: bool  # whether one of them replays sealed reasoning (the thinking-replay gap)
+
+    @property
+    def size(self) -> int:
+        """Bytes this record holds of its own (the messages are shared with the run's calls)."""
+        return self.length + 8 * len(self.messages) + 64 * len(self.chunks) + 64
+
+    def prefix_of(self, text: str) -> bool:
+        """Whether ``text`` starts with exactly the remembered bytes."""
+        if len(text) <= self.length:
+            return False
+        at = 0
+        for chunk in self.chunks:
+            if not text.startswith(chunk, at):
+                return False
+            at += len(chunk)
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """One call's request as read off its span: the adapter's answer, the parsed request (None
+    when there is none or it does not parse), what to remember, and whether the tail sufficed."""
+
+    adapted: Adapted
+    request: Request | None
+    seen: Remembered | None
+    reused: int = 0  # messages taken from the previous call without reading them
+    # The passes over the request's messages the engine needs, folded over the new messages only
+    # (None: not computed, the engine makes them itself).
+    shown: Shown | None = None
+    sealed: bool | None = None
+
+
+def read(
+    attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Remembered | None
+) -> Read:
+    """The call's request, reading only what follows ``seen`` when that is proven safe."""
+    if seen is not None:
+        try:
+            found = _tail(attributes, span_name, limits, seen)
+        except Exception:  # anything unforeseen: the full path decides
+            found = None
+        if found is not None:
+            return found
+    return full(attributes, span_name, limits)
+
+
+def full(attributes: Mapping[str, Any], span_name: str, limits: Limits | None) -> Read:
+    """The full path: adapt and parse everything."""
+    adapted = adapt(attributes, span_name, limits=limits)
+    request = _parse(adapted.request)
+    if request is None:
+        return Read(adapted, None, None)
+    shown, sealed = fields.shown(request), gaps.sealed_messages(request.messages)
+    seen = _remember(attributes, adapted, request, shown, sealed)
+    return Read(adapted, request, seen, 0, shown, sealed)
+
+
+def _tail(
+    attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Remembered
+) -> Read | None:
+    text = attributes.get(MESSAGES.key)
+    if not isinstance(text, str) or not seen.prefix_of(text):
+        return None
+    rest = text[seen.length :].lstrip(_JSON_SPACE)
+    if not rest.startswith(","):
+        return None
+    if limits is not None and cut_by(attributes, limits) is not None:
+        return None
+    tail_attributes = dict(attributes)
+    tail_attributes[MESSAGES.key] = "[" + rest[1:]
+    adapted = adapt(tail_attributes, span_name)
+    if adapted.convention != seen.convention or adapted.request is None:
+        return None
+    tail = _parse(adapted.request)
+    if tail is None or not tail.messages:
+        return None
+    request = Request(
+        _shared(seen.system, tail.system),
+        seen.messages + tail.messages,
+        _shared(seen.tools, tail.tools),
+        tail.params,
+        tail.model,
+        tail.provider,
+    )
+    whole = replace(adapted, request={**adapted.request, "messages": request.messages})
+    new = fields.shown(tail)
+    shown = fields.Shown(seen.shown.kinds | new.kinds, seen.shown.fields | new.fields)
+    sealed = seen.sealed or gaps.sealed_messages(tail.messages)
+    after = _seen(adapted.convention, text, request, shown, sealed, seen)
+    return Read(whole, request, after, len(seen.messages), shown, sealed)
+
+
+def _remember(
+    attributes: Mapping[str, Any], adapted: Adapted, request: Request, shown: Shown, sealed: bool
+) -> Remembered | None:
+    if adapted.convention not in _JSON_ARRAY:
+        return None
+    text = attributes.get(MESSAGES.key)
+    if not isinstance(text, str) or not request.messages:
+        return None
+    return _seen(adapted.convention, text, request, shown, sealed)
+
+
+def _seen(
+    convention: str,
+    text: str,
+    request: Request,
+    shown: Shown,
+    sealed: bool,
+    before: Remembered | None = None,
+) -> Remembered | None:
+    body = text.rstrip(_JSON_SPACE)
+    if not body.endswith("]"):
+        return None
+    length = len(body) - 1
+    if before is None:
+        chunks: tuple[str, ...] = (body[:-1],)
+    elif len(before.chunks) >= _MAX_CHUNKS:
+        chunks = ("".join((*before.chunks, body[before.length : length])),)
+    else:
+        chunks = (*before.chunks, body[before.length : length])
+    return Remembered(
+        convention,
+        chunks,
+        length,
+        request.messages,
+        request.system,
+        request.tools,
+        shown,
+        sealed,
+    )
+
+
+def _shared(before: tuple[FrozenDict, ...], now: tuple[FrozenDict, ...]) -> tuple[FrozenDict, ...]:
+    """Last call's objects when they are the same JSON: one copy per run, not one per call."""
+    if len(before) == len(now) and all(same_json(a, b) for a, b in zip(before, now, strict=True)):
+        return before
+    return now
+
+
+def _parse(data: Mapping[str, object] | None) -> Request | None:
+    if data is None:
+        return None
+    try:
+        return Request.from_dict(data)
+    except Exception:  # the engine names it `content-unreadable`
+        return None

@@ -1,0 +1,262 @@
+"""Reading only what is new (af_otel/processor/incremental.py) gives the full path's evidence.
+
+Two engines see the same calls of one run: one reads each call's tail after the run's last call,
+the other is made to read every call in full. Every attribute and commit event must be equal,
+over random histories that grow, branch, get edited in the middle, change key order or JSON
+layout, in both attribute shapes (the GenAI JSON array and OpenInference's indexed attributes).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from af_otel.processor import incremental
+from af_otel.processor.engine import CallFacts, Engine, Enrichment
+from af_otel.processor.settings import resolve_settings
+from af_otel.semconv import Limits
+
+LANE = "0123456789abcdef"
+RUN = "r-incremental"
+
+texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+parts = st.lists(
+    st.one_of(
+        st.builds(lambda c: {"type": "text", "content": c}, texts),
+        st.builds(
+            lambda n, a: {"type": "tool_call", "id": "t1", "name": n, "arguments": a},
+            texts,
+            st.dictionaries(texts, st.integers() | st.booleans() | texts, max_size=2),
+        ),
+        st.builds(
+            lambda r, e: {"type": "tool_call_response", "id": "t1", "response": r, **e},
+            texts,
+            st.sampled_from([{}, {"is_error": True}]),
+        ),
+        # Reasoning, sealed (no content, or a signature) or not: the thinking-replay gap.
+        st.builds(
+            lambda c, sig: {"type": "reasoning", "content": c, **sig},
+            texts,
+            st.sampled_from([{}, {"signature": "s"}]),
+        ),
+    ),
+    min_size=1,
+    max_size=2,
+)
+messages = st.builds(
+    lambda role, ps, name: {"role": role, "parts": ps, **({"name": name} if name else {})},
+    st.sampled_from(["user", "assistant", "tool"]),
+    parts,
+    st.none() | st.just("bob"),
+)
+# What happens to the history between two calls.
+appends = st.tuples(st.just("append"), st.lists(messages, min_size=1, max_size=3))
+steps = st.lists(
+    st.one_of(
+        *[appends] * 8,
+        st.tuples(st.just("append"), st.just([])),
+        st.tuples(st.just("edit"), st.integers(0, 50), messages),
+        st.tuples(st.just("drop"), st.integers(1, 3)),
+        st.tuples(st.just("reorder"), st.integers(0, 50)),
+        st.tuples(st.just("layout"), st.sampled_from(["compact", "spaced", "indented"])),
+        st.tuples(st.just("dials"), st.floats(0, 1, allow_nan=False)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def dump(history: list[dict[str, Any]], layout: str) -> str:
+    if layout == "compact":
+        return json.dumps(history, separators=(",", ":"), ensure_ascii=False)
+    if layout == "indented":
+        return json.dumps(history, indent=1)
+    return json.dumps(history)
+
+
+def genai_attributes(history: list[dict[str, Any]], layout: str, temperature: float) -> Any:
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "m",
+        "gen_ai.request.temperature": temperature,
+        "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "be brief"}]),
+        "gen_ai.input.messages": dump(history, layout),
+    }
+
+
+def openinference_attributes(history: list[dict[str, Any]], layout: str, temperature: float) -> Any:
+    attributes: dict[str, Any] = {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "m",
+        "llm.provider": "openai",
+        "llm.invocation_parameters": json.dumps({"temperature": temperature}),
+    }
+    for index, message in enumerate(history):
+        prefix = f"llm.input_messages.{index}.message."
+        attributes[prefix + "role"] = message["role"]
+        text = "".join(p.get("content", "") for p in message["parts"] if p["type"] == "text")
+        attributes[prefix + "content"] = text
+    return attributes
+
+
+def apply(history: list[dict[str, Any]], step: tuple[Any, ...]) -> list[dict[str, Any]]:
+    kind = step[0]
+    if kind == "append":
+        return [*history, *step[1]]
+    if kind == "edit" and history:
+        at = step[1] % len(history)
+        return [*history[:at], step[2], *history[at + 1 :]]
+    if kind == "drop":
+        return history[: max(1, len(history) - step[1])]
+    if kind == "reorder" and history:
+        at = step[1] % len(history)
+        flipped = dict(reversed(list(history[at].items())))
+        return [*history[:at], flipped, *history[at + 1 :]]
+    return history
+
+
+def run_calls(engine: Engine, calls: list[Any], *, full: bool) -> list[Enrichment]:
+    out = []
+    for number, attributes in enumerate(calls, start=1):
+        run = engine.runs.get(RUN)
+        run.lane = LANE
+        if full:
+            run.seen = None  # nothing remembered: every call takes the full path
+        facts = CallFacts(
+            key=(7, number),
+            name="chat m",
+            start_time=number * 10,
+            end_time=number * 10 + 5,
+            attributes={**attributes, "af.run.id": RUN},
+            scope="test",
+            limits=Limits(),
+        )
+        out.append(engine.enrich(facts))
+    return out
+
+
+def engine() -> Engine:
+    return Engine(resolve_settings(store=None, content="none"))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    start=st.lists(messages, min_size=1, max_size=4),
+    steps=steps,
+    shape=st.sampled_from(["genai", "openinference"]),
+)
+def test_reading_the_tail_gives_the_full_paths_evidence(
+    start: list[dict[str, Any]], steps: list[tuple[Any, ...]], shape: str
+) -> None:
+    build = genai_attributes if shape == "genai" else openinference_attributes
+    history, layout, temperature = start, "spaced", 0.5
+    calls = [build(history, layout, temperature)]
+    for step in steps:
+        history = apply(history, step)
+        if step[0] == "layout":
+            layout = step[1]
+        if step[0] == "dials":
+            temperature = step[1]
+        calls.append(build(history, layout, temperature))
+    fast = run_calls(engine(), calls, full=False)
+    slow = run_calls(engine(), calls, full=True)
+    for one, other in zip(fast, slow, strict=True):
+        assert one.attributes == other.attributes
+        assert one.events == other.events
+        assert one.state == other.state
+
+
+def read_in_turn(texts_in_order: list[str]) -> list[incremental.Read]:
+    seen: incremental.Remembered | None = None
+    reads = []
+    for text in texts_in_order:
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "m",
+            "gen_ai.input.messages": text,
+        }
+        read = incremental.read(attributes, "chat m", Limits(), seen)
+        reads.append(read)
+        seen = read.seen
+    return reads
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"type": "text", "content": text}]}
+
+
+def test_an_appended_message_is_the_only_one_read() -> None:
+    history = [user("a"), user("b")]
+    first, second = read_in_turn([json.dumps(history), json.dumps([*history, user("c")])])
+    assert first.reused == 0
+    assert second.reused == 2
+    assert second.request is not None
+    assert first.request is not None
+    assert second.request.messages[:2] == first.request.messages
+    assert all(
+        a is b for a, b in zip(second.request.messages[:2], first.request.messages, strict=True)
+    )
+
+
+def test_an_edit_in_the_middle_takes_the_full_path() -> None:
+    before = [user("a"), user("b"), user("c")]
+    after = [user("a"), user("B"), user("c"), user("d")]
+    _, edited = read_in_turn([json.dumps(before), json.dumps(after)])
+    assert edited.reused == 0
+    assert edited.request is not None
+    assert [m["parts"][0]["content"] for m in edited.request.messages] == ["a", "B", "c", "d"]
+
+
+def test_a_tail_that_does_not_read_is_read_in_full_and_says_so() -> None:
+    good = json.dumps([user("a")])
+    bad = good[:-1] + ', {"role": 3}]'
+    _, second = read_in_turn([good, bad])
+    assert second.reused == 0
+    assert second.request is None
+    assert second.adapted.absent_reason == "content-unreadable"
+
+
+def test_a_first_call_with_an_empty_list_is_never_extended() -> None:
+    # "[" + ", x]" would read as a message while "[, x]" is not JSON.
+    _, second = read_in_turn(["[]", '[, {"role": "user", "parts": []}]'])
+    assert second.reused == 0
+    assert second.request is None
+
+
+def test_span_limits_that_may_have_cut_the_text_take_the_full_path() -> None:
+    history = json.dumps([user("a")])
+    longer = json.dumps([user("a"), user("b")])
+    first = read_in_turn([history])[0]
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": longer}
+    cut = incremental.read(attributes, "chat m", Limits(max_value_length=len(longer)), first.seen)
+    assert cut.reused == 0
+    assert cut.request is None
+    assert cut.adapted.absent_reason == "content-cut"
+
+
+def test_a_long_run_joins_its_remembered_pieces_and_still_reads_only_the_tail() -> None:
+    history = [user("q0")]
+    texts = []
+    for turn in range(1, 80):
+        texts.append(json.dumps(history))
+        history = [*history, user(f"a{turn}"), user(f"q{turn}")]
+    reads = read_in_turn(texts)
+    assert [r.reused for r in reads[1:]] == [2 * n - 1 for n in range(1, len(texts))]
+    last = reads[-1].seen
+    assert last is not None
+    assert len(last.chunks) <= 32
+    assert "".join(last.chunks) == texts[-1][:-1]
+    full = incremental.full(
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "m",
+            "gen_ai.input.messages": texts[-1],
+        },
+        "chat m",
+        Limits(),
+    )
+    assert reads[-1].request == full.request

@@ -1,0 +1,104 @@
+"""The run table is bounded by bytes (``run_table_bytes``, ``AF_OTEL_RUN_TABLE_BYTES``): least
+recently used runs go first, and a run that comes back after eviction still gets exact receipts,
+in a lane of its own, numbered from 1 with no parent it cannot know."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from af_otel import names
+from af_otel.model import Request
+from af_otel.processor.engine import CallFacts, Engine
+from af_otel.processor.settings import DEFAULT_RUN_TABLE_BYTES, resolve_settings
+from af_otel.receipts import mint_receipt
+from af_otel.semconv import Limits
+
+DOC = "Billing settings are per workspace; admins can change plans. " * 8
+
+
+def history(run: str, turns: int) -> list[dict[str, Any]]:
+    out = []
+    for turn in range(turns):
+        out.append({"role": "user", "parts": [{"type": "text", "content": f"{run} {turn} {DOC}"}]})
+        out.append({"role": "assistant", "parts": [{"type": "text", "content": f"a{turn}"}]})
+    return out[:-1]
+
+
+def facts(run: str, turns: int, serial: int) -> CallFacts:
+    return CallFacts(
+        key=(1, serial),
+        name="chat m",
+        start_time=serial * 10,
+        end_time=serial * 10 + 5,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "m",
+            "gen_ai.input.messages": json.dumps(history(run, turns)),
+            names.RUN_ID: run,
+        },
+        limits=Limits(),
+    )
+
+
+def test_the_setting_comes_from_argument_environment_or_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert resolve_settings(store=None).run_table_bytes == DEFAULT_RUN_TABLE_BYTES
+    monkeypatch.setenv("AF_OTEL_RUN_TABLE_BYTES", "123456")
+    assert resolve_settings(store=None).run_table_bytes == 123456
+    assert resolve_settings(store=None, run_table_bytes=99).run_table_bytes == 99
+    assert Engine(resolve_settings(store=None)).runs.max_bytes == 123456
+    with pytest.raises(ValueError, match="run_table_bytes"):
+        resolve_settings(store=None, run_table_bytes=-1)
+
+
+def test_a_bad_environment_value_falls_back_to_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AF_OTEL_RUN_TABLE_BYTES", "lots")
+    assert resolve_settings(store=None).run_table_bytes == DEFAULT_RUN_TABLE_BYTES
+
+
+def test_many_runs_stay_within_the_byte_budget_least_recently_used_first() -> None:
+    budget = 120_000
+    engine = Engine(resolve_settings(store=None, content="none", run_table_bytes=budget))
+    serial = 0
+    for turns in range(1, 6):
+        for run in range(40):
+            serial += 1
+            engine.enrich(facts(f"run-{run}", turns, serial))
+            assert engine.runs.bytes <= budget
+    assert engine.runs.evicted > 0
+    assert engine.runs.peek("run-39") is not None  # the most recent stays
+    assert engine.runs.peek("run-0") is None  # the least recently used went first
+
+
+def test_one_run_larger_than_the_budget_is_kept_while_it_is_the_only_one() -> None:
+    engine = Engine(resolve_settings(store=None, content="none", run_table_bytes=1000))
+    engine.enrich(facts("big", 3, 1))
+    assert engine.runs.peek("big") is not None
+    engine.enrich(facts("other", 1, 2))
+    assert engine.runs.peek("big") is None
+
+
+def test_an_evicted_run_comes_back_with_an_exact_receipt_in_a_lane_of_its_own() -> None:
+    engine = Engine(resolve_settings(store=None, content="none", run_table_bytes=30_000))
+    first = engine.enrich(facts("r", 1, 1)).attributes
+    second = engine.enrich(facts("r", 2, 2)).attributes
+    assert second[names.EPOCH_PARENT] == 1
+    for run in range(20):  # other conversations push "r" out
+        engine.enrich(facts(f"x{run}", 2, 100 + run))
+    assert engine.runs.peek("r") is None
+    back = engine.enrich(facts("r", 3, 3)).attributes
+    assert back[names.RECEIPT_STATE] == names.STATE_MINTED
+    assert back[names.EPOCH_LANE] != first[names.EPOCH_LANE]
+    assert back[names.EPOCH] == 1  # numbered afresh in its new lane, never as epoch 3 of the old
+    assert back[names.EPOCH_PARENT] == 0  # no parent it cannot know
+    request = Request.from_dict({"messages": history("r", 3), "model": "m", "provider": "openai"})
+    fresh = mint_receipt(request, run_id="r", epoch=1, lane=back[names.EPOCH_LANE])
+    assert back[names.RECEIPT_DIGEST] == fresh.digest
+    assert back[names.RECEIPT_MESSAGES_CHAIN] == fresh.messages_chain
