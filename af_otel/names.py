@@ -1,4 +1,4 @@
-"""The public attribute, event and metric names of CONTRACT §5 — written once, imported everywhere.
+"""The public attribute, event and metric names of docs/receipt-spec.md — written once, imported everywhere.
 
 Users build alerts, dashboards and verifiers on these strings; a rename here is a breaking change
 and the collector-config structural tests import these constants so that a rename breaks them too.
@@ -59,7 +59,7 @@ REASON_INTERNAL_ERROR: Final = "internal-error"
 # The span limits may have evicted or cut an attribute the request is read from.
 REASON_CUT: Final = "content-cut"
 
-# Gap kinds (CONTRACT §7), as strings on `af.gaps`.
+# Gap kinds (docs/reader.md, the gap catalogue), as strings on `af.gaps`.
 GAP_NO_RECEIPT: Final = "no-receipt-on-chart"
 GAP_NO_FOLD_BASE: Final = "no-fold-base"
 GAP_NO_CONVERSATION: Final = "no-conversation-on-record"

@@ -1,4 +1,4 @@
-"""The normalized model request (CONTRACT §3): one value whatever instrumentation captured it.
+"""The normalized model request (docs/receipt-spec.md §3): one value whatever instrumentation captured it.
 
 Normalization is what makes the same request captured by different instrumentations mint the same
 receipt, so each rule lives here once and `docs/receipt-spec.md` restates it:

@@ -1,4 +1,4 @@
-"""The changes of a run's state from one call to the next, as `af.commit` events (CONTRACT §5).
+"""The changes of a run's state from one call to the next, as `af.commit` events (docs/receipt-spec.md).
 
 The state is the normalized request's plain form (`Request.to_dict`): ``messages`` always, and
 ``system``, ``tools``, ``params``, ``model``, ``provider`` when set. Against the parent call's

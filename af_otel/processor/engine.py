@@ -5,7 +5,7 @@ so a span carries the same evidence whichever form produced it. The engine touch
 reads `CallFacts` and returns an `Enrichment` (attributes plus commit events) that each form
 applies its own way: to a copy of the ended span, or to the live span before it ends.
 
-Place in the run (CONTRACT §2): the run id is the explicit `af_otel.run` (captured where the call
+Place in the run (docs/receipt-spec.md §10): the run id is the explicit `af_otel.run` (captured where the call
 started, or for the exporter recorded at the start by `RunTagger`), else the span's ``af.run.id``
 attribute, else its trace id in hex. Epochs follow start
 order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it

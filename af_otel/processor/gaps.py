@@ -1,4 +1,4 @@
-"""The gap kinds the emit path already knows when a span is exported (CONTRACT §7).
+"""The gap kinds the emit path already knows when a span is exported (docs/processor.md, gaps known at export).
 
 Ordered most suspicious first, as the reader orders them: what makes the whole record suspect
 (``no-run-log``, ``no-receipt-on-chart``, ``span-limits``) before caveats about single fields.

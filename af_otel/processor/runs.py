@@ -1,6 +1,6 @@
 """Per-run state of the emit path: epoch numbering, finished calls, commit sequence, base.
 
-One `RunState` per run id, kept in a `RunTable` bounded two ways (STYLE rule 4): at most
+One `RunState` per run id, kept in a `RunTable` bounded two ways: at most
 ``max_runs`` runs (least recently used evicted first) and none idle longer than ``idle_seconds``.
 A run evicted (or released) while still live starts afresh if it comes back: in a new lane
 (``af.epoch.lane``), numbered from 1 again, diffing against a base of its own; the reader joins

@@ -40,7 +40,7 @@ __all__ = [
 
 
 class Verb(enum.StrEnum):
-    """The four ways a commit changes one key (CONTRACT §5, ``af.commit.verb``)."""
+    """The four ways a commit changes one key (``af.commit.verb``, docs/receipt-spec.md)."""
 
     SET = "set"
     APPEND = "append"

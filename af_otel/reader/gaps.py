@@ -1,4 +1,4 @@
-"""The reader's gap catalogue (CONTRACT §7): every way a served view can fall short of evidence.
+"""The reader's gap catalogue (docs/reader.md): every way a served view can fall short of evidence.
 
 Each kind names the receipt fields and view fields it covers and says, in one or two sentences a
 reader of a report can act on, what may and may not be concluded. Two relations live here: an

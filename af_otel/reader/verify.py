@@ -1,6 +1,6 @@
 """`verify`: recompute every receipt field from a served view and compare it with the span's receipt.
 
-The fingerprints are recomputed from the rebuilt request by the formulas of CONTRACT §4 (the same
+The fingerprints are recomputed from the rebuilt request by the formulas of docs/receipt-spec.md §4 (the same
 canonical JSON, salted hash and digest preimage the writer uses, imported from `canonical` and
 `receipts`); nothing the view shows is taken from the receipt it is checked against. The work is
 incremental along the run: an epoch's message entries, chain links and sizes extend its parent's
@@ -46,7 +46,7 @@ StoreArg: TypeAlias = Store | str | os.PathLike[str] | None
 
 
 class VerdictStatus(enum.StrEnum):
-    """The three verdicts of CONTRACT §7."""
+    """The three verdicts (docs/reader.md, Verification)."""
 
     VERIFIED = "verified"
     RECONSTRUCTED = "reconstructed"

@@ -16,7 +16,7 @@ the square of its length. `ReceiptDigests` keeps, for the current run only:
 A mint updates the memo only when it completes: a call that turns out unreadable (a NaN deep in a
 tool argument) leaves the memo as the last good call left it.
 
-Bounds (STYLE rule 4). After a completed mint of a request with S system parts, M messages and T
+Bounds. After a completed mint of a request with S system parts, M messages and T
 tools, the memo holds exactly S + M + T sequence records, M + 1 chain links and at most 2 preimage
 records (a ``current`` and a ``previous`` generation of one system hash each, rotated at every
 mint, so a value that stops repeating is gone after the next call)::

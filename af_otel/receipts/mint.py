@@ -64,7 +64,9 @@ def mint_receipt(
             return receipt
     except (RequestShapeError, CanonicalJSONError):
         return Receipt("absent", run_id, epoch, parent_epoch, names.REASON_UNREADABLE)
-    except Exception:  # the emit path never raises (CONTRACT §5: a failure is state "error")
+    except (
+        Exception
+    ):  # the emit path never raises (a failure is state "error", docs/receipt-spec.md §6)
         return Receipt(names.STATE_ERROR, run_id, epoch, parent_epoch, names.REASON_INTERNAL_ERROR)
 
 

@@ -1,6 +1,6 @@
 """The receipt value: fingerprints, counts and names of one request — never its content.
 
-`Receipt.to_attributes` writes exactly the ``af.receipt.*`` span attributes of CONTRACT §5 and
+`Receipt.to_attributes` writes exactly the ``af.receipt.*`` span attributes of docs/receipt-spec.md §4 and
 `Receipt.from_attributes` reads them back, refusing malformed or truncated input with a reason
 (`ReceiptRejected`) instead of raising: a backend that cut an attribute must not make the reader
 trust what is left. What the shape rules cannot see (a list cut short, an edited params string) the

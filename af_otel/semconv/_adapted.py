@@ -37,7 +37,7 @@ NOTE_ADAPTER_ERROR: Final = "adapter-error"
 class Adapted:
     """One span's request as its convention recorded it, or why none can be had.
 
-    ``request`` is a plain GenAI-shaped dict (CONTRACT §3) for ``Request.from_dict``; it is
+    ``request`` is a plain GenAI-shaped dict (docs/receipt-spec.md §3) for ``Request.from_dict``; it is
     ``None`` exactly when ``absent_reason`` names one of the ``names.REASON_*`` values.
     """
 

@@ -1,4 +1,4 @@
-"""mint_receipt: every CONTRACT §5 field as an independent implementation computes it, kept/added
+"""mint_receipt: every docs/receipt-spec.md §4 field as an independent implementation computes it, kept/added
 against a parent, the absent and error states, and receipts that stay small at turn 1,000."""
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class TestFields:
         assert (receipt.model, receipt.provider) == ("gpt-4o", "openai")
 
     def test_contract_attribute_names(self) -> None:
-        """A minted receipt writes exactly the CONTRACT §5 receipt keys, with their types."""
+        """A minted receipt writes exactly the docs/receipt-spec.md §4 receipt keys, with their types."""
         attributes = mint_receipt(FULL, run_id="run-1", epoch=1).to_attributes()
         types = {
             names.RECEIPT_STATE: str,

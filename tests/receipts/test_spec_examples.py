@@ -144,7 +144,7 @@ def test_keyed_attributes() -> None:
 
 
 def test_field_table_names_every_receipt_attribute() -> None:
-    """§4's field table names every af.receipt.* attribute of CONTRACT §5 but the absent reason."""
+    """§4's field table names every af.receipt.* attribute af_otel.names defines but the absent reason."""
     table = _section("## 4. The receipt fields")
     receipt_names = {
         value

@@ -1,4 +1,4 @@
-"""The requests capture.py sends, written out by hand in the normalized GenAI shape (CONTRACT §3).
+"""The requests capture.py sends, written out by hand in the normalized GenAI shape (docs/receipt-spec.md §3).
 
 Written independently of the adapters: a test compares what an adapter rebuilt from a real
 instrumentation's span with these, never with another adapter's output alone.
