@@ -91,6 +91,7 @@ def gaps_of(
             request.provider,
             tools=bool(request.tools),
             unrecorded_fields=unrecorded,
+            model=request.model,
         ):
             found.add(names.GAP_PROVIDER_DEFAULTS)
         if _sealed_reasoning(request):
