@@ -10,7 +10,8 @@ more call goes through the instrumentation set up without the hook, so it carrie
 (``no-receipt-on-chart``), and a tampered copy of the file shows what ``verify`` says of
 tampering. The agent passes tools, and genai-openai records neither ``tool_choice`` nor
 ``parallel_tool_calls``: its calls read back ``reconstructed`` (``unrecorded-field``), not
-``verified``, since the record cannot show what the model was told about its tools. Needs the ``test`` extra (openai, the instrumentation, the OTLP JSON file exporter):
+``verified``, since the record cannot show what the model was told about its tools. Needs the
+``test`` extra (openai, the instrumentation, the OTLP JSON file exporter):
 ``pip install 'af-otel[test]'``.
 """
 
