@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from af_otel import read_spans, served_views, verify
 from af_otel.cli import main
+from af_otel.store import LocalStore
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -80,5 +82,13 @@ def test_the_python_blocks_run(after_demo: Path, capsys: pytest.CaptureFixture[s
         finally:
             provider.shutdown()
     printed = capsys.readouterr().out.splitlines()
-    assert "demo-run-1 epoch 3: verified" in printed
+    assert "demo-run-1 epoch 3: reconstructed" in printed
     assert "demo-run-2 epoch 1: reconstructed" in printed
+    # As the README says: the agent's calls are reconstructed only because genai-openai does not
+    # record the two tool settings.
+    demo = after_demo / "af-otel-demo"
+    views = served_views(read_spans(demo / "traces.jsonl"), store=LocalStore(demo / "store"))
+    hooked = [view for view in views if view.run_id == "demo-run-1"]
+    assert len(hooked) == 5
+    assert {view.unrecorded for view in hooked} == {("tool_choice", "parallel_tool_calls")}
+    assert not any(verify(view).mismatches for view in hooked)

@@ -8,7 +8,10 @@ writes the file. With capture off, af_otel's default puts no prompt text in the 
 commits' payloads and the run's base go to the store, the spans carry hashes and addresses. One
 more call goes through the instrumentation set up without the hook, so it carries no receipt
 (``no-receipt-on-chart``), and a tampered copy of the file shows what ``verify`` says of
-tampering. Needs the ``test`` extra (openai, the instrumentation, the OTLP JSON file exporter):
+tampering. The agent passes tools, and genai-openai records neither ``tool_choice`` nor
+``parallel_tool_calls``: its calls read back ``reconstructed`` (``unrecorded-field``), not
+``verified``, since the record cannot show what the model was told about its tools. Needs the
+``test`` extra (openai, the instrumentation, the OTLP JSON file exporter):
 ``pip install 'af-otel[test]'``.
 """
 
@@ -24,8 +27,11 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.cli.read import demo_readback
+from af_otel.model.fields import order_fields
 from af_otel.processor import completion_hook, run
 from af_otel.processor.pipeline import json_lines_provider
+from af_otel.store.base import encode_json
+from af_otel.store.items import CHUNK_REF, ITEM_REF, is_item_ref
 from af_otel.store.local import LocalStore
 
 DEFAULT_OUT: Final = "af-otel-demo"
@@ -86,6 +92,7 @@ class DemoCall:
     messages: int
     commits: int
     gaps: tuple[str, ...]
+    unrecorded: tuple[str, ...] = ()  # af.receipt.unrecorded: fields genai-openai cannot show
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,19 +273,57 @@ def tamper_copy(
                     for event in span.get("events", []):
                         for item in event.get("attributes", []):
                             text = item["value"].get("stringValue") or ""
-                            if item["key"] == names.COMMIT_VALUE and old in text:
-                                item["value"]["stringValue"] = text.replace(old, new)
-                                edited += 1
+                            if item["key"] == names.COMMIT_VALUE and text:
+                                changed = _tampered_text(blobs, text, old, new)
                             elif item["key"] == names.COMMIT_REF and text:
                                 payload = blobs.get(text).decode("utf-8")
-                                if old in payload:
-                                    changed = payload.replace(old, new).encode("utf-8")
-                                    item["value"]["stringValue"] = blobs.put(changed)
-                                    edited += 1
+                                changed = _tampered_text(blobs, payload, old, new)
+                                if changed is not None:
+                                    changed = blobs.put(changed.encode("utf-8"))
+                            else:
+                                continue
+                            if changed is not None:
+                                item["value"]["stringValue"] = changed
+                                edited += 1
         lines.append(json.dumps(document, separators=(",", ":")))
     if not edited:
         raise SystemExit(f"af-otel demo: no commit of {run_id} epoch {epoch} holds {old!r}")
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _tampered_text(blobs: LocalStore, text: str, old: str, new: str) -> str | None:
+    """``text`` (a commit's payload) with ``old`` replaced by ``new``, or None when it holds no
+    ``old``. A payload whose messages are stored one by one (``{"af.ref": ...}``, chunks as
+    ``{"af.refs": ...}``) is edited where the message is: the edited message becomes a new blob,
+    and the references up to the payload are rewritten to point at it."""
+    if old in text:
+        return text.replace(old, new)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    changed, edited = _tampered_value(blobs, value, old, new)
+    return json.dumps(changed, separators=(",", ":"), ensure_ascii=False) if edited else None
+
+
+def _tampered_value(blobs: LocalStore, value: Any, old: str, new: str) -> tuple[Any, bool]:
+    """``value`` with ``old`` replaced by ``new`` in every string, following store references
+    (`_tampered_text`); and whether anything changed."""
+    if is_item_ref(value):
+        key = ITEM_REF if ITEM_REF in value else CHUNK_REF
+        held, edited = _tampered_value(blobs, blobs.get_json(value[key]), old, new)
+        return ({key: blobs.put(encode_json(held))} if edited else value), edited
+    if isinstance(value, str):
+        return value.replace(old, new), old in value
+    if isinstance(value, list):
+        pairs = [_tampered_value(blobs, item, old, new) for item in value]
+        return [item for item, _ in pairs], any(edited for _, edited in pairs)
+    if isinstance(value, dict):
+        found = {key: _tampered_value(blobs, item, old, new) for key, item in value.items()}
+        return {key: item for key, (item, _) in found.items()}, any(
+            edited for _, edited in found.values()
+        )
+    return value, False
 
 
 def _as_request(base: dict[str, Any]) -> dict[str, Any]:
@@ -314,6 +359,7 @@ def _summarize(out: Path, traces: Path, store: Path) -> DemoResult:
                             messages=int(attrs.get(names.RECEIPT_MESSAGES_COUNT, 0)),
                             commits=len(events),
                             gaps=tuple(attrs.get(names.GAPS) or ()),
+                            unrecorded=tuple(attrs.get(names.RECEIPT_UNRECORDED) or ()),
                         )
                     )
     order = {RUN_ID: 0, UNHOOKED_RUN_ID: 1}
@@ -356,4 +402,11 @@ def print_result(result: DemoResult) -> None:
         print(
             f"  {call.run_id:<11} {call.epoch:>5}  {call.parent:>6}  {call.state:<9}  "
             f"{call.messages:>8}  {call.commits:>7}  {gaps}"
+        )
+    unrecorded = order_fields(name for call in result.calls for name in call.unrecorded)
+    if unrecorded:
+        partial = sum(bool(call.unrecorded) for call in result.calls)
+        print(
+            f"  {partial} calls read back reconstructed, not verified: the agent passes tools, "
+            f"and genai-openai does not record {', '.join(unrecorded)} (unrecorded-field)"
         )

@@ -82,6 +82,21 @@ PROVIDER_FIELDS: Final[Mapping[str, frozenset[str]]] = {
 }
 # Settings that only steer tool use: without tools on the request (or on record) they change nothing.
 _TOOL_SETTINGS: Final = frozenset({"tool_choice", "parallel_tool_calls"})
+REASONING_EFFORT: Final = "reasoning_effort"
+# OpenAI model families known to take no ``reasoning_effort`` (the API refuses it for them). The
+# list only ever excuses a model it names: any other model, or none on record, may have been sent
+# the setting, so a record without it names it as unrecorded. A fine-tuned model (``ft:gpt-4o...``)
+# is of its base model's family.
+NON_REASONING_MODELS: Final = ("gpt-4", "gpt-3.5", "chatgpt-4o")
+
+
+def takes_reasoning_effort(model: str | None) -> bool:
+    """Whether a request to ``model`` may carry ``reasoning_effort``: unless ``model`` is of a
+    known non-reasoning family (`NON_REASONING_MODELS`); an unknown or missing model may."""
+    if not model:
+        return True
+    name = model.strip().lower().removeprefix("ft:")
+    return not name.startswith(NON_REASONING_MODELS)
 
 
 def provider_has(provider: str | None, field: str) -> bool:
@@ -97,12 +112,15 @@ def matters(
     tools: bool,
     tool_results: bool = True,
     reasoning: bool = True,
+    model: str | None = None,
 ) -> bool:
     """Whether a record that lacks ``field`` could be hiding something from a request.
 
     The field must exist at the request's ``provider``, and its cause must be present: tool
     settings need ``tools`` (on the request, or themselves off the record), a tool result's error
-    flag needs ``tool_results``, a reasoning signature needs a ``reasoning`` part."""
+    flag needs ``tool_results``, a reasoning signature needs a ``reasoning`` part, and
+    ``reasoning_effort`` a ``model`` that may take it (`takes_reasoning_effort`; pass the model
+    only when it is the recorded request model)."""
     if field == MODEL:  # every provider is sent a model
         return True
     if not provider_has(provider, field):
@@ -113,6 +131,8 @@ def matters(
         return tool_results
     if field == SIGNATURE:
         return reasoning
+    if field == REASONING_EFFORT:
+        return takes_reasoning_effort(model)
     return True
 
 
@@ -148,6 +168,7 @@ def unrecorded(
     (``seen``: the request's `shown`, when the caller already has it)."""
     kinds = (seen or shown(request)).kinds
     tools = bool(request.tools) or TOOLS not in recorded
+    model = request.model if MODEL in recorded else None  # a response model does not say
     return tuple(
         field
         for field in _FIELD_ORDER
@@ -158,6 +179,7 @@ def unrecorded(
             tools=tools,
             tool_results="tool_call_response" in kinds,
             reasoning=bool(kinds & REASONING_TYPES),
+            model=model,
         )
     )
 
@@ -168,17 +190,20 @@ def defaulted(
     *,
     tools: bool,
     unrecorded_fields: Collection[str] = (),
+    model: str | None = None,
 ) -> tuple[str, ...]:
     """The dials ``provider`` has that the request (as recorded) did not set: the provider chose
     them. Dials the record cannot show at all are named as unrecorded instead; tool settings
-    count only when the request has ``tools`` (or its tools are off the record)."""
+    count only when the request has ``tools`` (or its tools are off the record), and
+    ``reasoning_effort`` only when ``model`` may take it."""
     tools = tools or TOOLS in unrecorded_fields
+    model = None if MODEL in unrecorded_fields else model
     return tuple(
         dial
         for dial in DIALS
         if dial not in params
         and dial not in unrecorded_fields
-        and matters(dial, provider, tools=tools)
+        and matters(dial, provider, tools=tools, model=model)
     )
 
 

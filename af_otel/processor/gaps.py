@@ -100,6 +100,7 @@ def gaps_of(
             request.provider,
             tools=bool(request.tools),
             unrecorded_fields=unrecorded,
+            model=request.model,
         ):
             found.add(names.GAP_PROVIDER_DEFAULTS)
         if sealed if sealed is not None else sealed_messages(request.messages):

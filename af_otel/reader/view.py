@@ -298,12 +298,13 @@ def _common_gaps(
     named = {t.get("name") for t in tools} if tools is not None else set()
     if choice is not None and choice != "required" and tools is not None and choice not in named:
         found.append(gap(names.GAP_FORCED_TOOL_SCHEMA, f"tool {choice!r} is forced"))
-    provider = values.get("provider")
+    provider, model = values.get("provider"), values.get("model")
     unset = defaulted(
         params if params is not None else FrozenDict(),
         provider if isinstance(provider, str) else None,
         tools=tools is None or bool(tools),
         unrecorded_fields=unrecorded,
+        model=model if isinstance(model, str) else None,
     )
     if minted and unset:
         found.append(gap(names.GAP_PROVIDER_DEFAULTS, "not set: " + ", ".join(unset)))

@@ -29,6 +29,9 @@ NOTE_MODEL_FROM_RESPONSE: Final = "model-from-response"
 """No request model on the span; ``model`` is the model the response named."""
 NOTE_MODEL_NOT_CAPTURED: Final = "model-not-captured"
 """Neither a request nor a response model is on the span."""
+NOTE_OUTPUT_TYPE: Final = "output-type"
+"""The span names an output type (``gen_ai.output.type``): the request set a response format,
+whose schema (if any) is not on the span."""
 NOTE_ADAPTER_ERROR: Final = "adapter-error"
 """The adapter failed on an input it did not foresee; the request is treated as unreadable."""
 

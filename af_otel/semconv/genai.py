@@ -11,6 +11,7 @@ from af_otel import names
 from af_otel.semconv._adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
+    NOTE_OUTPUT_TYPE,
     NOTE_TOOL_CHOICE_NOT_CAPTURED,
     NOTE_TOOLS_NOT_CAPTURED,
     Adapted,
@@ -47,6 +48,7 @@ MODEL: Final = (Row("model", ("gen_ai.request.model",), text),)
 RESPONSE_MODEL: Final = (Row("model", ("gen_ai.response.model",), text),)
 # `gen_ai.system` is the name before semconv 1.37; OpenLLMetry <=0.54 still writes it.
 PROVIDER: Final = (Row("provider", ("gen_ai.provider.name", "gen_ai.system"), provider),)
+OUTPUT_TYPE: Final = "gen_ai.output.type"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,8 @@ def build_request(
     basis, basis_notes = model_and_provider(attributes)
     request.update(basis)
     request["params"] = read_rows(attributes, params)
+    if text(attributes.get(OUTPUT_TYPE)) is not None:
+        notes.append(NOTE_OUTPUT_TYPE)
     return request, [*notes, *basis_notes]
 
 

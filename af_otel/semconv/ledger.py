@@ -4,6 +4,9 @@ A receipt can only fingerprint what the record holds. When an instrumentation ne
 field (tool definitions, ``tool_choice``), an empty value on its span is not proof the request had
 none, so the field is named as unrecorded and the reader cannot say ``verified``. When the SDK's
 span limits may have evicted or cut an attribute the adapter reads, no receipt is minted at all.
+Some fields an instrumentation records only by a marker: genai-openai writes
+``gen_ai.output.type`` whenever a request sets ``response_format``, so a span without it shows the
+request had none, while a span with it holds no schema (the field is then unrecorded).
 docs/instrumentations.md restates the ledger as a table; a test keeps the two equal.
 """
 
@@ -15,7 +18,12 @@ from typing import Final
 
 from af_otel.model import fields
 from af_otel.model.request import PARAM_KEYS, Request
-from af_otel.semconv._adapted import NOTE_MODEL_FROM_RESPONSE, NOTE_MODEL_NOT_CAPTURED, Convention
+from af_otel.semconv._adapted import (
+    NOTE_MODEL_FROM_RESPONSE,
+    NOTE_MODEL_NOT_CAPTURED,
+    NOTE_OUTPUT_TYPE,
+    Convention,
+)
 
 _ALL: Final = frozenset(fields.FIELDS)
 _OPENAI_DIALS: Final = frozenset(
@@ -41,6 +49,14 @@ class Entry:
     conventions: tuple[Convention, ...]
     recorded: frozenset[str]
     versions: str = ""  # the releases this entry was checked against (docs only)
+    # Fields recorded only when the request left them out: (field, the adapter note that says the
+    # request set it). Without the note the span shows the field absent; with it, unrecorded.
+    marked: tuple[tuple[str, str], ...] = ()
+
+    def recorded_by(self, notes: Iterable[str]) -> frozenset[str]:
+        """The fields this entry records on a span whose adapter wrote ``notes``."""
+        noted = frozenset(notes)
+        return self.recorded | {field for field, note in self.marked if note not in noted}
 
     def claims(self, scope: str | None, convention: Convention) -> bool:
         if convention not in self.conventions or not scope:
@@ -55,7 +71,8 @@ LEDGER: Final = (
         ("opentelemetry.instrumentation.genai.openai",),
         ("genai",),
         frozenset({fields.MODEL, fields.TOOLS, fields.MESSAGE_NAME, *_OPENAI_DIALS}),
-        "1.x (util-genai)",
+        "1.x (util-genai; checked 1.3b0)",
+        marked=(("response_format", NOTE_OUTPUT_TYPE),),
     ),
     Entry(
         "genai-anthropic",
@@ -141,12 +158,14 @@ def unrecorded(
     shown: fields.Shown | None = None,
 ) -> tuple[str, ...]:
     """The fields of ``request`` its instrumentation could not show (module docstring);
-    ``notes`` are the adapter's, which say when this span lacks the request model; ``shown``
-    is the request's `fields.shown` when the caller already has it."""
+    ``notes`` are the adapter's, which say when this span lacks the request model and when it
+    marks a field the entry records only when absent (`Entry.marked`); ``shown`` is the
+    request's `fields.shown` when the caller already has it."""
     entry = entry_for(scope, convention)
+    notes = tuple(notes)
     seen = shown or fields.shown(request)  # one pass over the messages serves both questions
     # What the span shows is on record whatever the ledger says (a newer release may record more).
-    recorded = written(request, seen) | (entry.recorded if entry is not None else frozenset())
+    recorded = written(request, seen) | (entry.recorded_by(notes) if entry else frozenset())
     # Every instrumentation writes the request model when it has one; the notes say when not.
     recorded |= {fields.MODEL}
     if not _MODEL_NOT_RECORDED.isdisjoint(notes):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from af_otel.model import Request, fields
@@ -83,3 +83,55 @@ def test_unrecorded_and_defaulted_never_overlap(recorded: set[str], provider: st
     defaults = fields.defaulted(request.params, provider, tools=True, unrecorded_fields=missing)
     assert not set(missing) & recorded
     assert not set(missing) & set(defaults)
+
+
+@given(
+    st.sampled_from(fields.NON_REASONING_MODELS),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-.:", max_size=20),
+    st.sampled_from(["", "ft:"]),
+)
+def test_reasoning_effort_does_not_matter_for_a_known_non_reasoning_family(
+    family: str, rest: str, prefix: str
+) -> None:
+    """gpt-4*, gpt-3.5*, chatgpt-4o* (also fine-tuned) take no reasoning_effort: a record without
+    it hides nothing, and the provider chose no default for it."""
+    request = _request(provider="openai", model=prefix + family + rest)
+    assert "reasoning_effort" not in fields.unrecorded(request, {fields.MODEL})
+    assert "reasoning_effort" not in fields.defaulted(
+        {}, "openai", tools=False, model=request.model
+    )
+
+
+@given(st.text(max_size=20).filter(fields.takes_reasoning_effort))
+@example("o3-mini")
+@example("o1")
+@example("gpt-5")
+@example("my-azure-deployment")
+def test_reasoning_effort_matters_for_any_other_model(model: str) -> None:
+    """Any model not of a known non-reasoning family (o3-mini, gpt-5, a deployment name) may have
+    been sent reasoning_effort: a record without it names it."""
+    request = _request(provider="openai", model=model or None)
+    assert "reasoning_effort" in fields.unrecorded(request, {fields.MODEL})
+    assert "reasoning_effort" in fields.defaulted({}, "openai", tools=False, model=model)
+
+
+def test_reasoning_effort_matters_when_the_model_is_off_the_record() -> None:
+    """The model shown is not the request model (or none is): the family excuses nothing."""
+    for model in ("o3-mini", "gpt-5", "my-azure-deployment", "gpt-4o-mini"):
+        request = _request(provider="openai", model=model)
+        assert "reasoning_effort" in fields.unrecorded(request, set())
+        assert "reasoning_effort" in fields.defaulted(
+            {}, "openai", tools=False, unrecorded_fields=(fields.MODEL,), model=model
+        )
+    assert "reasoning_effort" in fields.unrecorded(_request(provider="openai"), {fields.MODEL})
+
+
+def test_which_models_take_reasoning_effort() -> None:
+    """The rule each way: known non-reasoning families do not; reasoning models, unknown names
+    and a missing model do."""
+    for model in ("gpt-4o-mini", "GPT-4o", "gpt-4.1", "gpt-3.5-turbo", "chatgpt-4o-latest"):
+        assert not fields.takes_reasoning_effort(model), model
+    assert not fields.takes_reasoning_effort("ft:gpt-4o-mini-2024-07-18:org::abc")
+    for other in ("o1", "o3-mini", "o4-mini", "gpt-5", "gpt-5-mini", "gpt4o", "deployment", ""):
+        assert fields.takes_reasoning_effort(other), other
+    assert fields.takes_reasoning_effort(None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -13,12 +14,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util.genai.completion_hook import load_completion_hook
 
-from af_otel import names
+from af_otel import names, read_spans, served_views, verify
 from af_otel.processor import ReceiptCompletionHook, completion_hook, run
 from af_otel.processor import engine as engine_module
+from af_otel.reader import VerdictStatus
 from af_otel.store import LocalStore
 from tests.processor.conftest import Pipeline
-from tests.processor.fakes import instrumented_openai, weather_agent
+from tests.processor.fakes import WEATHER_TOOL, instrumented_openai, weather_agent
 from tests.processor.helpers import af, commits, llm_spans, states
 
 
@@ -51,18 +53,52 @@ def test_hook_mints_with_content_capture_off(pipeline: Pipeline) -> None:
         assert "gen_ai.tool.definitions" not in attrs
         assert af(span)[names.RECEIPT_TOOLS_NAMES] == ("get_weather",)
         # The genai-openai span names api.openai.com and nothing stood between: no cache-transform.
-        # genai-openai records no tool_choice (nor the other steering settings): they are named.
+        # genai-openai records no tool_choice nor parallel_tool_calls: with tools, they are named.
+        # No gen_ai.output.type says no response_format; gpt-4o-mini takes no reasoning_effort.
         assert list(af(span)[names.GAPS]) == [names.GAP_UNRECORDED, names.GAP_PROVIDER_DEFAULTS]
-        assert tuple(af(span)[names.RECEIPT_UNRECORDED]) == (
-            "tool_choice",
-            "parallel_tool_calls",
-            "response_format",
-            "reasoning_effort",
-        )
+        assert tuple(af(span)[names.RECEIPT_UNRECORDED]) == ("tool_choice", "parallel_tool_calls")
     seqs = [c[names.COMMIT_SEQ] for s in calls for c in commits(s)]
     assert seqs == list(range(1, len(seqs) + 1))
     folded = states(pipeline.spans(), pipeline.store)
     assert len(folded[4]["messages"]) == 8
+
+
+@pytest.mark.parametrize(
+    ("model", "extra", "unrecorded"),
+    [
+        # No output type on the span: no response_format; gpt-4o-mini takes no reasoning_effort.
+        ("gpt-4o-mini", {}, ()),
+        # The span says a format was set (gen_ai.output.type), not which schema.
+        ("gpt-4o-mini", {"response_format": {"type": "json_object"}}, ("response_format",)),
+        # A reasoning model may have been sent reasoning_effort, which genai-openai never records.
+        ("o3-mini", {}, ("reasoning_effort",)),
+        ("o3-mini", {"reasoning_effort": "low"}, ("reasoning_effort",)),
+        # With tools, the tool settings are off the record too.
+        ("gpt-4o-mini", {"tools": [WEATHER_TOOL]}, ("tool_choice", "parallel_tool_calls")),
+    ],
+)
+def test_hook_names_exactly_what_genai_openai_cannot_show(
+    pipeline: Pipeline, model: str, extra: dict[str, Any], unrecorded: tuple[str, ...]
+) -> None:
+    """Through the real instrumentation and client, the receipt names as unrecorded exactly the
+    fields this request may have set that genai-openai does not record; with none, no gap says
+    so and the call reads back verified."""
+    with (
+        instrumented_openai(pipeline.provider, completion_hook=completion_hook) as client,
+        run("ledger"),
+    ):
+        client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "Say hi."}], **extra
+        )
+    (span,) = llm_spans(pipeline.spans())
+    assert af(span)[names.RECEIPT_STATE] == names.STATE_MINTED
+    got = tuple(af(span).get(names.RECEIPT_UNRECORDED, ()))
+    assert got == unrecorded
+    assert (names.GAP_UNRECORDED in af(span)[names.GAPS]) == bool(unrecorded)
+    (view,) = served_views(tuple(read_spans(pipeline.spans())), store=pipeline.store)
+    want = VerdictStatus.RECONSTRUCTED if unrecorded else VerdictStatus.VERIFIED
+    assert verify(view).status is want
+    assert view.unrecorded == unrecorded
 
 
 def test_hook_without_processor_writes_onto_the_live_span(

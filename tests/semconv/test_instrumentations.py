@@ -15,6 +15,7 @@ from af_otel.model import Request, fields
 from af_otel.receipts import mint_receipt
 from af_otel.semconv import (
     NOTE_MESSAGE_NAMES_NOT_CAPTURED,
+    NOTE_OUTPUT_TYPE,
     NOTE_PARAMS_PARTIAL,
     NOTE_SYSTEM_IN_MESSAGES,
     NOTE_TOOL_CHOICE_NOT_CAPTURED,
@@ -237,11 +238,38 @@ def test_fields_both_instrumentations_record_mint_one_hash(scenario: str) -> Non
 
 
 def test_the_docs_table_is_the_ledger() -> None:
-    """docs/instrumentations.md's ledger table says yes exactly where the ledger records a field."""
+    """docs/instrumentations.md's ledger table says yes exactly where the ledger records a field,
+    and "if absent" where it records only that the request left the field out."""
     text = (Path(__file__).parents[2] / "docs" / "instrumentations.md").read_text(encoding="utf-8")
     entries = [*ledger.LEDGER, ledger.EXPLICIT_API]
     header = "| field | " + " | ".join(f"`{e.label}`" for e in entries) + " |"
     assert header in text
+
+    def cell(entry: ledger.Entry, name: str) -> str:
+        if name in entry.recorded:
+            return "yes"
+        return "if absent" if name in dict(entry.marked) else "no"
+
     for name in dict.fromkeys(fields.FIELDS):
-        cells = ["yes" if name in e.recorded else "no" for e in entries]
+        cells = [cell(e, name) for e in entries]
         assert f"| `{name}` | " + " | ".join(cells) + " |" in text, name
+
+
+def test_output_type_marks_a_response_format_only_genai_openai_records_as_absent() -> None:
+    """genai-openai writes gen_ai.output.type whenever a response_format is set: without it the
+    span shows none was set; with it, the format is unrecorded. openai-v2 is not trusted so."""
+    span = _llm_call(load_fixture(_spec("genai", "weather")))
+    scope = span["scope"]
+    plain = adapt(span["attributes"], span["name"])
+    marked = adapt({**span["attributes"], "gen_ai.output.type": "json"}, span["name"])
+    assert NOTE_OUTPUT_TYPE not in plain.notes
+    assert NOTE_OUTPUT_TYPE in marked.notes
+    for adapted, want in ((plain, False), (marked, True)):
+        assert adapted.request is not None
+        request = Request.from_dict(adapted.request)
+        missing = ledger.unrecorded(request, scope, adapted.convention, adapted.notes)
+        assert ("response_format" in missing) is want
+        other = ledger.unrecorded(
+            request, "opentelemetry.instrumentation.openai_v2", "genai", adapted.notes
+        )
+        assert "response_format" in other

@@ -260,11 +260,15 @@ class OpenAIAgent:
     def _kwargs(self, messages: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
         self.calls += 1
         fresh = messages[-1]["role"] == "user"
+        params = _openai_params(self.profile, self.calls, fresh)
         kwargs: dict[str, Any] = {
-            "model": "gpt-4o-mini",
+            # OpenAI refuses reasoning_effort for the gpt-4o family, and af_otel relies on that
+            # (af_otel.model.fields.NON_REASONING_MODELS): a call that sets it goes to a
+            # reasoning model, as it would have to against the real API.
+            "model": "o4-mini" if "reasoning_effort" in params else "gpt-4o-mini",
             "messages": copy.deepcopy(messages),
             "tools": OPENAI_TOOLS,
-            **_openai_params(self.profile, self.calls, fresh),
+            **params,
         }
         if stream:
             kwargs |= {"stream": True, "stream_options": {"include_usage": True}}
