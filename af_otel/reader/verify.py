@@ -1,8 +1,8 @@
 """`verify`: recompute every receipt field from a served view and compare it with the span's receipt.
 
 The fingerprints are recomputed from the rebuilt request by the formulas of docs/receipt-spec.md §4 (the same
-canonical JSON, salted hash and digest preimage the writer uses, imported from `canonical` and
-`receipts`); nothing the view shows is taken from the receipt it is checked against. The work is
+canonical JSON, salted hash, chain link, size rule and digest preimage the writer uses, imported
+from `canonical` and `receipts`); nothing the view shows is taken from the receipt it is checked against. The work is
 incremental along the run: an epoch's message entries, chain links and sizes extend its parent's
 (a C-speed prefix test finds what is shared), so verifying every epoch of a run costs about what
 changed, not the square of the conversation. Tests hold the result equal to `mint_receipt`.
@@ -32,12 +32,18 @@ from af_otel.reader.fold import ChainedTuple
 from af_otel.reader.gaps import Gap, covers
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.view import RunContext, ServedView, served_views
-from af_otel.receipts import Receipt, digest_preimage
+from af_otel.receipts import (
+    Receipt,
+    chain_start,
+    chain_step,
+    digest_preimage,
+    list_bytes,
+    request_bytes,
+)
 from af_otel.store import Store
 
 __all__ = ["Mismatch", "Verdict", "VerdictStatus", "recompute", "verify"]
 
-CHAIN_SEED: Final = "af.messages.v1"
 # Recomputed epochs kept per run and key: enough for a reader walking forward (each epoch needs
 # its parent) or fanning out, while a 1,000-epoch run does not hold every epoch's entries at once.
 STATES_KEPT: Final = 64
@@ -170,17 +176,18 @@ class _Recomputer:
         new_entries: list[str] = []
         new_links: list[str] = []
         new_sizes: list[int] = []
+        hash_text = self.hash
         if before is not None:
             shared = self.context.shared_prefix(messages, before.messages)
             link, size = before.links[shared], before.sizes[shared]
         else:
-            shared, link, size = 0, self.hash(CHAIN_SEED), 0
+            shared, link, size = 0, chain_start(hash_text), 0
             new_links.append(link)
             new_sizes.append(0)
         for message in messages[shared:]:
             data = canonical_json(message)
-            entry = self.hash(data)
-            link = self.hash(link + "\x1f" + entry)
+            entry = hash_text(data)
+            link = chain_step(link, entry, hash_text)
             size += len(data)
             new_entries.append(entry)
             new_links.append(link)
@@ -208,8 +215,8 @@ class _Recomputer:
             tool_sums = before.tool_sums
         else:
             bodies = [canonical_json(tool) for tool in tools or ()]
-            size = 2 + sum(len(b) for b in bodies) + max(0, len(bodies) - 1)
-            tool_sums = (tuple(self.hash(b) for b in bodies), size)
+            size = list_bytes(len(bodies), sum(len(b) for b in bodies))
+            tool_sums = (tuple(hash_text(b) for b in bodies), size)
         return _State(
             messages,
             entries,
@@ -319,18 +326,14 @@ def _receipt(
     entries = state.entries
     split = (state.most_kept(basis) if basis else 0) if kept is None else min(kept, len(entries))
     params = canonical_json(params_value)
-    sizes: list[tuple[str, int]] = [("messages", 2 + state.sizes[-1] + max(0, len(entries) - 1))]
-    if model is not None:
-        sizes.append(("model", len(canonical_json(model))))
-    if params_value:
-        sizes.append(("params", len(params)))
-    if provider is not None:
-        sizes.append(("provider", len(canonical_json(provider))))
-    if view.system:
-        sizes.append(("system", state.system_sums[2]))
-    if view.tools:
-        sizes.append(("tools", state.tool_sums[1]))
-    size = 2 + sum(len(k) + 3 + s for k, s in sizes) + len(sizes) - 1
+    size = request_bytes(
+        list_bytes(len(entries), state.sizes[-1]),
+        model=model,
+        provider=provider,
+        params=len(params) if params_value else None,
+        system=state.system_sums[2] if view.system else None,
+        tools=state.tool_sums[1] if view.tools else None,
+    )
     receipt = Receipt(
         state="minted",
         run_id=view.run_id or "",

@@ -1,7 +1,13 @@
 """Receipts: `mint_receipt` and the run-scoped digest memo — pure functions, no OpenTelemetry."""
 
-from af_otel.receipts.memo import ReceiptDigests, WorkCounts, same_json
-from af_otel.receipts.mint import digest_preimage, mint_receipt, receipt_digest
+from af_otel.receipts.memo import ReceiptDigests, WorkCounts, chain_start, chain_step, same_json
+from af_otel.receipts.mint import (
+    digest_preimage,
+    list_bytes,
+    mint_receipt,
+    receipt_digest,
+    request_bytes,
+)
 from af_otel.receipts.receipt import Receipt, ReceiptRejected
 
 __all__ = [
@@ -9,8 +15,12 @@ __all__ = [
     "ReceiptDigests",
     "ReceiptRejected",
     "WorkCounts",
+    "chain_start",
+    "chain_step",
     "digest_preimage",
+    "list_bytes",
     "mint_receipt",
     "receipt_digest",
+    "request_bytes",
     "same_json",
 ]

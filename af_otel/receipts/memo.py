@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import operator
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -237,13 +238,23 @@ def make_piece(hasher: _Hasher, value: Any, keep_limit: int | None) -> Piece:
     return Piece(value, len(data), hasher.hash_bytes(data), data if keep else None)
 
 
+def chain_start(hash_text: Callable[[str], str]) -> str:
+    """The messages chain's first link, ``c_0 = H(CHAIN_SEED)``, under the run's salted hash."""
+    return hash_text(CHAIN_SEED)
+
+
+def chain_step(link: str, entry: str, hash_text: Callable[[str], str]) -> str:
+    """The link after ``link`` for message entry ``entry``: ``c_i = H(c_{i-1} + "\\x1f" + e_i)``."""
+    return hash_text(link + "\x1f" + entry)
+
+
 def chain_links(
     hasher: _Hasher, entries: tuple[str, ...], prefix: tuple[str, ...] = ()
 ) -> tuple[str, ...]:
-    """``c_0 = H("af.messages.v1")``, ``c_i = H(c_{i-1} + "\\x1f" + e_i)``; ``prefix`` is reused."""
-    links = list(prefix) if prefix else [hasher.hash_text(CHAIN_SEED)]
+    """The links ``c_0..c_n`` of ``entries`` (`chain_start`, `chain_step`); ``prefix`` is reused."""
+    links = list(prefix) if prefix else [chain_start(hasher.hash_text)]
     for entry in entries[len(links) - 1 :]:
-        links.append(hasher.hash_text(links[-1] + "\x1f" + entry))
+        links.append(chain_step(links[-1], entry, hasher.hash_text))
     return tuple(links)
 
 

@@ -152,7 +152,13 @@ def _assemble(hasher: _Hasher, pieces: tuple[Piece, ...]) -> bytes:
 
 
 def _list_size(pieces: tuple[Piece, ...]) -> int:
-    return 2 + sum(map(_SIZE, pieces)) + max(0, len(pieces) - 1)
+    return list_bytes(len(pieces), sum(map(_SIZE, pieces)))
+
+
+def list_bytes(count: int, total: int) -> int:
+    """The canonical size of a list of ``count`` items whose canonical sizes add up to ``total``:
+    brackets and the commas between items."""
+    return 2 + total + max(0, count - 1)
 
 
 def request_size(
@@ -163,16 +169,38 @@ def request_size(
     params_size: int,
 ) -> int:
     """``len(canonical_json(request.to_dict()))`` from the pieces' sizes, without re-serializing."""
-    sizes: list[tuple[str, int]] = [("messages", _list_size(messages))]
-    if request.model is not None:
-        sizes.append(("model", len(canonical_json(request.model))))
-    if request.params:
-        sizes.append(("params", params_size))
-    if request.provider is not None:
-        sizes.append(("provider", len(canonical_json(request.provider))))
-    if request.system:
-        sizes.append(("system", _list_size(system)))
-    if request.tools:
-        sizes.append(("tools", _list_size(tools)))
+    return request_bytes(
+        _list_size(messages),
+        model=request.model,
+        provider=request.provider,
+        params=params_size if request.params else None,
+        system=_list_size(system) if request.system else None,
+        tools=_list_size(tools) if request.tools else None,
+    )
+
+
+def request_bytes(
+    messages: int,
+    *,
+    model: str | None,
+    provider: str | None,
+    params: int | None,
+    system: int | None,
+    tools: int | None,
+) -> int:
+    """``af.receipt.bytes``: the canonical size of the request from its members' canonical sizes
+    (``messages``, ``params``, ``system``, ``tools``; None for a member the request leaves out)
+    and its ``model`` and ``provider`` values (None when absent)."""
+    sizes: list[tuple[str, int]] = [("messages", messages)]
+    if model is not None:
+        sizes.append(("model", len(canonical_json(model))))
+    if params is not None:
+        sizes.append(("params", params))
+    if provider is not None:
+        sizes.append(("provider", len(canonical_json(provider))))
+    if system is not None:
+        sizes.append(("system", system))
+    if tools is not None:
+        sizes.append(("tools", tools))
     # {"key":value,...}: braces, quoted keys, colons, commas
     return 2 + sum(len(k) + 3 + size for k, size in sizes) + len(sizes) - 1
