@@ -34,7 +34,7 @@ bench: $(STAMP)
 soak: $(STAMP)
 	$(BIN)/python benchmarks/soak.py
 
-# Side venvs and Hypothesis caches of the tests live outside the repository (tests/semconv/envs.py).
+# Side venvs and Hypothesis caches of the tests live outside the repository (tests/sidevenv.py).
 TEST_CACHE ?= $(or $(AF_OTEL_TEST_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/af-otel-tests)
 
 clean:

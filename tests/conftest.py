@@ -7,7 +7,7 @@ the lenient behaviour unset it.
 No test writes into the repository: every test gets its own store through ``AF_OTEL_STORE``, so
 an engine that falls back to the environment (the completion hook or `llm_call` with no
 processor) never writes ``./.af_otel/store``; Hypothesis keeps no example database and its
-caches go to the test cache folder outside the repository (see tests/semconv/envs.py).
+caches go to the test cache folder outside the repository (see tests/sidevenv.py).
 
 The fork tests (tests/reliability/test_fork.py) need a child that cannot hang silently. Handlers
 registered with ``os.register_at_fork`` run in registration order, and every BatchSpanProcessor an
@@ -28,7 +28,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from tests.semconv.envs import cache_dir
+from tests.sidevenv import cache_dir
 
 # OpenTelemetry SDK 1.45's TracerProvider re-detects its resource in a forked child from an
 # at-fork handler, through a ThreadPoolExecutor. concurrent.futures.thread holds its global

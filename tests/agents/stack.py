@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 
 import af_otel
 from af_otel import names
-from tests.semconv.envs import CACHE, Env, ensure
+from tests.sidevenv import CACHE, Env, ensure
 from tests.wire.server import WireRequest, WireServer
 
 QUESTIONS: Final = (
@@ -39,7 +39,7 @@ SYSTEM: Final = "You are a travel desk. Use the tools."
 RUN: Final = "lc-1"
 ROOT: Final = Path(__file__).resolve().parents[2]
 # OpenLLMetry's langchain and openai instrumentations share a package namespace with OTel's own
-# and pin their SDK: they run in a side venv (tests/semconv/envs.py), af_otel from PYTHONPATH.
+# and pin their SDK: they run in a side venv (tests/sidevenv.py), af_otel from PYTHONPATH.
 OPENLLMETRY: Final = Env(
     "agents-openllmetry",
     CACHE / "agents-openllmetry",

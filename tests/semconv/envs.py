@@ -11,7 +11,6 @@ subprocess, so no two instrumentations ever wrap the same openai module.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -21,22 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from tests.sidevenv import CACHE, Env, ensure
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 HERE: Final = Path(__file__).resolve().parent
 CAPTURE: Final = HERE / "capture.py"
 FIXTURES: Final = HERE / "fixtures"
 
-
-def cache_dir() -> Path:
-    """Where the side venvs live: outside the repository, so tests leave it as they found it."""
-    explicit = os.environ.get("AF_OTEL_TEST_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "af-otel-tests"
-
-
-CACHE: Final = cache_dir()
 
 # Pins: the OpenLLMetry releases either side of its 0.55 format change, with the openai and SDK
 # releases they were checked against. Bumping a pin rebuilds that venv on the next run.
@@ -44,21 +34,6 @@ _SIDE_COMMON: Final = ("openai==3.57.0", "opentelemetry-sdk==1.45.2")
 # Variables that steer capture; the parent's values are dropped so a developer's shell cannot
 # change what a test sees.
 _STEERING_PREFIXES: Final = ("OTEL_", "OPENINFERENCE_", "TRACELOOP_")
-
-
-@dataclass(frozen=True, slots=True)
-class Env:
-    """A Python that has one instrumentation installed."""
-
-    name: str
-    directory: Path | None  # None: the project's own venv
-    requirements: tuple[str, ...] = ()
-
-    @property
-    def python(self) -> Path:
-        if self.directory is None:
-            return Path(sys.executable)
-        return self.directory / "bin" / "python"
 
 
 MAIN: Final = Env("main", None)
@@ -72,32 +47,6 @@ OPENLLMETRY_OLD: Final = Env(
     CACHE / "venv-openllmetry-old",
     ("opentelemetry-instrumentation-openai==0.52.6", *_SIDE_COMMON),
 )
-
-
-def ensure(env: Env) -> Path:
-    """The env's python, creating or rebuilding its venv when its pins changed."""
-    if env.directory is None:
-        return env.python
-    stamp = env.directory / ".af-otel-pins"
-    wanted = "\n".join(env.requirements)
-    env.directory.parent.mkdir(parents=True, exist_ok=True)
-    with open(env.directory.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # two pytest runs must not build one venv together
-        if env.python.exists() and stamp.exists() and stamp.read_text() == wanted:
-            return env.python
-        _run([sys.executable, "-m", "venv", "--clear", str(env.directory)])
-        _run([str(env.python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-              *env.requirements])  # fmt: skip
-        stamp.write_text(wanted)
-    return env.python
-
-
-def _run(command: list[str]) -> None:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-4000:]}"
-        )
 
 
 @dataclass(frozen=True, slots=True)
