@@ -26,18 +26,13 @@ from af_otel.semconv._adapted import (
 )
 
 _ALL: Final = frozenset(fields.FIELDS)
-_OPENAI_DIALS: Final = frozenset(
-    {
-        "temperature",
-        "max_tokens",
-        "top_p",
-        "stop_sequences",
-        "seed",
-        "frequency_penalty",
-        "presence_penalty",
-        "choice_count",
-    }
-)
+# OpenAI's sampling dials: the settings it has, less those that steer tools and output.
+_OPENAI_DIALS: Final = (fields.PROVIDER_FIELDS["openai"] & frozenset(fields.DIALS)) - {
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "reasoning_effort",
+}
 
 
 @dataclass(frozen=True, slots=True)
