@@ -27,7 +27,7 @@ from af_otel.reader.gaps import SERVED_GAPS
 from af_otel.reader.sources import read_spans
 from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
-from af_otel.receipts import Receipt, ReceiptDigests, ReceiptRejected, mint_receipt
+from af_otel.receipts import MalformedReceipt, Receipt, ReceiptDigests, mint_receipt
 
 if TYPE_CHECKING:
     from af_otel.processor import (
@@ -59,10 +59,10 @@ __all__ = [
     "BlobNotFoundError",
     "CanonicalJSONError",
     "InvalidAddressError",
+    "MalformedReceipt",
     "ReaderError",
     "Receipt",
     "ReceiptDigests",
-    "ReceiptRejected",
     "ReceiptSpanExporter",
     "ReceiptSpanProcessor",
     "Request",

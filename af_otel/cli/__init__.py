@@ -1,6 +1,7 @@
 """The ``af-otel`` command: a thin layer over the public API, one module per group of subcommands.
 
-Each module named in `COMMAND_MODULES` exposes ``register(subparsers)``, which adds its
+Each module named in `COMMAND_MODULES` (``af-otel serve`` lives with the web pages it serves, in
+`af_otel.web.command`) exposes ``register(subparsers)``, which adds its
 subcommands with ``set_defaults(func=...)``; ``func(args)`` returns the exit code. They are
 imported when the parser is built, not with this package, because they import `EXIT_PIPE` from it.
 """
@@ -16,7 +17,7 @@ from typing import Final
 
 from af_otel.errors import AfOtelError
 
-COMMAND_MODULES: Final = ("demo", "read", "serve")
+COMMAND_MODULES: Final = ("af_otel.cli.demo", "af_otel.cli.read", "af_otel.web.command")
 # What a shell reports for a process ended by SIGPIPE (128 + 13): a closed output pipe.
 EXIT_PIPE: Final = 141
 
@@ -28,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
-        import_module(f"{__name__}.{name}").register(subparsers)
+        import_module(name).register(subparsers)
     return parser
 
 

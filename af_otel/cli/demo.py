@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from af_otel import names
+from af_otel.cli.pipeline import json_lines_provider
 from af_otel.cli.read import demo_readback
 from af_otel.model.fields import order_fields
 from af_otel.processor import completion_hook, run
-from af_otel.processor.pipeline import json_lines_provider
 from af_otel.store.base import encode_json
 from af_otel.store.items import CHUNK_REF, ITEM_REF, is_item_ref
 from af_otel.store.local import LocalStore

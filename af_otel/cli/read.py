@@ -25,11 +25,11 @@ from opentelemetry import metrics
 
 from af_otel import names
 from af_otel.cli import EXIT_PIPE
+from af_otel.cli.report import FOLD_CHARS, part_shown, render_report
 from af_otel.errors import AfOtelError, ReaderError, StoreError
 from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import SERVED_GAPS, gap_why
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.report import FOLD_CHARS, part_shown, render_report
 from af_otel.reader.sources import (
     JaegerSource,
     PhoenixSource,

@@ -1,4 +1,4 @@
-"""How far two sequences start with the very same objects, at C speed.
+"""How far two sequences start with the very same (or equal) items, at C speed.
 
 A run's calls share their history's objects (the emit path reads only what is new, see
 af_otel/processor/incremental.py), so "the same item as last call" is mostly an identity test.
@@ -12,7 +12,7 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["equal_prefix", "identical_prefix"]
+__all__ = ["common_prefix", "equal_prefix", "identical_prefix"]
 
 
 def identical_prefix(before: Sequence[Any], now: Sequence[Any]) -> int:
@@ -29,3 +29,24 @@ def _first_false(flags: list[bool]) -> int:
     if all(flags):  # the common case, at C speed
         return len(flags)
     return flags.index(False)
+
+
+def common_prefix(new: tuple[Any, ...], old: tuple[Any, ...]) -> int:
+    """The number of leading items ``new`` and ``old`` share (``==``, identity first).
+
+    The reader asks this of each epoch and its parent: their messages are nearly always the same
+    objects plus a few new ones, so one whole-tuple comparison usually answers it, and otherwise a
+    binary search whose every probe is one C-level tuple comparison."""
+    size = min(len(new), len(old))
+    if size == 0:
+        return 0
+    if (new if len(new) == size else new[:size]) == (old if len(old) == size else old[:size]):
+        return size
+    low, high = 0, size  # new[:low] == old[:low] holds; new[:high] == old[:high] does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        if new[:middle] == old[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low

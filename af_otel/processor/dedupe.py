@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.processor.gaps import SDK_SCOPES
+from af_otel.processor.export_gaps import SDK_SCOPES
 
 SpanKey = tuple[int, int]
 RECENT: Final = 64

@@ -34,11 +34,11 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import Request
 from af_otel.model.fields import Shown
-from af_otel.processor import commits, context, dedupe, gaps, guard, incremental, metrics
+from af_otel.processor import commits, context, dedupe, export_gaps, guard, incremental, metrics
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
-from af_otel.processor.runs import Base, Finished, RunState, RunTable
+from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
 from af_otel.semconv import Convention, Limits, is_llm_call, ledger, responses
@@ -85,7 +85,7 @@ class Supplied:
 
     request: Mapping[str, Any] | Request | None
     absent_reason: str | None = None
-    direct: bool = False  # nothing but the provider SDK stands between (see gaps.py)
+    direct: bool = False  # nothing but the provider SDK stands between (see export_gaps.py)
     content_keys: tuple[str, ...] = ()
     on_span: bool = False  # the span itself already carries this request's content
     # The convention the request was read in, when it was read from an instrumentation's record
@@ -266,7 +266,7 @@ class Engine:
             content_keys = adapted.content_keys
             convention, notes = adapted.convention, adapted.notes
             provider = _text(adapted.request.get("provider")) if adapted.request else None
-            direct = gaps.captured_at_sdk(
+            direct = export_gaps.captured_at_sdk(
                 facts.scope, facts.attributes, provider, self.settings.trusted_hosts
             )
             on_span = True  # read off the span's own attributes
@@ -406,7 +406,7 @@ class Engine:
             and names.COMMIT_REF not in commit
             for _, commit in events
         )
-        found = gaps.gaps_of(
+        found = export_gaps.gaps_of(
             receipt=receipt,
             request=request,
             dropped=facts.dropped,

@@ -35,7 +35,7 @@ from importlib.metadata import entry_points
 from typing import Any, Final
 
 from af_otel import names
-from af_otel.processor import gaps
+from af_otel.processor import export_gaps
 from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for
 from af_otel.processor.guard import guard
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
@@ -144,7 +144,7 @@ def mint_on_span(
     supplied = Supplied(
         adapted.request,
         adapted.absent_reason,
-        direct=gaps.captured_at_sdk(
+        direct=export_gaps.captured_at_sdk(
             getattr(scope, "name", None),
             attributes,
             provider if isinstance(provider, str) else None,
@@ -223,5 +223,5 @@ def write_on_span(span: Any, enrichment: Enrichment) -> None:
     for event_name, event_attributes in enrichment.events:
         span.add_event(event_name, event_attributes)
     if _dropped(span) > before and names.GAP_SPAN_LIMITS not in found:
-        found = [kind for kind in gaps.ORDER if kind in {*found, names.GAP_SPAN_LIMITS}]
+        found = [kind for kind in export_gaps.ORDER if kind in {*found, names.GAP_SPAN_LIMITS}]
         span.set_attribute(names.GAPS, found)

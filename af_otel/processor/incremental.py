@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from af_otel.model import FrozenDict, Request, fields
 from af_otel.model.fields import Shown
-from af_otel.processor import gaps
+from af_otel.processor import export_gaps
 from af_otel.receipts.memo import same_json
 from af_otel.semconv import Adapted, Limits, adapt
 from af_otel.semconv.genai import MESSAGES
@@ -116,7 +116,7 @@ def full(attributes: Mapping[str, Any], span_name: str, limits: Limits | None) -
     request = _parse(adapted.request)
     if request is None:
         return Read(adapted, None, None)
-    shown, sealed = fields.shown(request), gaps.sealed_messages(request.messages)
+    shown, sealed = fields.shown(request), export_gaps.sealed_messages(request.messages)
     seen = _remember(attributes, adapted, request, shown, sealed)
     return Read(adapted, request, seen, 0, shown, sealed)
 
@@ -151,7 +151,7 @@ def _tail(
     whole = replace(adapted, request={**adapted.request, "messages": request.messages})
     new = fields.shown(tail)
     shown = fields.Shown(seen.shown.kinds | new.kinds, seen.shown.fields | new.fields)
-    sealed = seen.sealed or gaps.sealed_messages(tail.messages)
+    sealed = seen.sealed or export_gaps.sealed_messages(tail.messages)
     after = _seen(adapted.convention, text, request, shown, sealed, seen)
     return Read(whole, request, after, len(seen.messages), shown, sealed)
 

@@ -33,7 +33,7 @@ ENV_STRIP: Final = "AF_OTEL_STRIP_CONTENT"
 ENV_INLINE_LIMIT: Final = "AF_OTEL_INLINE_LIMIT"
 ENV_TRUSTED_HOSTS: Final = "AF_OTEL_TRUSTED_HOSTS"
 ENV_RUN_TABLE_BYTES: Final = "AF_OTEL_RUN_TABLE_BYTES"
-# What the run table of one processor or exporter may hold (processor/runs.py): a service's
+# What the run table of one processor or exporter may hold (processor/run_table.py): a service's
 # thousands of open conversations stay within it, least recently used first out.
 DEFAULT_RUN_TABLE_BYTES: Final = 256 * 1024 * 1024
 ENV_TRUSTED_SCOPE: Final = "AF_OTEL_TRUSTED_SCOPE"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from af_otel.reader.fold import KeyedFold
 from af_otel.reader.gaps import SERVED_GAPS, UNGAPPED_FIELDS, Gap, GapKind
-from af_otel.reader.report import render_report
 from af_otel.reader.verify import Mismatch, Verdict, VerdictStatus, recompute, verify
 from af_otel.reader.view import ServedView, served_views
 
@@ -23,7 +22,6 @@ __all__ = [
     "Verdict",
     "VerdictStatus",
     "recompute",
-    "render_report",
     "served_views",
     "verify",
 ]

@@ -26,8 +26,8 @@ from af_otel import names
 from af_otel.canonical import canonical_json, receipt_hash
 from af_otel.errors import ReaderError
 from af_otel.model import FrozenDict, forced_tool
-from af_otel.reader._args import first_of, only
-from af_otel.reader._prefix import common_prefix
+from af_otel.model.prefix import common_prefix
+from af_otel.reader.arguments import first_of, only
 from af_otel.reader.fold import ChainedTuple
 from af_otel.reader.gaps import Gap, covers
 from af_otel.reader.records import SpanRecord

@@ -19,9 +19,9 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import FrozenDict, Request, sealed_reasoning
 from af_otel.model.fields import defaulted, order_fields
+from af_otel.model.prefix import common_prefix
 from af_otel.model.request import REQUEST_KEYS, forced_tool, normalize_params
-from af_otel.reader._args import spans_only
-from af_otel.reader._prefix import common_prefix
+from af_otel.reader.arguments import spans_only
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
 from af_otel.reader.folded import FoldKey, SameCall, fold_key, split_folded
 from af_otel.reader.gaps import (
@@ -33,7 +33,7 @@ from af_otel.reader.gaps import (
 )
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.runs import EpochRecord, Run, group_runs
-from af_otel.receipts import Receipt, ReceiptRejected
+from af_otel.receipts import MalformedReceipt, Receipt
 from af_otel.store import Store, open_store
 
 __all__ = ["RunContext", "ServedView", "served_views"]
@@ -124,7 +124,7 @@ class ServedView:
     params: FrozenDict | None
     model: str | None
     provider: str | None
-    receipt: Receipt | ReceiptRejected | None
+    receipt: Receipt | MalformedReceipt | None
     gaps: tuple[Gap, ...]
     context: RunContext = field(compare=False, repr=False)
     # Request fields the instrumentation does not record (``af.receipt.unrecorded``), and the
@@ -255,10 +255,10 @@ def _unrecorded(span: SpanRecord) -> tuple[str, ...]:
     return order_fields(v for v in value if isinstance(v, str) and v)
 
 
-def _receipt_gap(receipt: Receipt | ReceiptRejected | None) -> Gap | None:
+def _receipt_gap(receipt: Receipt | MalformedReceipt | None) -> Gap | None:
     if receipt is None:
         return gap(names.GAP_NO_RECEIPT, "the span carries no receipt", CAUSE_NOT_COMMITTED)
-    if isinstance(receipt, ReceiptRejected):
+    if isinstance(receipt, MalformedReceipt):
         return gap(names.GAP_NO_RECEIPT, receipt.reason, CAUSE_SHAPE_REJECTED)
     if not receipt.minted:
         why = receipt.absent_reason or "no reason given"
@@ -268,7 +268,7 @@ def _receipt_gap(receipt: Receipt | ReceiptRejected | None) -> Gap | None:
 
 def _common_gaps(
     span: SpanRecord,
-    receipt: Receipt | ReceiptRejected | None,
+    receipt: Receipt | MalformedReceipt | None,
     values: Mapping[str, Any],
     params: FrozenDict | None,
     tools: Sequence[FrozenDict] | None,
@@ -373,7 +373,7 @@ def _run_views(
     views: list[ServedView] = []
 
     def values_of(
-        record: EpochRecord, own_fold: bool, receipt: Receipt | ReceiptRejected | None
+        record: EpochRecord, own_fold: bool, receipt: Receipt | MalformedReceipt | None
     ) -> dict[str, Any]:
         if own_fold:
             values = {key: fold.value_at(key, record.epoch) for key in REQUEST_KEYS}
@@ -387,7 +387,7 @@ def _run_views(
             for commit in record.commits:
                 if commit.key in values:
                     values[commit.key] = apply_verb(commit.verb, values[commit.key], commit.value)
-        usable = isinstance(receipt, ReceiptRejected) or (
+        usable = isinstance(receipt, MalformedReceipt) or (
             isinstance(receipt, Receipt) and receipt.minted
         )
         if not record.commits and not usable:

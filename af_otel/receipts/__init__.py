@@ -8,12 +8,12 @@ from af_otel.receipts.mint import (
     receipt_digest,
     request_bytes,
 )
-from af_otel.receipts.receipt import Receipt, ReceiptRejected
+from af_otel.receipts.receipt import MalformedReceipt, Receipt
 
 __all__ = [
+    "MalformedReceipt",
     "Receipt",
     "ReceiptDigests",
-    "ReceiptRejected",
     "WorkCounts",
     "chain_start",
     "chain_step",

@@ -2,7 +2,7 @@
 
 `Receipt.to_attributes` writes exactly the ``af.receipt.*`` span attributes of docs/receipt-spec.md §4 and
 `Receipt.from_attributes` reads them back, refusing malformed or truncated input with a reason
-(`ReceiptRejected`) instead of raising: a backend that cut an attribute must not make the reader
+(`MalformedReceipt`) instead of raising: a backend that cut an attribute must not make the reader
 trust what is left. What the shape rules cannot see (a list cut short, an edited params string) the
 digest can: `af_otel.receipts.receipt_digest` recomputes it from the fields read back.
 """
@@ -93,17 +93,17 @@ class Receipt:
         return out
 
     @staticmethod
-    def from_attributes(attributes: Mapping[str, Any]) -> Receipt | ReceiptRejected | None:
+    def from_attributes(attributes: Mapping[str, Any]) -> Receipt | MalformedReceipt | None:
         """Read a receipt back from span attributes: ``None`` when the span carries none at all,
-        `ReceiptRejected` (with the reason) when what it carries is malformed. Never raises."""
+        `MalformedReceipt` (with the reason) when what it carries is malformed. Never raises."""
         try:
             return _read(attributes)
         except Exception as exc:
-            return ReceiptRejected(f"unreadable attributes: {type(exc).__name__}")
+            return MalformedReceipt(f"unreadable attributes: {type(exc).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
-class ReceiptRejected:
+class MalformedReceipt:
     """Receipt attributes are present but malformed (cut by a backend, edited, wrong types)."""
 
     reason: str
@@ -152,7 +152,7 @@ def _strs(attrs: Mapping[str, Any], key: str, *, hashes: bool = False) -> tuple[
     return out
 
 
-def _read(attrs: Mapping[str, Any]) -> Receipt | ReceiptRejected | None:
+def _read(attrs: Mapping[str, Any]) -> Receipt | MalformedReceipt | None:
     if not any(isinstance(k, str) and k.startswith("af.receipt.") for k in attrs):
         return None
     try:
@@ -203,4 +203,4 @@ def _read(attrs: Mapping[str, Any]) -> Receipt | ReceiptRejected | None:
             lane=lane,
         )
     except _Reject as reject:
-        return ReceiptRejected(str(reject))
+        return MalformedReceipt(str(reject))

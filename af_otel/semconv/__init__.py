@@ -15,7 +15,7 @@ from typing import Final
 
 from af_otel import names
 from af_otel.semconv import genai, openinference, openllmetry
-from af_otel.semconv._adapted import (
+from af_otel.semconv.adapted import (
     NOTE_ADAPTER_ERROR,
     NOTE_MESSAGE_NAMES_NOT_CAPTURED,
     NOTE_MODEL_FROM_RESPONSE,
@@ -30,7 +30,7 @@ from af_otel.semconv._adapted import (
     Convention,
     content_keys,
 )
-from af_otel.semconv._coerce import text
+from af_otel.semconv.coerce import text
 from af_otel.semconv.ledger import Limits, cut_by
 
 __all__ = [

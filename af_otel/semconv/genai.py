@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from af_otel import names
-from af_otel.semconv._adapted import (
+from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_OUTPUT_TYPE,
@@ -18,7 +18,8 @@ from af_otel.semconv._adapted import (
     Convention,
     conclude,
 )
-from af_otel.semconv._coerce import (
+from af_otel.semconv.builders import Absent, content_value, genai_messages, genai_parts, genai_tools
+from af_otel.semconv.coerce import (
     JsonValue,
     choice_count,
     integer,
@@ -27,8 +28,7 @@ from af_otel.semconv._coerce import (
     string_list,
     text,
 )
-from af_otel.semconv._shape import Absent, content_value, genai_messages, genai_parts, genai_tools
-from af_otel.semconv._tables import Row, read_rows
+from af_otel.semconv.rows import Row, read_rows
 
 OPERATION: Final = "gen_ai.operation.name"
 LLM_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})

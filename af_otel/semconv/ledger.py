@@ -18,7 +18,7 @@ from typing import Final
 
 from af_otel.model import fields
 from af_otel.model.request import PARAM_KEYS, Request
-from af_otel.semconv._adapted import (
+from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_OUTPUT_TYPE,

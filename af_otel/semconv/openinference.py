@@ -8,7 +8,7 @@ from typing import Final
 
 from af_otel import names
 from af_otel.semconv import responses
-from af_otel.semconv._adapted import (
+from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_PARAMS_UNREADABLE,
@@ -17,7 +17,20 @@ from af_otel.semconv._adapted import (
     Adapted,
     conclude,
 )
-from af_otel.semconv._coerce import (
+from af_otel.semconv.builders import (
+    Absent,
+    Part,
+    checked_part,
+    content_value,
+    flat_message,
+    holed,
+    media_part,
+    refuse_placeholder,
+    tool_call,
+    tool_definition,
+    unreadable,
+)
+from af_otel.semconv.coerce import (
     Bad,
     JsonValue,
     boolean,
@@ -31,20 +44,7 @@ from af_otel.semconv._coerce import (
     string_list,
     text,
 )
-from af_otel.semconv._shape import (
-    Absent,
-    Part,
-    checked_part,
-    content_value,
-    flat_message,
-    holed,
-    media_part,
-    refuse_placeholder,
-    tool_call,
-    tool_definition,
-    unreadable,
-)
-from af_otel.semconv._tables import Row, bucket, dense, read_rows
+from af_otel.semconv.rows import Row, bucket, dense, read_rows
 
 SPAN_KIND: Final = "openinference.span.kind"
 INPUT_MESSAGES: Final = "llm.input_messages."

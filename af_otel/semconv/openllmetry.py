@@ -11,7 +11,7 @@ from typing import Final
 
 from af_otel import names
 from af_otel.semconv import genai
-from af_otel.semconv._adapted import (
+from af_otel.semconv.adapted import (
     NOTE_MESSAGE_NAMES_NOT_CAPTURED,
     NOTE_PARAMS_PARTIAL,
     NOTE_SYSTEM_IN_MESSAGES,
@@ -20,16 +20,7 @@ from af_otel.semconv._adapted import (
     Adapted,
     conclude,
 )
-from af_otel.semconv._coerce import (
-    JsonValue,
-    choice_count,
-    integer,
-    number,
-    parse_json,
-    string_list,
-    text,
-)
-from af_otel.semconv._shape import (
+from af_otel.semconv.builders import (
     Absent,
     Part,
     content_value,
@@ -40,7 +31,16 @@ from af_otel.semconv._shape import (
     tool_call,
     unreadable,
 )
-from af_otel.semconv._tables import Row, bucket, dense, read_rows
+from af_otel.semconv.coerce import (
+    JsonValue,
+    choice_count,
+    integer,
+    number,
+    parse_json,
+    string_list,
+    text,
+)
+from af_otel.semconv.rows import Row, bucket, dense, read_rows
 
 REQUEST_TYPE: Final = "llm.request.type"
 LLM_REQUEST_TYPES: Final = frozenset({"chat", "completion"})

@@ -7,7 +7,7 @@ from typing import Any
 from af_otel import names
 from af_otel.model import Request
 from af_otel.model.fields import defaulted
-from af_otel.processor.gaps import captured_at_sdk, gaps_of
+from af_otel.processor.export_gaps import captured_at_sdk, gaps_of
 from af_otel.receipts import mint_receipt
 
 ALL_DIALS = {

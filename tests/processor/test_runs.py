@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from af_otel.model import Request
-from af_otel.processor.runs import HISTORY_DEPTH, STATE_DEPTH, Finished, RunState, RunTable
+from af_otel.processor.run_table import HISTORY_DEPTH, STATE_DEPTH, Finished, RunState, RunTable
 
 
 def test_least_recently_used_run_is_evicted_past_the_bound() -> None:

@@ -161,7 +161,7 @@ class Recorder:
 def file_recorder(path: Path, store: Store, **options: Any) -> Iterator[Recorder]:
     """A recorder whose spans go to OTLP JSON lines at ``path`` (the provider af_otel ships for
     that); the file is complete when the block exits."""
-    from af_otel.processor.pipeline import json_lines_provider
+    from af_otel.cli.pipeline import json_lines_provider
 
     provider = json_lines_provider(path, store=store, service_name="reader-tests", **options)
     made = Recorder(store, provider=provider)

@@ -21,7 +21,7 @@ BLOCKED = textwrap.dedent(
 
     sys.meta_path.insert(0, NoOpenTelemetry())
     from af_otel import served_views, verify, SERVED_GAPS
-    from af_otel.reader import render_report
+    from af_otel.cli.report import render_report
     from tests.reader.synthetic import synthetic_run
 
     requests = [{"messages": [{"role": "user", "content": "hi"}]},

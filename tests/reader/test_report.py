@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from af_otel import names
+from af_otel.cli.report import render_epoch_page, render_notice, render_report
 from af_otel.processor import run
-from af_otel.reader.report import render_epoch_page, render_notice, render_report
 from af_otel.reader.verify import verify
 from af_otel.reader.view import served_views
 from af_otel.store import LocalStore, Store

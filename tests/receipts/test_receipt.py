@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from af_otel import names
-from af_otel.receipts import Receipt, ReceiptRejected, mint_receipt, receipt_digest
+from af_otel.receipts import MalformedReceipt, Receipt, mint_receipt, receipt_digest
 
 REQUEST: dict[str, Any] = {
     "system": "be brief",
@@ -115,9 +115,9 @@ def _set(key: str, value: object) -> Any:
     ],
 )
 def test_malformed_attributes_are_rejected_with_a_reason(mutate: Any, reason: str) -> None:
-    """Each malformed or missing attribute gives ReceiptRejected whose reason names it."""
+    """Each malformed or missing attribute gives MalformedReceipt whose reason names it."""
     result = Receipt.from_attributes(mutate(_span_attributes(_minted())))
-    assert isinstance(result, ReceiptRejected)
+    assert isinstance(result, MalformedReceipt)
     assert reason in result.reason
 
 
@@ -127,9 +127,9 @@ class _Exploding(dict[str, Any]):
 
 
 def test_an_exploding_mapping_is_rejected_not_raised() -> None:
-    """Even a mapping that raises on read gives ReceiptRejected, never an exception."""
+    """Even a mapping that raises on read gives MalformedReceipt, never an exception."""
     result = Receipt.from_attributes(_Exploding({names.RECEIPT_STATE: "minted"}))
-    assert isinstance(result, ReceiptRejected)
+    assert isinstance(result, MalformedReceipt)
 
 
 _junk = st.one_of(
@@ -174,6 +174,6 @@ def test_mutated_attributes_never_raise_and_never_pass_as_the_original(
     receipt that verifies."""
     original = _minted()
     result = Receipt.from_attributes(attributes)
-    assert result is None or isinstance(result, Receipt | ReceiptRejected)
+    assert result is None or isinstance(result, Receipt | MalformedReceipt)
     if isinstance(result, Receipt) and result.minted and result != original:
         assert receipt_digest(result) != result.digest

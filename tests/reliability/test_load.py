@@ -12,7 +12,7 @@ import pytest
 
 from af_otel import ReceiptDigests, Request, mint_receipt, names
 from af_otel.processor import ReceiptSpanProcessor
-from af_otel.processor.runs import MAX_RUNS
+from af_otel.processor.run_table import MAX_RUNS
 
 from .agents import (
     Collecting,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from af_otel.semconv._coerce import (
+from af_otel.semconv.coerce import (
     BAD,
     choice_count,
     integer,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_otel.semconv._coerce import number, text
-from af_otel.semconv._tables import Row, bucket, dense, read_rows
+from af_otel.semconv.coerce import number, text
+from af_otel.semconv.rows import Row, bucket, dense, read_rows
 
 
 def test_first_coercible_source_wins_and_bad_ones_are_skipped() -> None:

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from itertools import chain
 
 from af_otel.errors import UnknownFormatError
-from af_otel.reader.sources._window import Window
 from af_otel.reader.sources.documents import open_document
 from af_otel.reader.sources.files import read_file
 from af_otel.reader.sources.jaeger import ARRAY_KEYS, JaegerSource
@@ -27,6 +26,7 @@ from af_otel.reader.sources.stream import (
     expected_formats,
 )
 from af_otel.reader.sources.tempo import TempoSource
+from af_otel.reader.sources.window import Window
 
 __all__ = [
     "ARRAY_KEYS",

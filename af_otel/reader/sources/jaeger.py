@@ -26,7 +26,6 @@ import orjson
 from af_otel import names
 from af_otel.errors import SourceError
 from af_otel.reader.records import EventRecord, SpanKind, SpanRecord, StatusCode, freeze_attributes
-from af_otel.reader.sources._window import Window
 from af_otel.reader.sources.decoders import (
     Problem,
     array_text,
@@ -44,6 +43,7 @@ from af_otel.reader.sources.fetch import (
 )
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
+from af_otel.reader.sources.window import Window
 
 if TYPE_CHECKING:
     from af_otel.reader.records import AttrValue

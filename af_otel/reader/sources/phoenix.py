@@ -20,7 +20,6 @@ from urllib.parse import quote
 
 from af_otel.errors import TraceNotFoundError
 from af_otel.reader.records import AttrValue, SpanRecord
-from af_otel.reader.sources._window import Window
 from af_otel.reader.sources.decoders import Problem
 from af_otel.reader.sources.fetch import (
     TRACE_NOT_FOUND,
@@ -31,6 +30,7 @@ from af_otel.reader.sources.fetch import (
 )
 from af_otel.reader.sources.otlp import span_record
 from af_otel.reader.sources.stream import SourceFormat, SpanStream
+from af_otel.reader.sources.window import Window
 
 if TYPE_CHECKING:
     import httpx

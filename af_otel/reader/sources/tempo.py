@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.sources._window import DEFAULT_WORKERS, Window, fetch_each
 from af_otel.reader.sources.decoders import message_field
 from af_otel.reader.sources.fetch import (
     ByTraceId,
@@ -28,6 +27,7 @@ from af_otel.reader.sources.fetch import (
 )
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
+from af_otel.reader.sources.window import DEFAULT_WORKERS, Window, fetch_each
 
 if TYPE_CHECKING:
     pass

@@ -31,8 +31,8 @@ from af_otel.reader.sources import (
     Window,
     read_spans,
 )
-from af_otel.reader.sources._window import fetch_each, parse_duration, parse_instant
 from af_otel.reader.sources.tempo import DEFAULT_QUERY
+from af_otel.reader.sources.window import fetch_each, parse_duration, parse_instant
 from af_otel.store import LocalStore
 from tests.reader.recordings import agent, file_recorder
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from af_otel import names
-from af_otel.semconv._coerce import Bad, JsonValue, is_placeholder, json_or_plain, text
+from af_otel.semconv.coerce import Bad, JsonValue, is_placeholder, json_or_plain, text
 
 Part = dict[str, JsonValue]
 

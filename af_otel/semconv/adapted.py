@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from af_otel import names
-from af_otel.semconv._shape import Absent
+from af_otel.semconv.builders import Absent
 from af_otel.semconv.placement import wire_form
 
 Convention = Literal["genai", "openllmetry", "openllmetry-legacy", "openinference"]

@@ -23,7 +23,7 @@ import orjson
 from af_otel.reader.gaps import SERVED_GAPS, BackendNote, Gap, gap_why
 from af_otel.reader.verify import Verdict, VerdictStatus
 from af_otel.reader.view import ServedView
-from af_otel.receipts import ReceiptRejected
+from af_otel.receipts import MalformedReceipt
 
 __all__ = ["FOLD_CHARS", "part_shown", "render_epoch_page", "render_notice", "render_report"]
 
@@ -257,7 +257,7 @@ def _receipt(view: ServedView, verdict: Verdict | None) -> str:
     receipt = view.receipt
     if receipt is None:
         return "<p class='muted'>The span carries no receipt.</p>"
-    if isinstance(receipt, ReceiptRejected):
+    if isinstance(receipt, MalformedReceipt):
         return f"<p class='muted'>The span's receipt could not be read: {_e(receipt.reason)}.</p>"
     if not receipt.minted:
         why = f": {_e(receipt.absent_reason)}" if receipt.absent_reason else ""
