@@ -59,7 +59,8 @@ def test_request_gaps_follow_their_rules(
     assert kinds == sorted(kinds, key=GAP_RANK.__getitem__)
     assert (names.GAP_THINKING_REPLAY in kinds) == sealed
     named = params is not None and choice in ("answer", "other", {"name": "other"})
-    missing = named and tools is not None and choice != "answer"
+    listed = choice == "answer" and tools is not None and ANSWER in tools
+    missing = named and tools is not None and not listed
     assert (names.GAP_FORCED_TOOL_SCHEMA in kinds) == missing
     if not minted:
         assert names.GAP_PROVIDER_DEFAULTS not in kinds
