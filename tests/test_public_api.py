@@ -7,12 +7,12 @@ import inspect
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import af_otel
+from tests.without_otel import run_without_opentelemetry
 
 # The names the receipt core provides; others add theirs to __all__.
 CORE = ("canonical_json", "receipt_hash", "mint_receipt", "ReceiptDigests")
@@ -84,23 +84,10 @@ def test_star_import_gives_exactly_all() -> None:
     assert set(namespace) - {"__builtins__"} == set(af_otel.__all__)
 
 
-BLOCKED = textwrap.dedent(
-    """
-    import importlib.abc
-    import sys
-
-    class NoOpenTelemetry(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name == "opentelemetry" or name.startswith("opentelemetry."):
-                raise ImportError(f"blocked for this test: {name}")
-            return None
-
-    sys.meta_path.insert(0, NoOpenTelemetry())
-    for name in [m for m in sys.modules if m.startswith("opentelemetry")]:
-        del sys.modules[name]
-
+PURE_CORE = """
     import af_otel.canonical
     import af_otel.model
+    import af_otel.model.gap_rules
     import af_otel.receipts
     from af_otel import canonical_json, mint_receipt, receipt_hash
 
@@ -110,24 +97,18 @@ BLOCKED = textwrap.dedent(
     assert canonical_json({"b": 1.0, "a": None}) == b'{"a":null,"b":1}'
     assert receipt_hash("run-1", "hello") == "e4d01446ceea21bc"
     print("ok")
-    """
-)
+"""
 
 
 def test_pure_core_imports_without_opentelemetry() -> None:
     """With every opentelemetry import failing, the pure core imports, mints and hashes."""
-    result = subprocess.run(
-        [sys.executable, "-c", BLOCKED], capture_output=True, text=True, timeout=120, check=False
-    )
+    result = run_without_opentelemetry(PURE_CORE)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
 
 
 def test_blocking_really_blocks() -> None:
     """The blocker used above does make an OpenTelemetry import fail (so the test can fail)."""
-    code = BLOCKED.split("import af_otel.canonical")[0] + "import opentelemetry.trace\n"
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
+    result = run_without_opentelemetry("import opentelemetry.trace")
     assert result.returncode != 0
     assert "blocked for this test: opentelemetry" in result.stderr

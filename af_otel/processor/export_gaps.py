@@ -1,7 +1,6 @@
 """The gap kinds the emit path already knows when a span is exported (docs/processor.md, gaps known at export).
 
-Ordered most suspicious first, as the reader orders them: what makes the whole record suspect
-(``no-run-log``, ``no-receipt-on-chart``, ``span-limits``) before caveats about single fields.
+Ordered most suspicious first, in the reader's order (`af_otel.model.gap_rules.GAP_ORDER`).
 
 Rules decided here (docs/processor.md restates them):
 
@@ -9,9 +8,9 @@ Rules decided here (docs/processor.md restates them):
   span limits (the receipt is then absent with ``content-cut``).
 * ``unrecorded-field``: the instrumentation cannot record a field that matters for this request
   at its provider (`af_otel.semconv.ledger`); the fields are listed on ``af.receipt.unrecorded``.
-* ``provider-defaults``: a receipt exists and a setting the request's provider has (and the
-  instrumentation records) is not set: the provider filled it with a default no record shows.
-  Settings the provider does not have (Anthropic has no seed) are never listed.
+* ``provider-defaults``, ``thinking-replay``, ``forced-tool-schema``: decided from the request by
+  `af_otel.model.gap_rules`, the rules the reader applies too; the writer records them only for a
+  call with a receipt.
 * ``cache-transform``: raised unless the request was captured at the provider SDK's own call by an
   instrumentation of that SDK (`SDK_SCOPES`) *and* the span names the provider's own API host
   (`PROVIDER_HOSTS`): then only the SDK's serializer stands between the record and the wire. A
@@ -21,19 +20,19 @@ Rules decided here (docs/processor.md restates them):
 * ``server-held-history``: the call continues state the provider's server holds (the Responses
   API's ``previous_response_id``), or the request shows a tell-tale of history it does not carry
   (`af_otel.semconv.responses`): the model saw more than the record.
-* ``thinking-replay``: a reasoning part without content, or carrying a signature or encrypted
-  payload, or a redacted-thinking part: what the model read is not what is on record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from af_otel import names
-from af_otel.model import Request, sealed_reasoning
-from af_otel.model.fields import defaulted
+from af_otel.model import Request
+from af_otel.model.gap_rules import GAP_ORDER, request_gaps, sealed_messages
 from af_otel.receipts import Receipt
+
+__all__ = ["ORDER", "PROVIDER_HOSTS", "SDK_SCOPES", "captured_at_sdk", "gaps_of", "sealed_messages"]
 
 SDK_SCOPES: Final = frozenset(
     {
@@ -53,17 +52,7 @@ PROVIDER_HOSTS: Final[Mapping[str, frozenset[str]]] = {
     "openai": frozenset({"api.openai.com"}),
     "anthropic": frozenset({"api.anthropic.com"}),
 }
-ORDER: Final = (
-    names.GAP_NO_RUN_LOG,
-    names.GAP_NO_RECEIPT,
-    names.GAP_SPAN_LIMITS,
-    names.GAP_UNRECORDED,
-    names.GAP_HELD_HISTORY,
-    names.GAP_CACHE_TRANSFORM,
-    names.GAP_PROVIDER_DEFAULTS,
-    names.GAP_THINKING_REPLAY,
-    names.GAP_FORCED_TOOL_SCHEMA,
-)
+ORDER: Final = GAP_ORDER
 
 
 def gaps_of(
@@ -95,19 +84,18 @@ def gaps_of(
     if not direct_capture:
         found.add(names.GAP_CACHE_TRANSFORM)
     if minted and request is not None:
-        if defaulted(
-            request.params,
-            request.provider,
-            tools=bool(request.tools),
-            unrecorded_fields=unrecorded,
-            model=request.model,
-        ):
-            found.add(names.GAP_PROVIDER_DEFAULTS)
-        if sealed if sealed is not None else sealed_messages(request.messages):
-            found.add(names.GAP_THINKING_REPLAY)
-        forced = request.forced_tool()
-        if forced is not None and forced != "required" and forced not in request.tool_names:
-            found.add(names.GAP_FORCED_TOOL_SCHEMA)
+        found.update(
+            kind
+            for kind, _ in request_gaps(
+                request.params,
+                request.tools,
+                provider=request.provider,
+                model=request.model,
+                sealed=sealed if sealed is not None else sealed_messages(request.messages),
+                minted=True,
+                unrecorded=unrecorded,
+            )
+        )
     return [kind for kind in ORDER if kind in found]
 
 
@@ -127,8 +115,3 @@ def captured_at_sdk(
     if not isinstance(host, str):
         return False
     return host in PROVIDER_HOSTS.get(provider, frozenset()) or host.lower() in trusted_hosts
-
-
-def sealed_messages(messages: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether any of ``messages`` replays reasoning whose content is withheld or encrypted."""
-    return any(sealed_reasoning(message) for message in messages)

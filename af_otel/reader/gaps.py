@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Final, Literal, Protocol
 
 from af_otel import names
+from af_otel.model.gap_rules import GAP_RANK
 
 __all__ = [
     "CAUSE_NOT_COMMITTED",
@@ -91,9 +92,8 @@ class Gap:
         return SERVED_GAPS[self.kind].partial
 
 
-# Declaration order IS the view's order: most suspicious first. What makes the whole request
-# unknown or partial comes before what leaves one field unprovable, and that before caveats about
-# what lay beyond the record, so a renderer that shows only the first gap shows the one that matters.
+# Declared in the order gaps are listed on a view (`af_otel.model.gap_rules.GAP_ORDER`, most
+# suspicious first); the catalogue is listed in that order whatever the declaration.
 _CATALOGUE: Final = (
     GapKind(
         names.GAP_NO_FOLD_BASE,
@@ -213,8 +213,9 @@ _CATALOGUE: Final = (
     ),
 )
 
-SERVED_GAPS: Final[Mapping[str, GapKind]] = MappingProxyType({g.kind: g for g in _CATALOGUE})
-_RANK: Final = {kind: rank for rank, kind in enumerate(SERVED_GAPS)}
+SERVED_GAPS: Final[Mapping[str, GapKind]] = MappingProxyType(
+    {g.kind: g for g in sorted(_CATALOGUE, key=lambda g: GAP_RANK[g.kind])}
+)
 
 UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -276,7 +277,7 @@ def order_gaps(found: Iterable[Gap]) -> tuple[Gap, ...]:
     by_kind: dict[str, Gap] = {}
     for item in found:
         by_kind.setdefault(item.kind, item)
-    return tuple(sorted(by_kind.values(), key=lambda g: _RANK[g.kind]))
+    return tuple(sorted(by_kind.values(), key=lambda g: GAP_RANK[g.kind]))
 
 
 class BackendNote(Protocol):

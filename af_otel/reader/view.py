@@ -18,9 +18,10 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import FrozenDict, Request, sealed_reasoning
-from af_otel.model.fields import defaulted, order_fields
+from af_otel.model.fields import order_fields
+from af_otel.model.gap_rules import request_gaps, sealed_messages
 from af_otel.model.prefix import common_prefix
-from af_otel.model.request import REQUEST_KEYS, forced_tool, normalize_params
+from af_otel.model.request import REQUEST_KEYS, normalize_params
 from af_otel.reader.arguments import spans_only
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
 from af_otel.reader.folded import FoldKey, SameCall, fold_key, split_folded
@@ -292,22 +293,19 @@ def _common_gaps(
         found.append(no_receipt)
     if not minted or not has_recorded or names.GAP_CACHE_TRANSFORM in recorded:
         found.append(gap(names.GAP_CACHE_TRANSFORM))
-    if sealed:
-        found.append(gap(names.GAP_THINKING_REPLAY, "reasoning withheld or sealed"))
-    choice = forced_tool(params.get("tool_choice")) if params is not None else None
-    named = {t.get("name") for t in tools} if tools is not None else set()
-    if choice is not None and choice != "required" and tools is not None and choice not in named:
-        found.append(gap(names.GAP_FORCED_TOOL_SCHEMA, f"tool {choice!r} is forced"))
     provider, model = values.get("provider"), values.get("model")
-    unset = defaulted(
-        params if params is not None else FrozenDict(),
-        provider if isinstance(provider, str) else None,
-        tools=tools is None or bool(tools),
-        unrecorded_fields=unrecorded,
-        model=model if isinstance(model, str) else None,
+    found += (
+        gap(kind, detail)
+        for kind, detail in request_gaps(
+            params,
+            tools,
+            provider=provider if isinstance(provider, str) else None,
+            model=model if isinstance(model, str) else None,
+            sealed=sealed,
+            minted=minted,
+            unrecorded=unrecorded,
+        )
     )
-    if minted and unset:
-        found.append(gap(names.GAP_PROVIDER_DEFAULTS, "not set: " + ", ".join(unset)))
     for kind in sorted(recorded & _TAKEN_FROM_WRITER):
         found.append(gap(kind, "recorded by the writer"))
     return found
@@ -427,7 +425,7 @@ def _run_views(
         if own:
             sealed = scan(record.epoch, run.fold_parents.get(record.epoch, 0), messages)
         else:
-            sealed = messages is not None and any(sealed_reasoning(m) for m in messages)
+            sealed = messages is not None and sealed_messages(messages)
         found: list[Gap] = []
         if run.base_problem is not None:
             found.append(gap(names.GAP_NO_FOLD_BASE, run.base_problem))

@@ -1,7 +1,9 @@
-"""The collector-config stack as the tests see it: its files parsed, and the names they must use.
+"""The collector-config stack as the tests see it: its files parsed, and the series each source
+of metrics makes from its configuration (`collector_source`, `tempo_source`, `af_otel_source`).
 
-Every expected name is derived from `af_otel.names` (and the GenAI semconv package for the
-`gen_ai.*` keys), so a rename there breaks the structural tests instead of drifting silently.
+Names are derived from the configuration and from `af_otel.names` (and the GenAI semconv package
+for the `gen_ai.*` keys), so a rename on either side breaks the structural tests instead of
+drifting silently.
 """
 
 from __future__ import annotations
@@ -37,17 +39,10 @@ GRAFANA_PROVIDERS = STACK / "grafana/provisioning/dashboards/dashboards.yaml"
 DASHBOARD = STACK / "grafana/dashboards/af-otel-receipts.json"
 UNIT_TESTS = Path(__file__).with_name("alerts_test.yaml")
 
-# Span attributes that become span-metric dimensions, in the order both configs list them.
-DIMENSIONS: tuple[str, ...] = (
-    names.RECEIPT_STATE,
-    names.GAP_NO_RECEIPT_ON_CHART,
-    names.RECEIPT_ABSENT_REASON,
-    GEN_AI_OPERATION_NAME,
-    GEN_AI_REQUEST_MODEL,
-)
-
 # The operations whose spans are LLM calls: those af_otel mints receipts for.
 LLM_OPERATIONS: frozenset[str] = genai.LLM_OPERATIONS
+OPERATION = GEN_AI_OPERATION_NAME
+MODEL = GEN_AI_REQUEST_MODEL
 
 
 def prometheus_name(otel_name: str) -> str:
@@ -55,21 +50,98 @@ def prometheus_name(otel_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", otel_name)
 
 
-# Metric names as each source exposes them to Prometheus.
-# span_metrics connector (default namespace traces.span.metrics) through the prometheus exporter
-COLLECTOR_CALLS = "traces_span_metrics_calls_total"
-TEMPO_CALLS = "traces_spanmetrics_calls_total"  # Tempo metrics-generator, fixed name
-RECEIPTS = prometheus_name(names.METRIC_RECEIPTS) + "_total"  # counter -> _total suffix
-# The reader's verdict counter, as Prometheus names it (af-otel verify adds to it).
-VERDICTS = names.METRIC_VERDICTS.replace(".", "_") + "_total"
+# af_otel's receipt counter as Prometheus names it (a counter gets the _total suffix).
+RECEIPTS = prometheus_name(names.METRIC_RECEIPTS) + "_total"
+# Labels Prometheus adds to every series it scrapes.
+SCRAPE_LABELS = frozenset({"job", "instance"})
+# What the span_metrics connector puts on every series besides the configured dimensions.
+_CONNECTOR_LABELS = ("service.name", "span.name", "span.kind", "status.code")
+_CONNECTOR_NAMESPACE = "traces.span.metrics"  # the connector's default
+_UNIT_WORDS = {"s": "seconds", "ms": "milliseconds"}  # the exporter's unit suffixes
+# Tempo's metrics-generator names its span-metrics series itself, whatever its configuration,
+# and puts these labels on each besides the configured dimensions.
+_TEMPO_SERIES = (
+    "traces_spanmetrics_calls_total",
+    "traces_spanmetrics_latency_bucket",
+    "traces_spanmetrics_latency_sum",
+    "traces_spanmetrics_latency_count",
+    "traces_spanmetrics_size_total",
+)
+_TEMPO_LABELS = ("service", "span_name", "span_kind", "status_code")
 
-# The service label each source puts on its series, by alerts.yaml group.
-GROUPS: dict[str, tuple[str, str]] = {
-    "af-otel-receipts": (RECEIPTS, "job"),
-    "af-otel-collector-spans": (COLLECTOR_CALLS, "service_name"),
-    "af-otel-tempo-spans": (TEMPO_CALLS, "service"),
-    "af-otel-verification": (VERDICTS, "job"),
-}
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One source of series in the stack's Prometheus, as its configuration makes it: each metric
+    it emits with the labels its series can carry, and the label that names the application."""
+
+    name: str
+    series: dict[str, frozenset[str]]
+    service_label: str
+
+
+def _type(component_id: str) -> str:
+    return component_id.split("/", 1)[0]
+
+
+def collector_source() -> Source:
+    """The series otelcol.yaml's span_metrics connectors reach Prometheus with: only through a
+    metrics pipeline that exports to a prometheus exporter, named by that exporter."""
+    config = load_yaml(OTELCOL)
+    series: dict[str, frozenset[str]] = {}
+    for connector_id, connector in (config.get("connectors") or {}).items():
+        if _type(connector_id) != "span_metrics":
+            continue
+        dimensions = [d["name"] for d in connector.get("dimensions", [])]
+        labels = SCRAPE_LABELS | {prometheus_name(n) for n in (*_CONNECTOR_LABELS, *dimensions)}
+        namespace = connector.get("namespace", _CONNECTOR_NAMESPACE)
+        unit = _UNIT_WORDS[(connector.get("histogram") or {}).get("unit", "ms")]
+        duration = f"{prometheus_name(namespace + '.duration')}_{unit}"
+        for pipeline in config["service"]["pipelines"].values():
+            if connector_id not in pipeline["receivers"]:
+                continue
+            for exporter_id in pipeline["exporters"]:
+                if _type(exporter_id) != "prometheus":
+                    continue
+                # The naming modelled here: classic escaping plus unit and type suffixes.
+                strategy = config["exporters"][exporter_id]["translation_strategy"]
+                assert strategy == "UnderscoreEscapingWithSuffixes", strategy
+                series[prometheus_name(namespace + ".calls") + "_total"] = labels
+                series[duration + "_bucket"] = labels | {"le"}
+                series[duration + "_sum"] = series[duration + "_count"] = labels
+    return Source("collector", series, prometheus_name("service.name"))
+
+
+def tempo_source() -> Source:
+    """The series tempo.yaml's metrics-generator remote-writes to compose's Prometheus."""
+    tempo = load_yaml(TEMPO)
+    generator = tempo["metrics_generator"]
+    overrides = tempo["overrides"]["defaults"]["metrics_generator"]
+    enabled = "span-metrics" in overrides["processors"]
+    writes = [host_port(w["url"])[0] for w in generator["storage"].get("remote_write", [])]
+    if not enabled or "prometheus" not in writes:
+        return Source("tempo", {}, "service")
+    dimensions = generator["processor"]["span_metrics"]["dimensions"]
+    external = (generator.get("registry") or {}).get("external_labels") or {}
+    labels = frozenset({*_TEMPO_LABELS, *external, *map(prometheus_name, dimensions)})
+    series = {
+        name: labels | ({"le"} if name.endswith("_bucket") else set()) for name in _TEMPO_SERIES
+    }
+    return Source("tempo", series, "service")
+
+
+def af_otel_source(exposition: str) -> Source:
+    """af_otel's own counters as ``exposition`` (what the real Prometheus exporter served after
+    af_otel counted on it) shows them, with the labels a scrape adds."""
+    series: dict[str, set[str]] = {}
+    for line in exposition.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, rest = line.partition("{")
+        labels = set(re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="', rest.partition("}")[0]))
+        series.setdefault(name.split()[0], set()).update(labels)
+    series.pop("target_info", None)  # the resource, not a metric af_otel counts on
+    return Source("af_otel", {n: frozenset(ls) | SCRAPE_LABELS for n, ls in series.items()}, "job")
 
 
 def load_yaml(path: Path) -> Any:

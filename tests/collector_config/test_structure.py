@@ -2,9 +2,11 @@
 
 The Collector, Jaeger, Tempo and Grafana ship no package in the registries this project can
 reach, so these tests read their configuration the way each of them would: every pipeline
-names only defined components, every dimension and attribute is the constant af_otel emits,
-ports and paths agree across files, images are pinned, and the dashboard queries what the
-alert rules alert on. Prometheus itself runs for real in test_promtool and test_prometheus_e2e.
+names only defined components, every span-metric dimension is an attribute real af_otel spans
+carry, every metric and label an alert or a dashboard query reads is one a source of the stack
+emits as configured (`stack.collector_source` and the others), ports and paths agree across
+files, and images are pinned. Prometheus itself runs for real in test_promtool and
+test_prometheus_e2e.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 from opentelemetry import metrics
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry, generate_latest
 from starlette.testclient import TestClient
 
@@ -29,9 +32,11 @@ from af_otel.cli.read import count_verdicts
 from af_otel.processor import metrics as receipt_metrics
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.verify import Verdict, VerdictStatus
+from af_otel.store import LocalStore
 from af_otel.web import Evidence
 from af_otel.web.app import create_app
 from af_otel.web.command import DEFAULT_PORT
+from tests.builders import end_attributes, make_pipeline, start_attributes, user
 from tests.web.recorded import Recorded, record
 
 from . import stack
@@ -51,6 +56,84 @@ def _af_names() -> list[str]:
         for key, value in vars(names).items()
         if key.isupper() and isinstance(value, str) and value.startswith("af.")
     ]
+
+
+def _label_value(value: object) -> str:
+    """An attribute value as a span-metrics label value (booleans are lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+    """The attributes of real LLM-call spans made through ReceiptSpanProcessor, as label values:
+    one call with its content on record (``minted``) and one without (``absent``)."""
+    pipeline = make_pipeline(LocalStore(tmp_path_factory.mktemp("written") / "store"))
+    try:
+        for state, content in ((names.STATE_MINTED, True), (names.STATE_ABSENT, False)):
+            span = pipeline.tracer.start_span(
+                state, kind=SpanKind.CLIENT, attributes=start_attributes()
+            )
+            if content:
+                span.set_attributes(end_attributes([user("hi")]))
+            span.end()
+        return {
+            span.name: {k: _label_value(v) for k, v in (span.attributes or {}).items()}
+            for span in pipeline.spans()
+        }
+    finally:
+        pipeline.provider.shutdown()
+
+
+@pytest.fixture(scope="module")
+def exposition() -> str:
+    """What the real Prometheus exporter serves once af_otel has counted on it: one receipt per
+    state (the processor's counting) and one verdict of each kind (af-otel verify's)."""
+    registry = CollectorRegistry()
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    verdicts = [
+        Verdict(status, "run", epoch, f"{epoch:016x}", "test")
+        for epoch, status in enumerate(VerdictStatus, start=1)
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(metrics, "get_meter_provider", lambda: provider)
+        patch.setattr(receipt_metrics, "_counter", None)
+        try:
+            receipt_metrics.count_receipt(names.STATE_ABSENT, names.REASON_NOT_CAPTURED)
+            receipt_metrics.count_receipt(names.STATE_MINTED, None)
+            count_verdicts(verdicts, provider)
+            return generate_latest(registry).decode()
+        finally:
+            provider.shutdown()
+
+
+@pytest.fixture(scope="module")
+def sources(exposition: str) -> tuple[stack.Source, ...]:
+    """Every source of series in the stack's Prometheus, as configured."""
+    return (stack.collector_source(), stack.tempo_source(), stack.af_otel_source(exposition))
+
+
+def _source_of(sources: tuple[stack.Source, ...], metric: str) -> stack.Source:
+    """The one source that emits ``metric``; none or several fails the calling test."""
+    (found,) = [source for source in sources if metric in source.series]
+    return found
+
+
+def _check_query(sources: tuple[stack.Source, ...], expr: str) -> set[str]:
+    """Every metric ``expr`` reads is emitted by a source, every label it matches is one that
+    metric's series carry, and every label it groups by is carried by the metrics it reads.
+    Returns the names of the sources it reads."""
+    selected = stack.selectors(expr)
+    assert selected, expr
+    carried: set[str] = set()
+    read: set[str] = set()
+    for selector in selected:
+        source = _source_of(sources, selector.metric)
+        labels = source.series[selector.metric]
+        assert {label for label, _, _ in selector.matchers} <= labels, (selector, labels)
+        carried |= labels
+        read.add(source.name)
+    assert stack.grouping_labels(expr) <= carried, expr
+    return read
 
 
 # --- the collector ------------------------------------------------------------------------
@@ -112,15 +195,18 @@ class TestCollector:
         published = stack.published_ports("collector")
         assert {published[4317][1], published[4318][1]} == {4317, 4318}
 
-    def test_span_metrics_dimensions_are_af_otel_names(self, otelcol: dict[str, Any]) -> None:
-        """The dimensions are exactly the af_otel and gen_ai constants; the gap scalar defaults to false."""
-        connector = otelcol["connectors"]["span_metrics"]
-        dimensions = connector["dimensions"]
-        assert tuple(d["name"] for d in dimensions) == stack.DIMENSIONS
-        defaults = {d["name"]: d.get("default") for d in dimensions}
-        assert defaults.pop(names.GAP_NO_RECEIPT_ON_CHART) == "false"
-        assert set(defaults.values()) == {None}
-        assert connector["histogram"]["unit"] == "s"
+    def test_span_metrics_dimensions_are_attributes_af_otel_writes(
+        self, otelcol: dict[str, Any], written: dict[str, dict[str, str]]
+    ) -> None:
+        """Every dimension the connector splits by is an attribute real LLM-call spans carry, and
+        a dimension's default is the value a call with its receipt carries."""
+        dimensions = otelcol["connectors"]["span_metrics"]["dimensions"]
+        carried = set().union(*written.values())
+        assert {d["name"] for d in dimensions} <= carried
+        defaults = {d["name"]: d["default"] for d in dimensions if "default" in d}
+        assert defaults
+        for name, default in defaults.items():
+            assert written[names.STATE_MINTED][name] == default
 
     def test_transform_derives_the_scalar_from_the_array(self, otelcol: dict[str, Any]) -> None:
         """Where only af.gaps is present, the scalar gap is set from it, before any exporter sees the span."""
@@ -292,11 +378,12 @@ class TestStripPatterns:
 
 class TestTempo:
     def test_dimensions_match_the_collector(self) -> None:
-        """The metrics-generator splits by the same af_otel and gen_ai attributes as the connector."""
+        """The metrics-generator splits by the same attributes as the collector's connector, so
+        its rules and panels read the same labels."""
         tempo = stack.load_yaml(stack.TEMPO)
-        assert tuple(tempo["metrics_generator"]["processor"]["span_metrics"]["dimensions"]) == (
-            stack.DIMENSIONS
-        )
+        split = tempo["metrics_generator"]["processor"]["span_metrics"]["dimensions"]
+        connector = stack.load_yaml(stack.OTELCOL)["connectors"]["span_metrics"]
+        assert sorted(split) == sorted(d["name"] for d in connector["dimensions"])
 
     def test_remote_writes_to_the_prometheus_service(self) -> None:
         """Span metrics go to compose's prometheus, which accepts remote write."""
@@ -330,28 +417,28 @@ class TestPrometheusConfig:
 # --- alert rules --------------------------------------------------------------------------
 
 
-def _span_metric_labels(service_label: str) -> set[str]:
-    return {service_label, *map(stack.prometheus_name, stack.DIMENSIONS)}
-
-
 class TestAlertRules:
-    def test_each_group_uses_its_sources_metric_and_service_label(self) -> None:
-        """Collector rules use service_name, Tempo rules service, af_otel's counter job."""
-        for group, rule in stack.alert_rules():
-            metric, service_label = stack.GROUPS[group]
-            assert {s.metric for s in stack.selectors(rule["expr"])} == {metric}, rule["alert"]
-            assert service_label in stack.grouping_labels(rule["expr"]), rule["alert"]
+    def test_every_alert_reads_series_the_stack_emits(
+        self, sources: tuple[stack.Source, ...]
+    ) -> None:
+        """Each alert reads metrics a source of the stack emits as configured, matches only
+        labels their series carry, and groups only by such labels."""
+        for _, rule in stack.alert_rules():
+            _check_query(sources, rule["expr"])
 
-    def test_span_metric_labels_are_af_otel_dimensions(self) -> None:
-        """Every label a span-metric rule filters or groups on is a configured dimension."""
+    def test_each_alert_reads_one_source_split_by_its_service_label(
+        self, sources: tuple[stack.Source, ...]
+    ) -> None:
+        """An alert reads one source and groups by the label that names the application there
+        (service_name, service, job); the rules of a group read the same source."""
+        by_group: dict[str, set[str]] = {}
         for group, rule in stack.alert_rules():
-            metric, service_label = stack.GROUPS[group]
-            if metric not in (stack.COLLECTOR_CALLS, stack.TEMPO_CALLS):
-                continue
-            allowed = _span_metric_labels(service_label)
-            assert stack.grouping_labels(rule["expr"]) <= allowed
-            for selector in stack.selectors(rule["expr"]):
-                assert {label for label, _, _ in selector.matchers} <= allowed
+            metrics_read = {s.metric for s in stack.selectors(rule["expr"])}
+            (name,) = {_source_of(sources, metric).name for metric in metrics_read}
+            (source,) = [source for source in sources if source.name == name]
+            assert source.service_label in stack.grouping_labels(rule["expr"]), rule["alert"]
+            by_group.setdefault(group, set()).add(name)
+        assert all(len(read) == 1 for read in by_group.values()), by_group
 
     def test_matcher_values_are_af_otel_values(self) -> None:
         """States, reasons, the gap scalar and LLM operations are matched by their real values."""
@@ -371,21 +458,11 @@ class TestAlertRules:
                 for label, op, value in selector.matchers:
                     seen.add(label)
                     options = value.split("|") if op in ("=~", "!~") else [value]
-                    if label == stack.prometheus_name(stack.DIMENSIONS[3]):
+                    if label == stack.prometheus_name(stack.OPERATION):
                         assert set(options) == stack.LLM_OPERATIONS
                     else:
                         assert set(options) <= checks[label], (rule["alert"], label, value)
         assert set(checks) <= seen
-
-    def test_receipt_rules_use_only_the_counters_attributes(self) -> None:
-        """af_otel_receipts_total is filtered by state and reason only, grouped by job."""
-        allowed = {names.METRIC_ATTR_STATE, names.METRIC_ATTR_REASON}
-        for group, rule in stack.alert_rules():
-            if stack.GROUPS[group][0] != stack.RECEIPTS:
-                continue
-            for selector in stack.selectors(rule["expr"]):
-                assert {label for label, _, _ in selector.matchers} <= allowed
-            assert stack.grouping_labels(rule["expr"]) <= allowed | {"job"}
 
     def test_every_alert_is_labelled_and_explained(self) -> None:
         """Each alert has a unique name, a severity, its source, a summary and a description."""
@@ -398,20 +475,8 @@ class TestAlertRules:
             assert rule["annotations"]["description"]
 
 
-def test_receipts_counter_is_exposed_under_the_name_the_rules_use(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_receipts_counter_is_exposed_under_the_name_the_rules_use(exposition: str) -> None:
     """af_otel's own counting, through the real Prometheus exporter, gives af_otel_receipts_total{state,reason}."""
-    registry = CollectorRegistry()
-    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
-    monkeypatch.setattr(metrics, "get_meter_provider", lambda: provider)
-    monkeypatch.setattr(receipt_metrics, "_counter", None)
-    try:
-        receipt_metrics.count_receipt(names.STATE_ABSENT, names.REASON_NOT_CAPTURED)
-        receipt_metrics.count_receipt(names.STATE_MINTED, None)
-        exposition = generate_latest(registry).decode()
-    finally:
-        provider.shutdown()
     assert f"# TYPE {stack.RECEIPTS} counter" in exposition
     samples = [line for line in exposition.splitlines() if line.startswith(stack.RECEIPTS + "{")]
     by_state = {
@@ -422,28 +487,24 @@ def test_receipts_counter_is_exposed_under_the_name_the_rules_use(
     assert by_state[names.STATE_ABSENT] == names.REASON_NOT_CAPTURED
 
 
-def test_verdict_counter_is_exposed_under_the_name_the_rules_use() -> None:
-    """af-otel verify's counting, through the real Prometheus exporter, gives the series and the
-    `verdict` values the verification alerts match."""
-    registry = CollectorRegistry()
-    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
-    verdicts = [
-        Verdict(status, "run", epoch, f"{epoch:016x}", "test")
-        for epoch, status in enumerate(VerdictStatus, start=1)
+def test_verdict_values_the_alerts_match_are_counted(
+    exposition: str, sources: tuple[stack.Source, ...]
+) -> None:
+    """af-otel verify's counting, through the real Prometheus exporter, gives the `verdict`
+    values the verification alerts match."""
+    (verdicts,) = [
+        metric
+        for metric, labels in _source_of(sources, stack.RECEIPTS).series.items()
+        if names.METRIC_ATTR_VERDICT in labels and metric.endswith("_total")
     ]
-    try:
-        count_verdicts(verdicts, provider)
-        exposition = generate_latest(registry).decode()
-    finally:
-        provider.shutdown()
-    samples = [line for line in exposition.splitlines() if line.startswith(stack.VERDICTS + "{")]
+    samples = [line for line in exposition.splitlines() if line.startswith(verdicts + "{")]
     exposed = {_label(line, names.METRIC_ATTR_VERDICT) for line in samples}
     assert exposed == {status.value for status in VerdictStatus}
     matched = {
         value
-        for group, rule in stack.alert_rules()
-        if stack.GROUPS[group][0] == stack.VERDICTS
+        for _, rule in stack.alert_rules()
         for selector in stack.selectors(rule["expr"])
+        if selector.metric == verdicts
         for label, _, value in selector.matchers
         if label == names.METRIC_ATTR_VERDICT
     }
@@ -451,23 +512,11 @@ def test_verdict_counter_is_exposed_under_the_name_the_rules_use() -> None:
     assert matched <= exposed
 
 
-def test_every_alerted_metric_has_a_source() -> None:
-    """Each metric an alert reads is one a source of this stack emits: af_otel's two counters
-    (exposure checked above), the collector's span_metrics connector, Tempo's generator."""
-    alerted = {s.metric for _, rule in stack.alert_rules() for s in stack.selectors(rule["expr"])}
-    assert alerted == {metric for metric, _ in stack.GROUPS.values()}
-    collector = stack.load_yaml(stack.OTELCOL)
-    # The connector's default namespace gives COLLECTOR_CALLS; a namespace set would rename it.
-    assert "namespace" not in collector["connectors"]["span_metrics"]
-    metrics_pipelines = [
-        p for pid, p in collector["service"]["pipelines"].items() if pid.startswith("metrics")
-    ]
-    assert any(
-        "span_metrics" in p["receivers"] and "prometheus" in p["exporters"]
-        for p in metrics_pipelines
-    )
-    tempo = stack.load_yaml(stack.TEMPO)
-    assert "span-metrics" in tempo["overrides"]["defaults"]["metrics_generator"]["processors"]
+def test_every_source_reaches_prometheus_with_series() -> None:
+    """The collector's connector and Tempo's generator each give Prometheus series as configured
+    (an empty source would leave its alerts reading nothing)."""
+    assert stack.collector_source().series
+    assert stack.tempo_source().series
 
 
 def _label(sample: str, label: str) -> str:
@@ -526,25 +575,22 @@ class TestGrafana:
             for target in panel["targets"]:
                 assert (target["datasource"]["type"], target["datasource"]["uid"]) in sources
 
-    def test_prometheus_queries_use_the_alerted_metrics(self) -> None:
-        """The dashboard queries exactly the metrics the alert rules use, with the same labels."""
-        alerted = {s.metric for _, r in stack.alert_rules() for s in stack.selectors(r["expr"])}
-        charted: set[str] = set()
+    def test_every_query_reads_series_the_stack_emits(
+        self, sources: tuple[stack.Source, ...]
+    ) -> None:
+        """Each Prometheus query of the dashboard reads metrics a source emits as configured, with
+        labels their series carry, and matches LLM operations by af_otel's own list."""
         for target in _targets("prometheus"):
+            _check_query(sources, target["expr"])
             for selector in stack.selectors(target["expr"]):
-                charted.add(selector.metric)
-                (service_label,) = [
-                    label for metric, label in stack.GROUPS.values() if metric == selector.metric
-                ]
-                if selector.metric in (stack.COLLECTOR_CALLS, stack.TEMPO_CALLS):
-                    allowed = _span_metric_labels(service_label)
-                else:
-                    allowed = {names.METRIC_ATTR_STATE, names.METRIC_ATTR_REASON, "verdict"}
-                assert {label for label, _, _ in selector.matchers} <= allowed
-                assert stack.grouping_labels(target["expr"]) <= allowed | {"job"}
                 for label, _, value in selector.matchers:
-                    if label == stack.prometheus_name(stack.DIMENSIONS[3]):
+                    if label == stack.prometheus_name(stack.OPERATION):
                         assert set(value.split("|")) == stack.LLM_OPERATIONS
+
+    def test_the_dashboard_charts_what_the_alerts_read(self) -> None:
+        """Every metric an alert reads has a panel, and no panel charts a metric no alert reads."""
+        alerted = {s.metric for _, r in stack.alert_rules() for s in stack.selectors(r["expr"])}
+        charted = {s.metric for t in _targets("prometheus") for s in stack.selectors(t["expr"])}
         assert charted == alerted
 
     def test_minted_versus_absent_by_service_and_model(self) -> None:
@@ -552,7 +598,7 @@ class TestGrafana:
         wanted = {
             "service_name",
             stack.prometheus_name(names.RECEIPT_STATE),
-            stack.prometheus_name(stack.DIMENSIONS[4]),
+            stack.prometheus_name(stack.MODEL),
         }
         assert any(wanted <= stack.grouping_labels(t["expr"]) for t in _targets("prometheus"))
 
@@ -561,7 +607,7 @@ class TestGrafana:
         queries = {t["query"] for t in _targets("tempo")}
         assert all(t["queryType"] == "traceql" for t in _targets("tempo"))
         gap = f'{{ span.{names.GAPS} = "{names.GAP_NO_RECEIPT}" }}'
-        unseen = f'{{ span.{stack.DIMENSIONS[3]} = "chat" && span.{names.RECEIPT_STATE} = nil }}'
+        unseen = f'{{ span.{stack.OPERATION} = "chat" && span.{names.RECEIPT_STATE} = nil }}'
         assert any(q.startswith(gap) for q in queries)
         assert unseen in queries
 
@@ -610,22 +656,22 @@ class TestCompose:
 
 
 class TestDocs:
-    def test_alerting_doc_explains_every_alert(self) -> None:
-        """docs/alerting.md names every alert in alerts.yaml and every metric it relies on."""
+    def test_alerting_doc_explains_every_alert(self, sources: tuple[stack.Source, ...]) -> None:
+        """docs/alerting.md names every alert in alerts.yaml, every metric they read and the
+        label that names the application in each."""
         text = (stack.ROOT / "docs/alerting.md").read_text(encoding="utf-8")
         for alert in stack.alert_names():
             assert alert in text
-        for metric, label in stack.GROUPS.values():
-            assert metric in text
-            assert label in text
+        for _, rule in stack.alert_rules():
+            for selector in stack.selectors(rule["expr"]):
+                assert selector.metric in text
+                assert _source_of(sources, selector.metric).service_label in text
 
     def test_viewing_doc_gives_the_queries_by_af_names(self) -> None:
         """docs/viewing.md shows the Jaeger tag, the TraceQL queries and the reader command."""
         text = (stack.ROOT / "docs/viewing.md").read_text(encoding="utf-8")
         assert f'{{ span.{names.GAPS} = "{names.GAP_NO_RECEIPT}" }}' in text
-        assert (
-            f'{{ span.{stack.DIMENSIONS[3]} = "chat" && span.{names.RECEIPT_STATE} = nil }}' in text
-        )
+        assert f'{{ span.{stack.OPERATION} = "chat" && span.{names.RECEIPT_STATE} = nil }}' in text
         assert f"{names.GAP_NO_RECEIPT_ON_CHART}=true" in text
         assert "af-otel verify collector-out/traces.jsonl --store" in text
 

@@ -1,4 +1,5 @@
-"""Builders for GenAI-convention spans and an oracle that folds commit events back into states."""
+"""Span builders for the processor's tests (the shared ones come from tests/builders.py) and an
+oracle that folds commit events back into states."""
 
 from __future__ import annotations
 
@@ -11,49 +12,24 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from af_otel import names
 from af_otel.store.items import load_items
+from tests.builders import SYSTEM, TOOLS, assistant, end_attributes, start_attributes, user
 
-SYSTEM = [{"type": "text", "content": "You are terse."}]
-TOOLS = [
-    {
-        "type": "function",
-        "name": "get_weather",
-        "description": "Weather for a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    }
+__all__ = [
+    "SYSTEM",
+    "TOOLS",
+    "af",
+    "assistant",
+    "chat",
+    "commits",
+    "end_attributes",
+    "fold",
+    "llm_spans",
+    "start_attributes",
+    "start_chat",
+    "states",
+    "stored",
+    "user",
 ]
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "parts": [{"type": "text", "content": text}]}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "parts": [{"type": "text", "content": text}]}
-
-
-def start_attributes(model: str = "gpt-4o-mini") -> dict[str, Any]:
-    return {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": "openai",
-        "gen_ai.request.model": model,
-    }
-
-
-def end_attributes(
-    messages: Sequence[Mapping[str, Any]],
-    *,
-    system: Sequence[Mapping[str, Any]] | None = SYSTEM,
-    tools: Sequence[Mapping[str, Any]] | None = TOOLS,
-    temperature: float | None = 0.2,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {"gen_ai.input.messages": json.dumps(list(messages))}
-    if system is not None:
-        out["gen_ai.system_instructions"] = json.dumps(list(system))
-    if tools is not None:
-        out["gen_ai.tool.definitions"] = json.dumps(list(tools))
-    if temperature is not None:
-        out["gen_ai.request.temperature"] = temperature
-    return out
 
 
 def start_chat(tracer: Tracer, *, model: str = "gpt-4o-mini", **extra: Any) -> Span:

@@ -8,6 +8,7 @@ from af_otel import names
 from af_otel.model import Request
 from af_otel.model.fields import defaulted
 from af_otel.processor.export_gaps import captured_at_sdk, gaps_of
+from af_otel.reader.gaps import CAUSE_NOT_COMMITTED, gap, order_gaps
 from af_otel.receipts import mint_receipt
 
 ALL_DIALS = {
@@ -83,7 +84,7 @@ def test_unrecorded_fields_and_cut_records_have_their_gaps() -> None:
         direct_capture=True,
         order_unknown=False,
         cut=True,
-    ) == [names.GAP_NO_RECEIPT, names.GAP_SPAN_LIMITS]
+    ) == [names.GAP_SPAN_LIMITS, names.GAP_NO_RECEIPT]
 
 
 def test_forced_tool_without_its_schema() -> None:
@@ -112,14 +113,14 @@ def test_withheld_reasoning_is_thinking_replay() -> None:
 
 
 def test_order_of_gaps_is_most_suspicious_first() -> None:
-    """Gaps come in the reader's order: run log, receipt, limits, then caveats."""
+    """Gaps come in the reader's order: run log, limits, receipt, then caveats."""
     found = gaps_of(
         receipt=None, request=None, dropped=True, direct_capture=False, order_unknown=True
     )
     assert found == [
         names.GAP_NO_RUN_LOG,
-        names.GAP_NO_RECEIPT,
         names.GAP_SPAN_LIMITS,
+        names.GAP_NO_RECEIPT,
         names.GAP_CACHE_TRANSFORM,
     ]
     text = {"type": "text", "content": "hi"}
@@ -129,6 +130,23 @@ def test_order_of_gaps_is_most_suspicious_first() -> None:
         names.GAP_CACHE_TRANSFORM,
         names.GAP_PROVIDER_DEFAULTS,
     ]
+
+
+def test_the_writer_lists_gaps_in_the_readers_order() -> None:
+    """A span's ``af.gaps`` lists its kinds in the order the reader lists the same kinds."""
+    found = gaps_of(
+        receipt=None,
+        request=None,
+        dropped=True,
+        direct_capture=False,
+        order_unknown=True,
+        unrecorded=("tools",),
+        held=True,
+    )
+    assert len(found) == 6
+    causes = {names.GAP_NO_RECEIPT: CAUSE_NOT_COMMITTED}
+    as_read = order_gaps(gap(kind, cause=causes.get(kind)) for kind in reversed(found))
+    assert [g.kind for g in as_read] == found
 
 
 def test_cache_transform_is_lifted_only_at_the_provider_sdk_with_its_own_host() -> None:

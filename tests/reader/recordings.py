@@ -13,31 +13,26 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span, SpanKind
 
 from af_otel import names
-from af_otel.processor import ReceiptSpanProcessor, run
+from af_otel.processor import run
 from af_otel.reader.records import EventRecord, SpanRecord
 from af_otel.reader.sources import read_spans
 from af_otel.store import Store
+from tests.builders import (
+    WEATHER,
+    assistant,
+    edited,
+    end_attributes,
+    make_pipeline,
+    start_attributes,
+    user,
+)
 
+# Markup in the instructions, so a report that forgets to escape shows it.
 SYSTEM = [{"type": "text", "content": "You are terse. <b>Bold</b> & careful."}]
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-}
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "parts": [{"type": "text", "content": text}]}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "parts": [{"type": "text", "content": text}]}
 
 
 def tool_turn(index: int) -> list[dict[str, Any]]:
@@ -77,12 +72,11 @@ class Recorder:
         provider: TracerProvider | None = None,
         **options: Any,
     ) -> None:
-        self.exporter = InMemorySpanExporter()
         if provider is None:
-            provider = TracerProvider()
-            provider.add_span_processor(
-                ReceiptSpanProcessor(SimpleSpanProcessor(self.exporter), store=store, **options)
-            )
+            pipeline = make_pipeline(store, scope=scope, **options)
+            provider, self.exporter = pipeline.provider, pipeline.exporter
+        else:
+            self.exporter = InMemorySpanExporter()
         self.provider = provider
         # The scope decides, for the writer, whether the provider SDK's own instrumentation made
         # the span (then nothing else stood between the record and the wire).
@@ -97,21 +91,11 @@ class Recorder:
         temperature: float | None = 0.2,
         model: str = "gpt-4o-mini",
     ) -> Span:
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": "openai",
-            "gen_ai.request.model": model,
-            "server.address": "api.openai.com",
-        }
+        attributes = {**start_attributes(model), "server.address": "api.openai.com"}
         span = self.tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
-        content: dict[str, Any] = {"gen_ai.input.messages": json.dumps(list(messages))}
-        if system is not None:
-            content["gen_ai.system_instructions"] = json.dumps(list(system))
-        if tools is not None:
-            content["gen_ai.tool.definitions"] = json.dumps(list(tools))
-        if temperature is not None:
-            content["gen_ai.request.temperature"] = temperature
-        span.set_attributes(content)
+        span.set_attributes(
+            end_attributes(messages, system=system, tools=tools, temperature=temperature)
+        )
         return span
 
     def chat(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> None:
@@ -119,16 +103,8 @@ class Recorder:
 
     def blind_chat(self, model: str = "gpt-4o-mini") -> None:
         """An LLM call whose content the instrumentation did not capture."""
-        span = self.tracer.start_span(
-            f"chat {model}",
-            kind=SpanKind.CLIENT,
-            attributes={
-                "gen_ai.operation.name": "chat",
-                "gen_ai.provider.name": "openai",
-                "gen_ai.request.model": model,
-            },
-        )
-        span.end()
+        attributes = start_attributes(model)
+        self.tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes).end()
 
     def openinference_chat(
         self,
@@ -243,14 +219,7 @@ def replace_span(
 
 def with_attributes(span: SpanRecord, **changes: Any) -> SpanRecord:
     """``changes`` keyed by attribute name with dots as ``__``; None removes the attribute."""
-    attributes = dict(span.attributes)
-    for key, value in changes.items():
-        name = key.replace("__", ".")
-        if value is None:
-            attributes.pop(name, None)
-        else:
-            attributes[name] = value
-    return dataclasses.replace(span, attributes=attributes)
+    return dataclasses.replace(span, attributes=edited(span.attributes, changes))
 
 
 def edit_events(span: SpanRecord, edit: Callable[[EventRecord], EventRecord | None]) -> SpanRecord:
@@ -263,14 +232,8 @@ def commit_events(span: SpanRecord) -> list[EventRecord]:
 
 
 def event_with(event: EventRecord, **changes: Any) -> EventRecord:
-    attributes = dict(event.attributes)
-    for key, value in changes.items():
-        name = key.replace("__", ".")
-        if value is None:
-            attributes.pop(name, None)
-        else:
-            attributes[name] = value
-    return dataclasses.replace(event, attributes=attributes)
+    """As `with_attributes`, on a span event."""
+    return dataclasses.replace(event, attributes=edited(event.attributes, changes))
 
 
 def cut_strings(span: SpanRecord, limit: int = 2048) -> SpanRecord:
