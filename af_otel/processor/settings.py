@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal, TypeVar, get_args
+from typing import Final, Literal, TypedDict, TypeVar, Unpack, get_args
 
 from af_otel import names
 from af_otel.store import Store, open_store
@@ -81,43 +81,63 @@ class Settings:
         return self.content
 
 
-def resolve_settings(
-    *,
-    store: Store | str | os.PathLike[str] | None = None,
-    content: str | None = None,
-    strip_instrumentation_content: bool | None = None,
-    inline_limit: int | None = None,
-    key: bytes | str | None = None,
-    trusted_hosts: str | Iterable[str] | None = None,
-    run_table_bytes: int | None = None,
-    trusted_scope: str | None = None,
-) -> Settings:
+class Options(TypedDict, total=False):
+    """What `ReceiptSpanProcessor` and `ReceiptSpanExporter` take, each left out or None for its
+    ``AF_OTEL_*`` variable, else its default (docs/processor.md)."""
+
+    store: Store | str | os.PathLike[str] | None
+    content: str | None
+    strip_instrumentation_content: bool | None
+    inline_limit: int | None
+    key: bytes | str | None
+    trusted_hosts: str | Iterable[str] | None
+
+
+class AllOptions(Options, total=False):
+    """`Options` and the tuning `resolve_settings` alone takes."""
+
+    run_table_bytes: int | None
+    trusted_scope: str | None
+
+
+def resolve_settings(**options: Unpack[AllOptions]) -> Settings:
     """Each option from its argument, else its environment variable, else its default.
 
-    Raises ``ValueError`` for a bad argument; a bad environment value warns once and falls back."""
-    mode: ContentMode = _choose("content", content, ENV_CONTENT, _content, "auto")
+    Raises ``ValueError`` for a bad argument (``TypeError`` for an unknown one); a bad environment
+    value warns once and falls back."""
+    unknown = sorted(options.keys() - AllOptions.__optional_keys__)
+    if unknown:
+        raise TypeError(f"unexpected option {unknown[0]!r}")
+    get = options.get
+    mode: ContentMode = _choose("content", get("content"), ENV_CONTENT, _content, "auto")
     return Settings(
-        store=None if mode == "none" else _store(store),
+        store=None if mode == "none" else _store(get("store")),
         content=mode,
         strip_instrumentation_content=_choose(
-            "strip_instrumentation_content", strip_instrumentation_content, ENV_STRIP, _flag, False
+            "strip_instrumentation_content",
+            get("strip_instrumentation_content"),
+            ENV_STRIP,
+            _flag,
+            False,
         ),
         inline_limit=_choose(
-            "inline_limit", inline_limit, ENV_INLINE_LIMIT, _size, names.DEFAULT_INLINE_LIMIT
+            "inline_limit", get("inline_limit"), ENV_INLINE_LIMIT, _size, names.DEFAULT_INLINE_LIMIT
         ),
-        key=_key(key),
+        key=_key(get("key")),
         trusted_hosts=_choose(
-            "trusted_hosts", trusted_hosts, ENV_TRUSTED_HOSTS, _hosts, frozenset()
+            "trusted_hosts", get("trusted_hosts"), ENV_TRUSTED_HOSTS, _hosts, frozenset()
         ),
         disabled=sdk_disabled(),
         run_table_bytes=_choose(
             "run_table_bytes",
-            run_table_bytes,
+            get("run_table_bytes"),
             ENV_RUN_TABLE_BYTES,
             _size,
             DEFAULT_RUN_TABLE_BYTES,
         ),
-        trusted_scope=_choose("trusted_scope", trusted_scope, ENV_TRUSTED_SCOPE, _scope, None),
+        trusted_scope=_choose(
+            "trusted_scope", get("trusted_scope"), ENV_TRUSTED_SCOPE, _scope, None
+        ),
     )
 
 
