@@ -25,7 +25,6 @@ Setup without code: ``OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK=af_otel``; or i
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import threading
@@ -36,8 +35,14 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.processor import export_gaps
-from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for
-from af_otel.processor.guard import guard
+from af_otel.processor.engine import (
+    CallFacts,
+    Enrichment,
+    Supplied,
+    engine_for,
+    error_enrichment,
+)
+from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
 from af_otel.semconv import adapt
 
@@ -70,8 +75,13 @@ class ReceiptCompletionHook:
         log_record: Any | None = None,
     ) -> None:
         if span is not None and not sdk_disabled():
-            with guard("completion_hook"):
+            try:
                 mint_on_span(span, inputs, system_instruction, tool_definitions)
+            except Exception as exc:
+                # The span says af_otel failed on it, as the processor's copy would.
+                with guard("completion_hook.error"):
+                    write_on_span(span, error_enrichment())
+                settle("completion_hook", exc)
         chain = self._chained()
         if chain is not None:
             with guard("completion_hook.chain"):
@@ -189,10 +199,10 @@ def _plain(item: Any) -> Any:
 
 def _dumps(value: Any) -> str:
     # util-genai is optional (the `genai` extra) and is what calls this hook: import it only here.
-    try:
-        from opentelemetry.util.genai.utils import gen_ai_json_dumps  # noqa: PLC0415
-    except ImportError:
-        return json.dumps(value, separators=(",", ":"), default=str)
+    # Without it there is no writing the request as util-genai would, so nothing else is tried: any
+    # other serialization could mint a receipt the span's own content would not reproduce.
+    from opentelemetry.util.genai.utils import gen_ai_json_dumps  # noqa: PLC0415
+
     return str(gen_ai_json_dumps(value))
 
 
