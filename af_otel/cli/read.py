@@ -27,6 +27,7 @@ from af_otel import names
 from af_otel.cli import EXIT_PIPE
 from af_otel.cli.report import FOLD_CHARS, part_shown, render_report
 from af_otel.errors import AfOtelError, ReaderError, StoreError
+from af_otel.keys import KeyProblem, find_key
 from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import SERVED_GAPS, gap_why
 from af_otel.reader.records import SpanRecord
@@ -240,18 +241,13 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 
 
 def key_from_args(args: argparse.Namespace) -> bytes | None:
-    """The key of keyed receipts: ``--key-file``, else ``$AF_OTEL_KEY``, else the file
-    ``$AF_OTEL_KEY_FILE`` names; None when none is given."""
-    path = getattr(args, "key_file", None)
-    if path:
-        return Path(path).read_bytes().strip() or None
-    secret = os.environ.get(names.ENV_KEY)
-    if secret:
-        return secret.encode("utf-8")
-    path = os.environ.get(names.ENV_KEY_FILE)
-    if path:
-        return Path(path).read_bytes().strip() or None
-    return None
+    """The key of keyed receipts (`af_otel.keys.find_key`): ``--key-file``, else
+    ``$AF_OTEL_KEY``, else the file ``$AF_OTEL_KEY_FILE`` names; None when none is given.
+    Raises `ReaderError` naming the option or variable when a named file cannot be read."""
+    found = find_key(getattr(args, "key_file", None))
+    if isinstance(found, KeyProblem):
+        raise ReaderError(str(found))
+    return found
 
 
 def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:

@@ -17,10 +17,10 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final, Literal, TypedDict, TypeVar, Unpack, get_args
 
 from af_otel import names
+from af_otel.keys import KeyProblem, find_key
 from af_otel.store import Store, open_store
 
 ContentMode = Literal["auto", "inline", "store", "none"]
@@ -284,15 +284,8 @@ def _key(key: object) -> bytes | None:
         if not isinstance(key, bytes | bytearray) or not key:
             raise ValueError("key: not a non-empty str or bytes")
         return bytes(key)
-    secret = os.environ.get(ENV_KEY)
-    if secret:
-        return secret.encode("utf-8")
-    path = os.environ.get(ENV_KEY_FILE)
-    if path:
-        try:
-            data = Path(path).read_bytes().strip()
-        except OSError:
-            warn_once(ENV_KEY_FILE, path, "plain receipts (the file cannot be read)")
-            return None
-        return data or None
-    return None
+    found = find_key()
+    if isinstance(found, KeyProblem):
+        warn_once(ENV_KEY_FILE, found.path, "plain receipts (the file cannot be read)")
+        return None
+    return found
