@@ -97,22 +97,13 @@ def json_text(value: Any, *, indent: bool = False) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ShownPart:
-    """One content part as a person is shown it: a label ("" for text), its whole text, and the
-    length it folds at (None: never folded)."""
+    """One content part as a person is shown it: a label ("" for text), its whole text, what
+    shows before the fold, and how many characters the fold leaves out."""
 
     label: str
     text: str
-    fold: int | None
-
-    @property
-    def cut(self) -> int:
-        """How many characters the fold leaves out."""
-        return 0 if self.fold is None else max(0, len(self.text) - self.fold)
-
-    @property
-    def head(self) -> str:
-        """What is shown before the fold."""
-        return self.text[: self.fold] if self.cut else self.text
+    head: str
+    cut: int
 
 
 def show_part(
@@ -132,7 +123,8 @@ def show_part(
     else:
         label, content = str(kind), part
     text = content if isinstance(content, str) else json_text(content, indent=indent)
-    return ShownPart(label, text, fold)
+    head = text if fold is None else text[:fold]
+    return ShownPart(label, text, head, len(text) - len(head))
 
 
 def _part(part: Mapping[str, Any]) -> str:

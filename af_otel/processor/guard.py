@@ -14,9 +14,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from af_otel.processor.settings import ENV_STRICT, strict
+from af_otel.processor.settings import strict
 
-__all__ = ["ENV_STRICT", "guard", "report", "settle", "strict"]
+__all__ = ["guard", "report", "settle", "strict"]
 
 _logger = logging.getLogger("af_otel")
 _logged: set[str] = set()

@@ -46,7 +46,6 @@ from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
 from af_otel.semconv import adapt
 
-ENV_CHAIN: Final = ENV_CHAIN_HOOK  # entry-point name of a hook to call after af_otel's
 GROUP: Final = "opentelemetry_genai_completion_hook"
 ENTRY_POINT: Final = "af_otel"
 _INPUT: Final = "gen_ai.input.messages"
@@ -98,7 +97,7 @@ class ReceiptCompletionHook:
         if self._chain_from_env:
             with self._chain_lock:
                 if self._chain_from_env:
-                    self._chain = _load_chain(os.environ.get(ENV_CHAIN, ""))
+                    self._chain = _load_chain(os.environ.get(ENV_CHAIN_HOOK, ""))
                     self._chain_from_env = False
         return self._chain
 
@@ -122,10 +121,10 @@ def _load_chain(name: str) -> Any | None:
                 return entry.load()()
             except Exception as exc:
                 _logger.warning(
-                    "af_otel: %s=%s failed to load (%s); not chained", ENV_CHAIN, name, exc
+                    "af_otel: %s=%s failed to load (%s); not chained", ENV_CHAIN_HOOK, name, exc
                 )
                 return None
-    _logger.warning("af_otel: %s=%s names no completion hook; not chained", ENV_CHAIN, name)
+    _logger.warning("af_otel: %s=%s names no completion hook; not chained", ENV_CHAIN_HOOK, name)
     return None
 
 

@@ -98,13 +98,11 @@ class ReceiptSpanProcessor(ForwardingProcessor):
         super().shutdown()
 
 
-def enrich_span(
-    engine: Engine, span: ReadableSpan, *, numbered: bool = True, run_unknown: bool = False
-) -> ReadableSpan:
+def enrich_span(engine: Engine, span: ReadableSpan, *, run_unknown: bool = False) -> ReadableSpan:
     """The span to forward: an enriched copy for an LLM call, the span itself otherwise.
 
-    Shared by the processor and the exporter (``numbered=False``: no ``on_start`` saw it, so
-    the caller numbered the batch first). Raises on internal failure; the caller guards."""
+    Shared by the processor and the exporter (which numbers a batch's calls before enriching
+    them). Raises on internal failure; the caller guards."""
     context = span.context
     if context is None:
         return span
@@ -134,14 +132,13 @@ def enrich_span(
 def facts_of(
     span: ReadableSpan, key: tuple[int, int], attributes: Any, *, run_unknown: bool = False
 ) -> CallFacts:
-    scope = span.instrumentation_scope
     return CallFacts(
         key=key,
         name=span.name,
         start_time=span.start_time or 0,
         end_time=span.end_time or 0,
         attributes=attributes,
-        scope=scope.name if scope is not None else None,
+        scope=scope_name(span),
         dropped=bool(span.dropped_attributes or span.dropped_events),
         run_unknown=run_unknown,
         limits=limits_of(span),
