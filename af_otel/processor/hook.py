@@ -35,13 +35,7 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.processor import export_gaps
-from af_otel.processor.engine import (
-    CallFacts,
-    Enrichment,
-    Supplied,
-    engine_for,
-    error_enrichment,
-)
+from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for, error_enrichment
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
 from af_otel.semconv import adapt

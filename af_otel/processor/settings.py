@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, TypedDict, TypeVar, Unpack, get_args
 
@@ -108,36 +108,23 @@ def resolve_settings(**options: Unpack[AllOptions]) -> Settings:
     unknown = sorted(options.keys() - AllOptions.__optional_keys__)
     if unknown:
         raise TypeError(f"unexpected option {unknown[0]!r}")
-    get = options.get
-    mode: ContentMode = _choose("content", get("content"), ENV_CONTENT, _content, "auto")
+    mode: ContentMode = _choose(options, "content", ENV_CONTENT, _content, "auto")
     return Settings(
-        store=None if mode == "none" else _store(get("store")),
+        store=None if mode == "none" else _store(options.get("store")),
         content=mode,
         strip_instrumentation_content=_choose(
-            "strip_instrumentation_content",
-            get("strip_instrumentation_content"),
-            ENV_STRIP,
-            _flag,
-            False,
+            options, "strip_instrumentation_content", ENV_STRIP, _flag, False
         ),
         inline_limit=_choose(
-            "inline_limit", get("inline_limit"), ENV_INLINE_LIMIT, _size, names.DEFAULT_INLINE_LIMIT
+            options, "inline_limit", ENV_INLINE_LIMIT, _size, names.DEFAULT_INLINE_LIMIT
         ),
-        key=_key(get("key")),
-        trusted_hosts=_choose(
-            "trusted_hosts", get("trusted_hosts"), ENV_TRUSTED_HOSTS, _hosts, frozenset()
-        ),
+        key=_key(options.get("key")),
+        trusted_hosts=_choose(options, "trusted_hosts", ENV_TRUSTED_HOSTS, _hosts, frozenset()),
         disabled=sdk_disabled(),
         run_table_bytes=_choose(
-            "run_table_bytes",
-            get("run_table_bytes"),
-            ENV_RUN_TABLE_BYTES,
-            _size,
-            DEFAULT_RUN_TABLE_BYTES,
+            options, "run_table_bytes", ENV_RUN_TABLE_BYTES, _size, DEFAULT_RUN_TABLE_BYTES
         ),
-        trusted_scope=_choose(
-            "trusted_scope", get("trusted_scope"), ENV_TRUSTED_SCOPE, _scope, None
-        ),
+        trusted_scope=_choose(options, "trusted_scope", ENV_TRUSTED_SCOPE, _scope, None),
     )
 
 
@@ -188,8 +175,13 @@ def note_written(store: Store) -> None:
 
 
 def _choose(
-    argument: str, value: object, variable: str, parse: Callable[[object], T], default: T
+    options: Mapping[str, object],
+    argument: str,
+    variable: str,
+    parse: Callable[[object], T],
+    default: T,
 ) -> T:
+    value = options.get(argument)
     if value is not None:
         try:
             return parse(value)
