@@ -6,6 +6,7 @@ The public surface is what ``__all__`` lists; everything else is internal.
 from __future__ import annotations
 
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from af_otel.canonical import canonical_json, receipt_hash
@@ -94,5 +95,11 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    # The lazily loaded emit names are listed before their first use, like every other name.
-    return sorted(set(globals()) | set(__all__))
+    # The lazily loaded emit names are listed before their first use, like every other name; the
+    # helpers this module imports for itself (`Any`, `import_module`) are not listed.
+    own = {
+        name
+        for name, value in globals().items()
+        if name.startswith("_") or isinstance(value, ModuleType)
+    }
+    return sorted(own | set(__all__))

@@ -6,7 +6,7 @@ and the collector-config structural tests import these constants so that a renam
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal, get_args
 
 RUN_ID: Final = "af.run.id"
 RUN_BASE: Final = "af.run.base"
@@ -105,3 +105,7 @@ EPOCH_SAME_AS: Final = "af.epoch.same_as"
 GAP_HELD_HISTORY: Final = "server-held-history"
 # On the span: the earlier response (or conversation) id where recorded, else the tell-tale.
 HELD_HISTORY: Final = "af.held_history"
+
+# Commit verbs (`af.commit.verb`, docs/receipt-spec.md section 10): how one commit changes its key.
+CommitVerb = Literal["set", "append", "delete"]
+COMMIT_VERBS: Final[tuple[CommitVerb, ...]] = get_args(CommitVerb)

@@ -31,6 +31,7 @@ from typing import Any
 
 from af_otel import ReceiptDigests, Request, canonical_json, mint_receipt
 from af_otel.receipts import Receipt
+from af_otel.receipts import memo as memo_module
 
 CALLS = 100
 TOOL_EVERY = 5
@@ -142,30 +143,53 @@ class Run:
     sha_bytes: list[int]  # per call
 
 
-def _run(requests: list[Request], *, memo: bool) -> Run:
+def _run(requests: list[Request], *, memo: bool) -> list[float]:
+    """Seconds per call."""
     shared = ReceiptDigests()
-    seconds, sha = [], []
+    seconds = []
     parent: Receipt | int = 0
     for epoch, request in enumerate(requests, start=1):
         digests = shared if memo else ReceiptDigests()
-        before = digests.counts.sha_bytes
         start = time.perf_counter()
         receipt = mint_receipt(
             request, run_id="bench-run", epoch=epoch, parent=parent, digests=digests
         )
         seconds.append(time.perf_counter() - start)
-        sha.append(digests.counts.sha_bytes - before)
         if not receipt.minted:
             raise SystemExit(f"call {epoch} did not mint: {receipt.absent_reason}")
         parent = receipt
-    return Run(seconds, sha)
+    return seconds
 
 
-def _median_runs(runs: list[Run]) -> Run:
-    return Run(
-        [statistics.median(r.seconds[i] for r in runs) for i in range(CALLS)],
-        runs[0].sha_bytes,
-    )
+def _sha_input(requests: list[Request], *, memo: bool) -> list[int]:
+    """Bytes fed to SHA-256 per call, counted in an untimed pass: the mint keeps no counters, so
+    the memo's hash function is wrapped for the length of this pass."""
+    real = memo_module.receipt_hash
+    fed = [0]
+
+    def counting(salt: str, data: str | bytes, *, key: bytes | str | None = None) -> str:
+        fed[0] += len(salt.encode("utf-8", "surrogatepass")) + 1 + len(data)
+        return real(salt, data, key=key)
+
+    shared = ReceiptDigests()
+    sha = []
+    parent: Receipt | int = 0
+    memo_module.receipt_hash = counting
+    try:
+        for epoch, request in enumerate(requests, start=1):
+            before = fed[0]
+            digests = shared if memo else ReceiptDigests()
+            parent = mint_receipt(
+                request, run_id="bench-run", epoch=epoch, parent=parent, digests=digests
+            )
+            sha.append(fed[0] - before)
+    finally:
+        memo_module.receipt_hash = real
+    return sha
+
+
+def _median_seconds(runs: list[list[float]]) -> list[float]:
+    return [statistics.median(r[i] for r in runs) for i in range(CALLS)]
 
 
 def _check(name: str, ok: bool, detail: str) -> bool:
@@ -175,8 +199,8 @@ def _check(name: str, ok: bool, detail: str) -> bool:
 
 def bench(as_string: bool) -> bool:
     requests = _requests(as_string)
-    with_memo: list[Run] = []
-    without: list[Run] = []
+    with_memo: list[list[float]] = []
+    without: list[list[float]] = []
     gc.disable()  # collections land on random calls and would blur a per-call comparison
     try:
         for _ in range(REPEATS):  # alternate so both modes see the same machine
@@ -185,7 +209,8 @@ def bench(as_string: bool) -> bool:
             gc.collect()
     finally:
         gc.enable()
-    memo_run, plain_run = _median_runs(with_memo), _median_runs(without)
+    memo_run = Run(_median_seconds(with_memo), _sha_input(requests, memo=True))
+    plain_run = Run(_median_seconds(without), _sha_input(requests, memo=False))
     unique = _unique_content(requests)
     shape = "one JSON string" if as_string else "structured rows"
     print(

@@ -2,7 +2,7 @@
 that folds each epoch's whole path again, side by side.
 
 A turn is one LLM call after the agent ran seven tools: its commits append the question, seven
-tool calls and their results and the answer one message each, and merge the dials (17 commits a
+tool calls and their results and the answer one message each, and set the dials (17 commits a
 turn, so 100 turns hold about 1,700). Every seventh tool result is over the inline limit and sits
 in the store. Receipts are minted by `mint_receipt` as the writer does; spans are built directly
 as span records, so the figures are the reader's alone.
@@ -110,7 +110,7 @@ def build_run(turns: int, store: Store) -> tuple[SpanRecord, ...]:
         events = []
         for payload, key, verb in [
             *(([m], "messages", "append") for m in new),
-            (params, "params", "merge"),
+            (params, "params", "set"),
         ]:
             seq += 1
             data = canonical_json(payload)

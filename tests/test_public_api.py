@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,11 @@ from tests.without_otel import run_without_opentelemetry
 CORE = ("canonical_json", "receipt_hash", "mint_receipt", "ReceiptDigests")
 
 
+def _readme_api() -> str:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    return readme.split("The Python API is what `af_otel.__all__` lists.")[1].split("\n\n")[0]
+
+
 def test_all_has_no_duplicates_and_holds_the_core() -> None:
     """__all__ lists each name once and includes the receipt core's contract names."""
     assert len(af_otel.__all__) == len(set(af_otel.__all__))
@@ -26,10 +33,7 @@ def test_all_has_no_duplicates_and_holds_the_core() -> None:
 
 def test_readme_lists_exactly_all() -> None:
     """The README's paragraph on the Python API names each name of __all__, and no other."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    paragraph = readme.split("The Python API is what `af_otel.__all__` lists.")[1].split("\n\n")[0]
-    listed = set(re.findall(r"`(\w+)`", paragraph))
-    assert listed == set(af_otel.__all__)
+    assert set(re.findall(r"`(\w+)`", _readme_api())) == set(af_otel.__all__)
 
 
 def test_dir_lists_every_public_name() -> None:
@@ -42,9 +46,19 @@ def test_dir_lists_every_public_name() -> None:
     assert result.stdout.split("\n")[:2] == ["[]", "False"]
 
 
-def test_public_functions_raise_exported_errors() -> None:
-    """Every error class the package defines is exported: what read_spans, verify and the
-    store raise can be caught by the name users import."""
+def test_dir_lists_no_public_name_outside_all() -> None:
+    """Every name dir(af_otel) shows is in __all__, a submodule, or private."""
+    shown = {
+        name
+        for name in dir(af_otel)
+        if not name.startswith("_") and not inspect.ismodule(getattr(af_otel, name))
+    }
+    assert shown == set(af_otel.__all__)
+
+
+def test_every_error_class_is_exported_and_listed_as_an_error() -> None:
+    """Every AfOtelError the package defines is in __all__ and in the README's list of errors,
+    and that list names nothing else (so a value such as MalformedReceipt is not read as one)."""
     from af_otel import errors
 
     defined = {
@@ -53,6 +67,57 @@ def test_public_functions_raise_exported_errors() -> None:
         if inspect.isclass(value) and issubclass(value, af_otel.AfOtelError)
     }
     assert defined <= set(af_otel.__all__)
+    listed = set(re.findall(r"`(\w+)`", _readme_api().split("Errors,")[1]))
+    assert listed == defined
+
+
+def test_malformed_receipt_is_a_value_and_said_to_be() -> None:
+    """MalformedReceipt is a frozen value carrying a reason, not an exception; the README says so."""
+    assert not issubclass(af_otel.MalformedReceipt, BaseException)
+    malformed = af_otel.MalformedReceipt("cut")
+    with pytest.raises(AttributeError):
+        malformed.reason = "other"  # type: ignore[misc]
+    assert "`MalformedReceipt` (a value, not an exception" in " ".join(_readme_api().split())
+
+
+def _bad_calls(tmp: Path) -> dict[str, Callable[[], object]]:
+    (tmp / "garbage.txt").write_text("hello world\n")
+    (tmp / "jaeger.json").write_text(
+        json.dumps({"data": [{"traceID": "ab", "spans": [{"operationName": 3}], "processes": {}}]})
+    )
+    (tmp / "otlp.jsonl").write_text(
+        json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "xx"}]}]}]}) + "\n"
+    )
+    return {
+        "read_spans: no such file": lambda: list(af_otel.read_spans(tmp / "missing.jsonl")),
+        "read_spans: no known format": lambda: list(af_otel.read_spans(tmp / "garbage.txt")),
+        "read_spans: a bad Jaeger span": lambda: list(af_otel.read_spans(tmp / "jaeger.json")),
+        "read_spans: a bad OTLP id": lambda: list(af_otel.read_spans(tmp / "otlp.jsonl")),
+        "canonical_json: NaN": lambda: af_otel.canonical_json(float("nan")),
+        "Request.from_dict: messages not a list": lambda: af_otel.Request.from_dict(
+            {"messages": 3}
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_calls(Path("."))))
+def test_public_functions_raise_exported_errors(case: str, tmp_path: Path) -> None:
+    """What read_spans, canonical_json and Request raise on bad input is an AfOtelError whose
+    own class users can import from af_otel (no internal ValueError escapes)."""
+    with pytest.raises(af_otel.AfOtelError) as raised:
+        _bad_calls(tmp_path)[case]()
+    kind = type(raised.value)
+    assert kind.__name__ in af_otel.__all__
+    assert getattr(af_otel, kind.__name__) is kind
+
+
+def test_mint_and_the_read_functions_answer_bad_input_without_raising(tmp_path: Path) -> None:
+    """mint_receipt names unreadable content by a state; served_views and verify of nothing
+    return nothing."""
+    receipt = af_otel.mint_receipt({"messages": 3}, run_id="r", epoch=1)
+    assert (receipt.state, receipt.absent_reason) == ("absent", "content-unreadable")
+    assert af_otel.served_views([], store=tmp_path / "none") == ()
+    assert af_otel.verify([]) == ()
 
 
 @pytest.mark.parametrize("name", af_otel.__all__)

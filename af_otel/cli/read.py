@@ -25,8 +25,9 @@ from opentelemetry import metrics
 
 from af_otel import names
 from af_otel.cli import EXIT_PIPE
-from af_otel.cli.report import FOLD_CHARS, part_shown, render_report
+from af_otel.cli.report import FOLD_CHARS, json_text, render_report, show_part
 from af_otel.errors import AfOtelError, ReaderError, StoreError
+from af_otel.keys import KeyProblem, find_key
 from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import SERVED_GAPS, gap_why
 from af_otel.reader.records import SpanRecord
@@ -240,18 +241,13 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 
 
 def key_from_args(args: argparse.Namespace) -> bytes | None:
-    """The key of keyed receipts: ``--key-file``, else ``$AF_OTEL_KEY``, else the file
-    ``$AF_OTEL_KEY_FILE`` names; None when none is given."""
-    path = getattr(args, "key_file", None)
-    if path:
-        return Path(path).read_bytes().strip() or None
-    secret = os.environ.get(names.ENV_KEY)
-    if secret:
-        return secret.encode("utf-8")
-    path = os.environ.get(names.ENV_KEY_FILE)
-    if path:
-        return Path(path).read_bytes().strip() or None
-    return None
+    """The key of keyed receipts (`af_otel.keys.find_key`): ``--key-file``, else
+    ``$AF_OTEL_KEY``, else the file ``$AF_OTEL_KEY_FILE`` names; None when none is given.
+    Raises `ReaderError` naming the option or variable when a named file cannot be read."""
+    found = find_key(getattr(args, "key_file", None))
+    if isinstance(found, KeyProblem):
+        raise ReaderError(str(found))
+    return found
 
 
 def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
@@ -499,20 +495,17 @@ def verify_all(views: Sequence[ServedView], key: bytes | None) -> list[Verdict]:
 # -- printing ----------------------------------------------------------------------------------
 
 
-def _fold(text: str, full: bool) -> str:
-    if full or len(text) <= FOLD_CHARS:
-        return text
-    return f"{text[:FOLD_CHARS]}… ({len(text) - FOLD_CHARS:,} more characters; --full shows all)"
-
-
-def _json_text(value: Any) -> str:
+def _json_line(value: Any) -> str:
+    """One line of ``--json`` output: strict JSON, never a repr (`json_text` is for people)."""
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def _part_text(part: Any, full: bool) -> str:
-    label, content = part_shown(part)
-    text = content if isinstance(content, str) else _json_text(content)
-    return _fold(f"[{label}] {text}" if label else text, full)
+    shown = show_part(part, None if full else FOLD_CHARS)
+    text = shown.head
+    if shown.cut:
+        text += f"… ({shown.cut:,} more characters; --full shows all)"
+    return f"[{shown.label}] {text}" if shown.label else text
 
 
 def _indent(text: str, by: str) -> str:
@@ -540,7 +533,7 @@ def print_view(
     params = (
         "not on record"
         if view.params is None
-        else (_json_text(view.params) if view.params else "none set")
+        else (json_text(view.params) if view.params else "none set")
     )
     print(f"  params {params}", file=out)
     unrecorded = [name for name in view.unrecorded if name != "tools"]
@@ -651,7 +644,7 @@ def served_command(args: argparse.Namespace) -> int:
     verdicts = _verdicts_or_none(loaded.views, key_from_args(args))
     for view, verdict in zip(loaded.views, verdicts, strict=True):
         if args.json:
-            sys.stdout.write(_json_text(view_json(view, verdict)) + "\n")
+            sys.stdout.write(_json_line(view_json(view, verdict)) + "\n")
         else:
             print_view(view, verdict, args.full, sys.stdout, loaded.notes)
     return EXIT_OK
@@ -692,7 +685,7 @@ def verify_command(args: argparse.Namespace) -> int:
     verdicts = verify_all(views, key_from_args(args))
     for verdict in verdicts:
         if args.json:
-            sys.stdout.write(_json_text(verdict_json(verdict)) + "\n")
+            sys.stdout.write(_json_line(verdict_json(verdict)) + "\n")
         else:
             print(_verdict_line(verdict))
     damaged = sum(v.status is VerdictStatus.DAMAGED for v in verdicts)

@@ -25,7 +25,15 @@ from af_otel.reader.verify import Verdict, VerdictStatus
 from af_otel.reader.view import ServedView
 from af_otel.receipts import MalformedReceipt
 
-__all__ = ["FOLD_CHARS", "part_shown", "render_epoch_page", "render_notice", "render_report"]
+__all__ = [
+    "FOLD_CHARS",
+    "ShownPart",
+    "json_text",
+    "render_epoch_page",
+    "render_notice",
+    "render_report",
+    "show_part",
+]
 
 # Parts longer than this are shown folded, on this page and by the command line (but with
 # --full): both stay readable with tool results of megabytes.
@@ -77,39 +85,57 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _json(value: Any) -> str:
+def json_text(value: Any, *, indent: bool = False) -> str:
+    """A value as a person reads it, on the page (``indent``) or at the terminal (one line): JSON
+    with sorted keys, or its repr when JSON cannot hold it (a fold marker such as ``UNKNOWN``)."""
+    option = orjson.OPT_SORT_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode()
+        return orjson.dumps(value, option=option).decode()
     except TypeError:
         return repr(value)
 
 
-def _text_block(text: str) -> str:
-    if len(text) <= FOLD_CHARS:
-        return f"<pre>{_e(text)}</pre>"
-    return (
-        f"<pre>{_e(text[:FOLD_CHARS])}…</pre><details><summary>all {len(text):,} characters"
-        f"</summary><pre>{_e(text)}</pre></details>"
-    )
+@dataclass(frozen=True, slots=True)
+class ShownPart:
+    """One content part as a person is shown it: a label ("" for text), its whole text, what
+    shows before the fold, and how many characters the fold leaves out."""
+
+    label: str
+    text: str
+    head: str
+    cut: int
 
 
-def part_shown(part: Mapping[str, Any]) -> tuple[str, object]:
-    """What a person is shown of one content part: a label ("" for text) and its content, a
-    string shown as it is or a value each medium writes as JSON."""
+def show_part(
+    part: Mapping[str, Any], fold: int | None = FOLD_CHARS, *, indent: bool = False
+) -> ShownPart:
+    """The one rendering of a content part, for the page and the command line alike: text as it
+    is, a tool call or result labelled with its name and id, anything else labelled by its type;
+    a value that is not a string is written as `json_text`."""
     kind = part.get("type")
+    content: object
     if kind == "text" and isinstance(part.get("content"), str):
-        return "", part["content"]
-    if kind == "tool_call":
-        return f"tool call {part.get('name')}({part.get('id')})", part.get("arguments")
-    if kind == "tool_call_response":
-        return f"tool result for {part.get('id')}", part.get("response")
-    return str(kind), part
+        label, content = "", part["content"]
+    elif kind == "tool_call":
+        label, content = f"tool call {part.get('name')}({part.get('id')})", part.get("arguments")
+    elif kind == "tool_call_response":
+        label, content = f"tool result for {part.get('id')}", part.get("response")
+    else:
+        label, content = str(kind), part
+    text = content if isinstance(content, str) else json_text(content, indent=indent)
+    head = text if fold is None else text[:fold]
+    return ShownPart(label, text, head, len(text) - len(head))
 
 
 def _part(part: Mapping[str, Any]) -> str:
-    label, content = part_shown(part)
-    block = _text_block(content if isinstance(content, str) else _json(content))
-    return f"<div><code>{_e(label)}</code>{block}</div>" if label else block
+    shown = show_part(part, indent=True)
+    block = f"<pre>{_e(shown.text)}</pre>"
+    if shown.cut:
+        block = (
+            f"<pre>{_e(shown.head)}…</pre><details><summary>all {len(shown.text):,} characters"
+            f"</summary>{block}</details>"
+        )
+    return f"<div><code>{_e(shown.label)}</code>{block}</div>" if shown.label else block
 
 
 @dataclass(slots=True)
@@ -239,7 +265,7 @@ def _verdict(verdict: Verdict | None) -> str:
 
 
 def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else _json(value)
+    text = value if isinstance(value, str) else json_text(value, indent=True)
     return text if len(text) <= 120 else text[:117] + "…"
 
 
@@ -310,11 +336,11 @@ def _request_parts(view: ServedView) -> str:
         tools = "<p class='muted'>No tools were offered.</p>"
     else:
         tools = "".join(
-            f"<details><summary><code>{_e(t.get('name'))}</code></summary><pre>{_e(_json(t))}</pre></details>"
+            f"<details><summary><code>{_e(t.get('name'))}</code></summary><pre>{_e(json_text(t, indent=True))}</pre></details>"
             for t in view.tools
         )
     if view.params:
-        params = f"<pre>{_e(_json(view.params))}</pre>"
+        params = f"<pre>{_e(json_text(view.params, indent=True))}</pre>"
     elif view.params is None:
         params = "<p class='muted'>Not on record.</p>"
     else:

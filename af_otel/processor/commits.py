@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from af_otel import names
 from af_otel.canonical import canonical_json
@@ -24,7 +24,7 @@ from af_otel.processor.guard import report
 from af_otel.processor.settings import Settings, WriteMode, note_written
 from af_otel.store.items import StoredItems
 
-Verb = Literal["set", "append", "delete"]
+Verb = names.CommitVerb
 # A state no call has: what the first call of a run without a base diffs against.
 EMPTY: Final[Mapping[str, Any]] = {"messages": []}
 

@@ -365,7 +365,11 @@ class Engine:
         key = self.settings.key
         if request is None:
             receipt = Receipt(
-                "absent", run.run_id, epoch, parent_epoch, reason or names.REASON_NOT_CAPTURED
+                names.STATE_ABSENT,
+                run.run_id,
+                epoch,
+                parent_epoch,
+                reason or names.REASON_NOT_CAPTURED,
             )
         else:
             receipt = mint_receipt(

@@ -28,10 +28,9 @@ batch always reaches ``inner`` whole and ``inner``'s result is returned as it is
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Unpack
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -42,10 +41,9 @@ from af_otel.processor import context as run_context
 from af_otel.processor import dedupe
 from af_otel.processor.context import current_run
 from af_otel.processor.engine import CallFacts, Engine
-from af_otel.processor.guard import guard, report, strict
-from af_otel.processor.processor import enrich_span, error_copy, facts_of
-from af_otel.processor.settings import resolve_settings
-from af_otel.store import Store
+from af_otel.processor.guard import guard, settle
+from af_otel.processor.processor import ForwardingProcessor, enrich_span, error_copy, facts_of
+from af_otel.processor.settings import Options, resolve_settings
 
 _logger = logging.getLogger("af_otel")
 
@@ -55,26 +53,9 @@ class ReceiptSpanExporter(SpanExporter):
 
     Takes the processor's options (argument > ``AF_OTEL_*`` variable > default)."""
 
-    def __init__(
-        self,
-        inner: SpanExporter,
-        *,
-        store: Store | str | os.PathLike[str] | None = None,
-        content: str | None = None,
-        strip_instrumentation_content: bool | None = None,
-        inline_limit: int | None = None,
-        key: bytes | str | None = None,
-        trusted_hosts: str | Iterable[str] | None = None,
-    ) -> None:
+    def __init__(self, inner: SpanExporter, **options: Unpack[Options]) -> None:
         self._inner = inner
-        self._settings = resolve_settings(
-            store=store,
-            content=content,
-            strip_instrumentation_content=strip_instrumentation_content,
-            inline_limit=inline_limit,
-            key=key,
-            trusted_hosts=trusted_hosts,
-        )
+        self._settings = resolve_settings(**options)
         # Exports arrive after the `af_otel.run` block that made them may have exited: such a
         # block must not free this engine's run state, only idle expiry and root spans do.
         self.engine = Engine(self._settings, deferred=True)
@@ -95,9 +76,7 @@ class ReceiptSpanExporter(SpanExporter):
             out = self._enrich(spans, failures)
         result = self._inner.export(out)
         if failures:
-            if strict():
-                raise failures[0]
-            report("ReceiptSpanExporter.export", failures[0])
+            settle("ReceiptSpanExporter.export", failures[0])
         return result
 
     def _enrich(
@@ -197,13 +176,13 @@ class ReceiptSpanExporter(SpanExporter):
         return bool(self._inner.force_flush(timeout_millis))
 
 
-class RunTagger(SpanProcessor):
+class RunTagger(ForwardingProcessor):
     """Pass-through around the exporter form's batch processor: records the `af_otel.run` block
     each span starts in, for `ReceiptSpanExporter` to read. Every call reaches ``inner`` with the
     very span it was given; outside a run block ``on_start`` costs one context-variable read."""
 
     def __init__(self, inner: SpanProcessor) -> None:
-        self._inner = inner
+        super().__init__(inner)
         # SimpleSpanProcessor and BatchSpanProcessor both name their exporter `span_exporter`.
         exporter = getattr(inner, "span_exporter", None)
         if isinstance(exporter, ReceiptSpanExporter):
@@ -216,20 +195,6 @@ class RunTagger(SpanProcessor):
                 context = span.get_span_context()
                 run_context.tag((context.trace_id, context.span_id), run_id)
         self._inner.on_start(span, parent_context=parent_context)
-
-    def _on_ending(self, span: Span) -> None:
-        ending = getattr(self._inner, "_on_ending", None)
-        if ending is not None:
-            ending(span)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self._inner.on_end(span)
-
-    def shutdown(self) -> None:
-        self._inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return bool(self._inner.force_flush(timeout_millis))
 
 
 def _key_of(span: ReadableSpan) -> tuple[int, int]:

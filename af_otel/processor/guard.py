@@ -14,9 +14,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from af_otel.processor.settings import ENV_STRICT, strict
+from af_otel.processor.settings import strict
 
-__all__ = ["ENV_STRICT", "guard", "report", "strict"]
+__all__ = ["guard", "report", "settle", "strict"]
 
 _logger = logging.getLogger("af_otel")
 _logged: set[str] = set()
@@ -36,12 +36,17 @@ def report(site: str, exc: BaseException) -> None:
         )
 
 
+def settle(site: str, exc: BaseException) -> None:
+    """Re-raise ``exc`` in strict mode, else log it once per ``site``."""
+    if strict():
+        raise exc
+    report(site, exc)
+
+
 @contextmanager
 def guard(site: str) -> Iterator[None]:
     """Swallow (and log once) any exception raised inside, unless strict mode re-raises it."""
     try:
         yield
     except Exception as exc:
-        if strict():
-            raise
-        report(site, exc)
+        settle(site, exc)

@@ -25,7 +25,6 @@ Setup without code: ``OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK=af_otel``; or i
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import threading
@@ -36,12 +35,11 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.processor import export_gaps
-from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for
-from af_otel.processor.guard import guard
+from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for, error_enrichment
+from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
 from af_otel.semconv import adapt
 
-ENV_CHAIN: Final = ENV_CHAIN_HOOK  # entry-point name of a hook to call after af_otel's
 GROUP: Final = "opentelemetry_genai_completion_hook"
 ENTRY_POINT: Final = "af_otel"
 _INPUT: Final = "gen_ai.input.messages"
@@ -70,8 +68,13 @@ class ReceiptCompletionHook:
         log_record: Any | None = None,
     ) -> None:
         if span is not None and not sdk_disabled():
-            with guard("completion_hook"):
+            try:
                 mint_on_span(span, inputs, system_instruction, tool_definitions)
+            except Exception as exc:
+                # The span says af_otel failed on it, as the processor's copy would.
+                with guard("completion_hook.error"):
+                    write_on_span(span, error_enrichment())
+                settle("completion_hook", exc)
         chain = self._chained()
         if chain is not None:
             with guard("completion_hook.chain"):
@@ -88,7 +91,7 @@ class ReceiptCompletionHook:
         if self._chain_from_env:
             with self._chain_lock:
                 if self._chain_from_env:
-                    self._chain = _load_chain(os.environ.get(ENV_CHAIN, ""))
+                    self._chain = _load_chain(os.environ.get(ENV_CHAIN_HOOK, ""))
                     self._chain_from_env = False
         return self._chain
 
@@ -112,10 +115,10 @@ def _load_chain(name: str) -> Any | None:
                 return entry.load()()
             except Exception as exc:
                 _logger.warning(
-                    "af_otel: %s=%s failed to load (%s); not chained", ENV_CHAIN, name, exc
+                    "af_otel: %s=%s failed to load (%s); not chained", ENV_CHAIN_HOOK, name, exc
                 )
                 return None
-    _logger.warning("af_otel: %s=%s names no completion hook; not chained", ENV_CHAIN, name)
+    _logger.warning("af_otel: %s=%s names no completion hook; not chained", ENV_CHAIN_HOOK, name)
     return None
 
 
@@ -189,10 +192,10 @@ def _plain(item: Any) -> Any:
 
 def _dumps(value: Any) -> str:
     # util-genai is optional (the `genai` extra) and is what calls this hook: import it only here.
-    try:
-        from opentelemetry.util.genai.utils import gen_ai_json_dumps  # noqa: PLC0415
-    except ImportError:
-        return json.dumps(value, separators=(",", ":"), default=str)
+    # Without it there is no writing the request as util-genai would, so nothing else is tried: any
+    # other serialization could mint a receipt the span's own content would not reproduce.
+    from opentelemetry.util.genai.utils import gen_ai_json_dumps  # noqa: PLC0415
+
     return str(gen_ai_json_dumps(value))
 
 

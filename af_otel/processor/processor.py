@@ -3,23 +3,45 @@ LLM-call span (every other span passes through as the same object)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
-from typing import Any
+from typing import Any, Unpack
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from af_otel import names
 from af_otel.processor.engine import CallFacts, Engine, environment_limits, error_enrichment
-from af_otel.processor.guard import guard, report, strict
-from af_otel.processor.settings import resolve_settings
+from af_otel.processor.guard import guard, settle
+from af_otel.processor.settings import Options, resolve_settings
 from af_otel.processor.spancopy import copy_span
 from af_otel.semconv import Limits, adapt
-from af_otel.store import Store
 
 
-class ReceiptSpanProcessor(SpanProcessor):
+class ForwardingProcessor(SpanProcessor):
+    """A processor around ``inner`` that hands it every call as it is; subclasses change some."""
+
+    def __init__(self, inner: SpanProcessor) -> None:
+        self._inner = inner
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self._inner.on_start(span, parent_context=parent_context)
+
+    def _on_ending(self, span: Span) -> None:
+        # The SDK's private hook before a span ends (not on `SpanProcessor` in every version).
+        ending = getattr(self._inner, "_on_ending", None)
+        if ending is not None:
+            ending(span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self._inner.on_end(span)
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return bool(self._inner.force_flush(timeout_millis))
+
+
+class ReceiptSpanProcessor(ForwardingProcessor):
     """Mint receipts at each LLM call's end and hand ``inner`` the enriched copy.
 
     ``content``: ``"auto"`` (default) follows the instrumentation: a call whose span carries its
@@ -37,26 +59,9 @@ class ReceiptSpanProcessor(SpanProcessor):
     every span passes through untouched.
     """
 
-    def __init__(
-        self,
-        inner: SpanProcessor,
-        *,
-        store: Store | str | os.PathLike[str] | None = None,
-        content: str | None = None,
-        strip_instrumentation_content: bool | None = None,
-        inline_limit: int | None = None,
-        key: bytes | str | None = None,
-        trusted_hosts: str | Iterable[str] | None = None,
-    ) -> None:
-        self._inner = inner
-        self._settings = resolve_settings(
-            store=store,
-            content=content,
-            strip_instrumentation_content=strip_instrumentation_content,
-            inline_limit=inline_limit,
-            key=key,
-            trusted_hosts=trusted_hosts,
-        )
+    def __init__(self, inner: SpanProcessor, **options: Unpack[Options]) -> None:
+        super().__init__(inner)
+        self._settings = resolve_settings(**options)
         self.engine = Engine(self._settings)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
@@ -73,11 +78,6 @@ class ReceiptSpanProcessor(SpanProcessor):
                 )
         self._inner.on_start(span, parent_context=parent_context)
 
-    def _on_ending(self, span: Span) -> None:
-        ending = getattr(self._inner, "_on_ending", None)
-        if ending is not None:
-            ending(span)
-
     def on_end(self, span: ReadableSpan) -> None:
         if self._settings.disabled:
             self._inner.on_end(span)
@@ -91,25 +91,18 @@ class ReceiptSpanProcessor(SpanProcessor):
             out = error_copy(span)
         self._inner.on_end(out)
         if failure is not None:
-            if strict():
-                raise failure
-            report("ReceiptSpanProcessor.on_end", failure)
+            settle("ReceiptSpanProcessor.on_end", failure)
 
     def shutdown(self) -> None:
         self.engine.close()
-        self._inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return bool(self._inner.force_flush(timeout_millis))
+        super().shutdown()
 
 
-def enrich_span(
-    engine: Engine, span: ReadableSpan, *, numbered: bool = True, run_unknown: bool = False
-) -> ReadableSpan:
+def enrich_span(engine: Engine, span: ReadableSpan, *, run_unknown: bool = False) -> ReadableSpan:
     """The span to forward: an enriched copy for an LLM call, the span itself otherwise.
 
-    Shared by the processor and the exporter (``numbered=False``: no ``on_start`` saw it, so
-    the caller numbered the batch first). Raises on internal failure; the caller guards."""
+    Shared by the processor and the exporter (which numbers a batch's calls before enriching
+    them). Raises on internal failure; the caller guards."""
     context = span.context
     if context is None:
         return span
@@ -139,14 +132,13 @@ def enrich_span(
 def facts_of(
     span: ReadableSpan, key: tuple[int, int], attributes: Any, *, run_unknown: bool = False
 ) -> CallFacts:
-    scope = span.instrumentation_scope
     return CallFacts(
         key=key,
         name=span.name,
         start_time=span.start_time or 0,
         end_time=span.end_time or 0,
         attributes=attributes,
-        scope=scope.name if scope is not None else None,
+        scope=scope_name(span),
         dropped=bool(span.dropped_attributes or span.dropped_events),
         run_unknown=run_unknown,
         limits=limits_of(span),

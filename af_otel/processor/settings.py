@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Final, Literal, TypeVar, get_args
+from typing import Final, Literal, TypedDict, TypeVar, Unpack, get_args
 
 from af_otel import names
+from af_otel.keys import KeyProblem, find_key
 from af_otel.store import Store, open_store
 
 ContentMode = Literal["auto", "inline", "store", "none"]
@@ -81,43 +81,50 @@ class Settings:
         return self.content
 
 
-def resolve_settings(
-    *,
-    store: Store | str | os.PathLike[str] | None = None,
-    content: str | None = None,
-    strip_instrumentation_content: bool | None = None,
-    inline_limit: int | None = None,
-    key: bytes | str | None = None,
-    trusted_hosts: str | Iterable[str] | None = None,
-    run_table_bytes: int | None = None,
-    trusted_scope: str | None = None,
-) -> Settings:
+class Options(TypedDict, total=False):
+    """What `ReceiptSpanProcessor` and `ReceiptSpanExporter` take, each left out or None for its
+    ``AF_OTEL_*`` variable, else its default (docs/processor.md)."""
+
+    store: Store | str | os.PathLike[str] | None
+    content: str | None
+    strip_instrumentation_content: bool | None
+    inline_limit: int | None
+    key: bytes | str | None
+    trusted_hosts: str | Iterable[str] | None
+
+
+class AllOptions(Options, total=False):
+    """`Options` and the tuning `resolve_settings` alone takes."""
+
+    run_table_bytes: int | None
+    trusted_scope: str | None
+
+
+def resolve_settings(**options: Unpack[AllOptions]) -> Settings:
     """Each option from its argument, else its environment variable, else its default.
 
-    Raises ``ValueError`` for a bad argument; a bad environment value warns once and falls back."""
-    mode: ContentMode = _choose("content", content, ENV_CONTENT, _content, "auto")
+    Raises ``ValueError`` for a bad argument (``TypeError`` for an unknown one); a bad environment
+    value warns once and falls back."""
+    unknown = sorted(options.keys() - AllOptions.__optional_keys__)
+    if unknown:
+        raise TypeError(f"unexpected option {unknown[0]!r}")
+    mode: ContentMode = _choose(options, "content", ENV_CONTENT, _content, "auto")
     return Settings(
-        store=None if mode == "none" else _store(store),
+        store=None if mode == "none" else _store(options.get("store")),
         content=mode,
         strip_instrumentation_content=_choose(
-            "strip_instrumentation_content", strip_instrumentation_content, ENV_STRIP, _flag, False
+            options, "strip_instrumentation_content", ENV_STRIP, _flag, False
         ),
         inline_limit=_choose(
-            "inline_limit", inline_limit, ENV_INLINE_LIMIT, _size, names.DEFAULT_INLINE_LIMIT
+            options, "inline_limit", ENV_INLINE_LIMIT, _size, names.DEFAULT_INLINE_LIMIT
         ),
-        key=_key(key),
-        trusted_hosts=_choose(
-            "trusted_hosts", trusted_hosts, ENV_TRUSTED_HOSTS, _hosts, frozenset()
-        ),
+        key=_key(options.get("key")),
+        trusted_hosts=_choose(options, "trusted_hosts", ENV_TRUSTED_HOSTS, _hosts, frozenset()),
         disabled=sdk_disabled(),
         run_table_bytes=_choose(
-            "run_table_bytes",
-            run_table_bytes,
-            ENV_RUN_TABLE_BYTES,
-            _size,
-            DEFAULT_RUN_TABLE_BYTES,
+            options, "run_table_bytes", ENV_RUN_TABLE_BYTES, _size, DEFAULT_RUN_TABLE_BYTES
         ),
-        trusted_scope=_choose("trusted_scope", trusted_scope, ENV_TRUSTED_SCOPE, _scope, None),
+        trusted_scope=_choose(options, "trusted_scope", ENV_TRUSTED_SCOPE, _scope, None),
     )
 
 
@@ -168,8 +175,13 @@ def note_written(store: Store) -> None:
 
 
 def _choose(
-    argument: str, value: object, variable: str, parse: Callable[[object], T], default: T
+    options: Mapping[str, object],
+    argument: str,
+    variable: str,
+    parse: Callable[[object], T],
+    default: T,
 ) -> T:
+    value = options.get(argument)
     if value is not None:
         try:
             return parse(value)
@@ -264,15 +276,8 @@ def _key(key: object) -> bytes | None:
         if not isinstance(key, bytes | bytearray) or not key:
             raise ValueError("key: not a non-empty str or bytes")
         return bytes(key)
-    secret = os.environ.get(ENV_KEY)
-    if secret:
-        return secret.encode("utf-8")
-    path = os.environ.get(ENV_KEY_FILE)
-    if path:
-        try:
-            data = Path(path).read_bytes().strip()
-        except OSError:
-            warn_once(ENV_KEY_FILE, path, "plain receipts (the file cannot be read)")
-            return None
-        return data or None
-    return None
+    found = find_key()
+    if isinstance(found, KeyProblem):
+        warn_once(ENV_KEY_FILE, found.path, "plain receipts (the file cannot be read)")
+        return None
+    return found

@@ -11,12 +11,25 @@ instrumentation's own (the SDK evicts the oldest first, which are the ``gen_ai.*
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import Link
+
+# The fields the copy takes from the span as they are (`ReadableSpan` keyword names).
+_KEPT: Final = (
+    "name",
+    "context",
+    "parent",
+    "resource",
+    "kind",
+    "status",
+    "start_time",
+    "end_time",
+    "instrumentation_scope",
+)
 
 
 def copy_span(
@@ -46,17 +59,5 @@ def copy_span(
     link_list: BoundedList[Link] = BoundedList(None)
     link_list.extend(span.links)
     link_list.dropped = span.dropped_links
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=bounded,
-        events=event_list,
-        links=link_list,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    kept = {name: getattr(span, name) for name in _KEPT}
+    return ReadableSpan(**kept, attributes=bounded, events=event_list, links=link_list)

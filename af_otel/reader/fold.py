@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from af_otel.model import FrozenDict
+from af_otel.names import CommitVerb
 
 __all__ = [
     "ABSENT",
@@ -31,7 +32,6 @@ __all__ = [
     "Commit",
     "KeyedFold",
     "Marker",
-    "Verb",
     "apply_verb",
     "freeze",
     "full_fold",
@@ -39,18 +39,9 @@ __all__ = [
 ]
 
 
-class Verb(enum.StrEnum):
-    """The four ways a commit changes one key (``af.commit.verb``, docs/receipt-spec.md)."""
-
-    SET = "set"
-    APPEND = "append"
-    MERGE = "merge"
-    DELETE = "delete"
-
-
 class Marker(enum.Enum):
     """Values the fold can hold that are not JSON: a key not in the state, or one whose value
-    is not on record (a payload withheld or lost), which later appends and merges cannot repair."""
+    is not on record (a payload withheld or lost), which later appends cannot repair."""
 
     ABSENT = "absent"
     UNKNOWN = "unknown"
@@ -215,52 +206,43 @@ def freeze(value: Any) -> Any:
 class Commit:
     """One change of one key, its payload already decoded and frozen.
 
-    ``value`` is a tuple for ``append``, a `FrozenDict` for ``merge``, anything for ``set`` and
+    ``value`` is a tuple for ``append``, anything for ``set`` and
     `ABSENT` for ``delete``; `UNKNOWN` for a payload that is not on record."""
 
     seq: int
     key: str
-    verb: Verb
+    verb: CommitVerb
     value: Any = ABSENT
 
     def __post_init__(self) -> None:
         value = self.value
-        if self.verb is Verb.DELETE:
+        if self.verb == "delete":
             if value is not ABSENT:
                 raise ValueError(f"commit {self.seq}: delete carries no value")
         elif value is ABSENT:
             raise ValueError(f"commit {self.seq}: {self.verb} needs a value")
-        elif self.verb is Verb.APPEND and not (value is UNKNOWN or isinstance(value, tuple)):
+        elif self.verb == "append" and not (value is UNKNOWN or isinstance(value, tuple)):
             raise ValueError(f"commit {self.seq}: append needs a list, got {type(value).__name__}")
-        elif self.verb is Verb.MERGE and not (value is UNKNOWN or isinstance(value, FrozenDict)):
-            raise ValueError(
-                f"commit {self.seq}: merge needs an object, got {type(value).__name__}"
-            )
 
     @property
     def anchors(self) -> bool:
         """A whole-value write: nothing written to the key before it matters after it."""
-        return self.verb in (Verb.SET, Verb.DELETE)
+        return self.verb != "append"
 
 
-def apply_verb(verb: Verb, before: Any, payload: Any) -> Any:
+def apply_verb(verb: CommitVerb, before: Any, payload: Any) -> Any:
     """The key's value after one commit. Total: every verb has an answer for every ``before``.
 
     ``append`` onto a value that is not a list (or is absent) starts the list with the payload;
-    ``merge`` onto a non-object replaces it; either onto `UNKNOWN` stays `UNKNOWN` (part of the
-    value is not on record, so no part of it is claimed)."""
-    if verb is Verb.SET:
+    onto `UNKNOWN` it stays `UNKNOWN` (part of the value is not on record, so no part of it is
+    claimed)."""
+    if verb == "set":
         return payload
-    if verb is Verb.DELETE:
+    if verb == "delete":
         return ABSENT
     if payload is UNKNOWN or before is UNKNOWN:
         return UNKNOWN
-    if verb is Verb.APPEND:
-        return ChainedTuple.extend(before, payload) if _is_list(before) else payload
-    # merge: shallow, the payload's keys win
-    if isinstance(before, FrozenDict):
-        return FrozenDict({**before, **payload})
-    return payload
+    return ChainedTuple.extend(before, payload) if _is_list(before) else payload
 
 
 def replay(writes: Sequence[Commit], value: Any) -> Any:
@@ -270,7 +252,7 @@ def replay(writes: Sequence[Commit], value: Any) -> Any:
     each copies the conversation once, not sixteen times."""
     tail: list[Any] = []
     for commit in writes:
-        if commit.verb is Verb.APPEND and commit.value is not UNKNOWN and value is not UNKNOWN:
+        if commit.verb == "append" and commit.value is not UNKNOWN and value is not UNKNOWN:
             if not _is_list(value):
                 value = ()  # an append onto a non-list starts the list
             tail.extend(commit.value)
@@ -429,7 +411,7 @@ class KeyedFold:
         if touched is None:
             return True
         writes, anchor = touched
-        return anchor < 0 and all(c.verb is Verb.APPEND and c.value is not UNKNOWN for c in writes)
+        return anchor < 0 and all(c.verb == "append" and c.value is not UNKNOWN for c in writes)
 
     def state_at(self, epoch: int) -> Mapping[str, Any]:
         """The whole state after ``epoch``, read-only; keys whose value is `ABSENT` are left out."""

@@ -26,7 +26,7 @@ from af_otel import names
 from af_otel.canonical import canonical_json
 from af_otel.errors import AfOtelError
 from af_otel.model.request import normalize_message, normalize_part, normalize_tool
-from af_otel.reader.fold import UNKNOWN, ChainedTuple, Commit, KeyedFold, Verb, freeze
+from af_otel.reader.fold import UNKNOWN, ChainedTuple, Commit, KeyedFold, freeze
 from af_otel.reader.records import AttrValue, SpanRecord
 from af_otel.store import Store
 from af_otel.store.items import load_items
@@ -47,7 +47,7 @@ EMPTY_STATE: Final[Mapping[str, Any]] = MappingProxyType({"messages": ()})
 # that stops exactly there was probably cut, even when nothing else says so.
 BACKEND_LIMITS: Final = frozenset({2048})
 _ITEMS: Final = {"system": normalize_part, "messages": normalize_message, "tools": normalize_tool}
-_VERBS: Final = {verb.value: verb for verb in Verb}
+_VERBS: Final[Mapping[str, names.CommitVerb]] = {verb: verb for verb in names.COMMIT_VERBS}
 
 
 class Blobs:
@@ -221,7 +221,7 @@ def _decode_commit(
     verb = _VERBS.get(raw_verb) if isinstance(raw_verb, str) else None
     if verb is None:
         raise _Bad(f"{where}: commit {seq} has unknown verb {raw_verb!r}")
-    if verb is Verb.DELETE:
+    if verb == "delete":
         return Commit(seq, key, verb)
     value = attrs.get(names.COMMIT_VALUE)
     ref = attrs.get(names.COMMIT_REF)

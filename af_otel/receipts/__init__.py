@@ -1,6 +1,6 @@
 """Receipts: `mint_receipt` and the run-scoped digest memo — pure functions, no OpenTelemetry."""
 
-from af_otel.receipts.memo import ReceiptDigests, WorkCounts, chain_start, chain_step, same_json
+from af_otel.receipts.memo import ReceiptDigests, chain_start, chain_step, same_json
 from af_otel.receipts.mint import (
     digest_preimage,
     list_bytes,
@@ -14,7 +14,6 @@ __all__ = [
     "MalformedReceipt",
     "Receipt",
     "ReceiptDigests",
-    "WorkCounts",
     "chain_start",
     "chain_step",
     "digest_preimage",

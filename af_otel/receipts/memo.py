@@ -58,18 +58,6 @@ _MAPPINGS: Final[frozenset[type]] = frozenset((dict, FrozenDict))
 _SCALARS: Final[frozenset[type]] = frozenset({str, int, float, bool})
 
 
-@dataclass(slots=True)
-class WorkCounts:
-    """What the mint actually did: for benchmarks and the demo, not part of any result."""
-
-    canonical_bytes: int = 0  # bytes of canonical JSON produced
-    sha_bytes: int = 0  # bytes fed to SHA-256 / HMAC
-    hashes: int = 0  # hash computations
-
-    def snapshot(self) -> WorkCounts:
-        return WorkCounts(self.canonical_bytes, self.sha_bytes, self.hashes)
-
-
 @dataclass(frozen=True, slots=True)
 class Piece:
     """One item of a sequence: its canonical JSON size and its entry hash."""
@@ -81,28 +69,24 @@ class Piece:
 
 
 class _Hasher:
-    """Salted hashing with work counts; the salt and key are fixed for one run."""
+    """Salted hashing and canonical JSON; the salt and key are fixed for one run. Every hash and
+    every canonical encoding of a mint goes through here, and nothing is counted on the way
+    (benchmarks/mint.py measures the work by wrapping this module's two functions)."""
 
-    __slots__ = ("_salt_size", "counts", "key", "salt")
+    __slots__ = ("key", "salt")
 
-    def __init__(self, salt: str, key: bytes | None, counts: WorkCounts) -> None:
+    def __init__(self, salt: str, key: bytes | None) -> None:
         self.salt = salt
         self.key = key
-        self.counts = counts
-        self._salt_size = len(salt.encode("utf-8", "surrogatepass"))
 
     def hash_text(self, text: str) -> str:
         return self.hash_bytes(text.encode("utf-8"))
 
     def hash_bytes(self, data: bytes) -> str:
-        self.counts.sha_bytes += self._salt_size + 1 + len(data)
-        self.counts.hashes += 1
         return receipt_hash(self.salt, data, key=self.key)
 
     def canonical(self, value: object) -> bytes:
-        data = canonical_json(value)
-        self.counts.canonical_bytes += len(data)
-        return data
+        return canonical_json(value)
 
 
 @dataclass(slots=True)
@@ -123,7 +107,6 @@ class ReceiptDigests:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._run: tuple[str, bytes | None] | None = None
-        self.counts = WorkCounts()
         self._reset()
 
     def _reset(self) -> None:
@@ -146,7 +129,7 @@ class ReceiptDigests:
         else:
             self._previous, self._current = self._current, {}
         self._pending = None
-        return _Hasher(run_id, key, self.counts)
+        return _Hasher(run_id, key)
 
     def transaction(self) -> None:
         """From now until `commit`, `pieces` and `chain` record their results aside: a mint that

@@ -51,7 +51,7 @@ def mint_receipt(
     if not isinstance(parent_epoch, int) or isinstance(parent_epoch, bool):
         parent_epoch = 0
     if not isinstance(run_id, str) or not run_id:
-        return Receipt("absent", "", epoch, parent_epoch, names.REASON_NO_RUN_ID)
+        return Receipt(names.STATE_ABSENT, "", epoch, parent_epoch, names.REASON_NO_RUN_ID)
     try:
         normalized = request if isinstance(request, Request) else Request.from_dict(request)
         secret = key_bytes(key)
@@ -63,7 +63,7 @@ def mint_receipt(
             memo.commit()
             return receipt
     except (RequestShapeError, CanonicalJSONError):
-        return Receipt("absent", run_id, epoch, parent_epoch, names.REASON_UNREADABLE)
+        return Receipt(names.STATE_ABSENT, run_id, epoch, parent_epoch, names.REASON_UNREADABLE)
     except (
         Exception
     ):  # the emit path never raises (a failure is state "error", docs/receipt-spec.md §6)
@@ -103,7 +103,7 @@ def _mint(
     params = hasher.canonical(request.params)
     kept = _kept(entries, parent.entries if isinstance(parent, Receipt) else None)
     receipt = Receipt(
-        state="minted",
+        state=names.STATE_MINTED,
         run_id=run_id,
         epoch=epoch,
         parent=parent_epoch,

@@ -3,6 +3,7 @@ content capture off, coordinated with the processor, chaining to the upload hook
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,7 +155,7 @@ def test_chains_to_the_upload_hook(pipeline: Pipeline, upload_dir: Path) -> None
 def test_hook_failure_never_reaches_the_application(
     pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Outside strict mode a failing mint leaves the call, and the span, intact."""
+    """Outside strict mode a failing mint leaves the call intact and the span says it failed."""
     monkeypatch.delenv("AF_OTEL_STRICT")
 
     def broken(*_: object, **__: object) -> None:
@@ -164,5 +165,23 @@ def test_hook_failure_never_reaches_the_application(
     with instrumented_openai(pipeline.provider, completion_hook=completion_hook) as client:
         weather_agent(client, turns=1)
     calls = llm_spans(pipeline.spans())
-    # The processor minted instead (absent: no content captured, no hook record).
-    assert all(af(s)[names.RECEIPT_STATE] == names.STATE_ABSENT for s in calls)
+    assert calls
+    for span in calls:
+        assert af(span)[names.RECEIPT_STATE] == names.STATE_ERROR
+        assert af(span)[names.RECEIPT_ABSENT_REASON] == names.REASON_INTERNAL_ERROR
+        assert list(af(span)[names.GAPS]) == [names.GAP_NO_RECEIPT]
+
+
+def test_without_util_genais_serializer_the_hook_mints_nothing_else(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No util-genai serializer: the span carries state error, never a receipt of another JSON."""
+    monkeypatch.delenv("AF_OTEL_STRICT")
+    with instrumented_openai(pipeline.provider, completion_hook=completion_hook) as client:
+        # Blocked only once the instrumentation is up: the hook's own import is what fails.
+        monkeypatch.setitem(sys.modules, "opentelemetry.util.genai.utils", None)
+        weather_agent(client, turns=1)
+    calls = llm_spans(pipeline.spans())
+    assert calls
+    assert {af(s)[names.RECEIPT_STATE] for s in calls} == {names.STATE_ERROR}
+    assert not any(names.RECEIPT_DIGEST in af(s) for s in calls)

@@ -147,6 +147,15 @@ def test_bad_argument_raises_naming_it(
     assert str(raised.value).startswith(f"{option}=") or str(raised.value).startswith(option)
 
 
+@pytest.mark.parametrize("form", ["processor", "exporter"])
+def test_a_misspelt_option_is_refused(tmp_path: Path, form: str) -> None:
+    """An option nobody takes raises TypeError naming it, as a keyword argument would."""
+    build: Any = ReceiptSpanProcessor if form == "processor" else ReceiptSpanExporter
+    inner: Any = SimpleSpanProcessor(InMemorySpanExporter())
+    with pytest.raises(TypeError, match="'contnet'"):
+        build(inner, store=tmp_path, contnet="store")
+
+
 def test_a_bad_key_is_not_echoed(tmp_path: Path) -> None:
     """The key's own value never appears in the error."""
     with pytest.raises(ValueError, match="key") as raised:

@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from af_otel.model import FrozenDict
+from af_otel.names import COMMIT_VERBS, CommitVerb
 from af_otel.reader.fold import (
     ABSENT,
     UNKNOWN,
     ChainedTuple,
     Commit,
     KeyedFold,
-    Verb,
     apply_verb,
     freeze,
     full_fold,
@@ -34,15 +34,13 @@ json_values = st.recursive(
 
 
 @st.composite
-def commit_payloads(draw: st.DrawFn, verb: Verb) -> Any:
-    if verb is Verb.DELETE:
+def commit_payloads(draw: st.DrawFn, verb: CommitVerb) -> Any:
+    if verb == "delete":
         return ABSENT
     if draw(st.integers(0, 9)) == 0:
         return UNKNOWN
-    if verb is Verb.APPEND:
+    if verb == "append":
         return freeze(draw(st.lists(json_values, max_size=3)))
-    if verb is Verb.MERGE:
-        return freeze(draw(st.dictionaries(st.sampled_from("abcd"), json_values, max_size=3)))
     return freeze(draw(json_values))
 
 
@@ -63,7 +61,7 @@ def runs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[int, int], dict[int, lis
     for epoch in range(1, size + 1):
         for _ in range(draw(st.integers(0, 4))):
             seq += 1
-            verb = draw(st.sampled_from(list(Verb)))
+            verb = draw(st.sampled_from(COMMIT_VERBS))
             key = draw(st.sampled_from(KEYS))
             commits.setdefault(epoch, []).append(
                 Commit(seq, key, verb, draw(commit_payloads(verb)))
@@ -94,10 +92,10 @@ def test_parallel_calls_fold_along_their_own_path() -> None:
     """Two calls sharing a parent see the parent's state plus their own changes, not each other's."""
     parents = {1: 0, 2: 1, 3: 1, 4: 3}
     commits = {
-        1: [Commit(1, "messages", Verb.APPEND, ("u1",))],
-        2: [Commit(2, "messages", Verb.APPEND, ("a2",))],
-        3: [Commit(3, "messages", Verb.APPEND, ("a3",))],
-        4: [Commit(4, "messages", Verb.APPEND, ("u4",))],
+        1: [Commit(1, "messages", "append", ("u1",))],
+        2: [Commit(2, "messages", "append", ("a2",))],
+        3: [Commit(3, "messages", "append", ("a3",))],
+        4: [Commit(4, "messages", "append", ("u4",))],
     }
     fold = KeyedFold({"messages": ()}, parents, commits)
     assert fold.value_at("messages", 2) == ("u1", "a2")
@@ -108,10 +106,10 @@ def test_parallel_calls_fold_along_their_own_path() -> None:
 def test_set_after_append_and_delete() -> None:
     """A set replaces what appends built; a delete removes the key; an append after it restarts."""
     commits = {
-        1: [Commit(1, "messages", Verb.APPEND, ("a", "b"))],
-        2: [Commit(2, "messages", Verb.SET, ("z",)), Commit(3, "messages", Verb.APPEND, ("y",))],
-        3: [Commit(4, "messages", Verb.DELETE)],
-        4: [Commit(5, "messages", Verb.APPEND, ("n",))],
+        1: [Commit(1, "messages", "append", ("a", "b"))],
+        2: [Commit(2, "messages", "set", ("z",)), Commit(3, "messages", "append", ("y",))],
+        3: [Commit(4, "messages", "delete")],
+        4: [Commit(5, "messages", "append", ("n",))],
     }
     fold = KeyedFold({"messages": ("base",)}, chain(4), commits)
     assert [fold.value_at("messages", e) for e in range(5)] == [
@@ -124,19 +122,20 @@ def test_set_after_append_and_delete() -> None:
 
 
 def test_a_run_without_a_base_starts_from_nothing() -> None:
-    """Without a base, a key nobody wrote is absent and a merge starts from its payload."""
-    commits = {1: [Commit(1, "params", Verb.MERGE, FrozenDict(t=1))]}
+    """Without a base, a key nobody wrote is absent and an append starts from its payload."""
+    commits = {1: [Commit(1, "params", "set", FrozenDict(t=1)), Commit(2, "extra", "append", (1,))]}
     fold = KeyedFold({}, chain(2), commits)
     assert fold.value_at("system", 2) is ABSENT
     assert fold.value_at("params", 2) == {"t": 1}
+    assert fold.value_at("extra", 2) == (1,)
     assert fold.state_at(0) == {}
 
 
-def test_a_merge_without_an_anchor_lands_on_the_base() -> None:
-    """A key the base holds and the log only merges into keeps the base's other entries."""
-    commits = {2: [Commit(1, "params", Verb.MERGE, FrozenDict(top_p=1))]}
-    fold = KeyedFold({"params": FrozenDict(temperature=0)}, chain(3), commits)
-    assert fold.value_at("params", 3) == {"temperature": 0, "top_p": 1}
+def test_an_append_without_an_anchor_lands_on_the_base() -> None:
+    """A key the base holds and the log only appends to keeps the base's entries first."""
+    commits = {2: [Commit(1, "messages", "append", ("m1",))]}
+    fold = KeyedFold({"messages": ("m0",)}, chain(3), commits)
+    assert fold.value_at("messages", 3) == ("m0", "m1")
 
 
 def test_reading_one_key_replays_from_the_nearest_set_only() -> None:
@@ -146,10 +145,10 @@ def test_reading_one_key_replays_from_the_nearest_set_only() -> None:
     seq = 0
     for epoch in range(1, 301):
         seq += 1
-        verb = Verb.SET if epoch == 250 else Verb.APPEND
+        verb: CommitVerb = "set" if epoch == 250 else "append"
         commits[epoch] = [Commit(seq, "messages", verb, (f"m{epoch}",))]
     seq += 1
-    commits[1].append(Commit(seq, "model", Verb.SET, "gpt"))
+    commits[1].append(Commit(seq, "model", "set", "gpt"))
     fold = KeyedFold({"messages": ()}, chain(300), commits)
     assert fold.value_at("messages", 300)[0] == "m250"
     assert fold.replayed == 51
@@ -162,7 +161,7 @@ def test_reading_one_key_replays_from_the_nearest_set_only() -> None:
 
 def test_reading_every_epoch_costs_each_commit_once() -> None:
     """A forward scrub over a 500-epoch run replays each of its commits exactly once."""
-    commits = {e: [Commit(e, "messages", Verb.APPEND, (e,))] for e in range(1, 501)}
+    commits = {e: [Commit(e, "messages", "append", (e,))] for e in range(1, 501)}
     fold = KeyedFold({"messages": ()}, chain(500), commits)
     for epoch in range(1, 501):
         assert len(fold.value_at("messages", epoch)) == epoch
@@ -171,7 +170,7 @@ def test_reading_every_epoch_costs_each_commit_once() -> None:
 
 def test_deep_reads_do_not_recurse() -> None:
     """A cold read at the end of a 5,000-epoch append-only chain works (no recursion limit)."""
-    commits = {e: [Commit(e, "messages", Verb.APPEND, (e,))] for e in range(1, 5001)}
+    commits = {e: [Commit(e, "messages", "append", (e,))] for e in range(1, 5001)}
     fold = KeyedFold({"messages": ()}, chain(5000), commits)
     assert len(fold.value_at("messages", 5000)) == 5000
 
@@ -180,8 +179,8 @@ def test_answers_are_immutable_all_the_way_down() -> None:
     """No reader can change what a later epoch reports: tuples, frozen dicts, read-only states."""
     message = freeze({"role": "user", "parts": [{"type": "text", "content": "hi"}]})
     commits = {
-        1: [Commit(1, "messages", Verb.APPEND, (message,))],
-        2: [Commit(2, "params", Verb.MERGE, freeze({"stop_sequences": ["x"]}))],
+        1: [Commit(1, "messages", "append", (message,))],
+        2: [Commit(2, "params", "set", freeze({"stop_sequences": ["x"]}))],
     }
     fold = KeyedFold({"messages": ()}, chain(2), commits)
     first = fold.value_at("messages", 1)
@@ -206,21 +205,21 @@ def test_freeze_keeps_the_json_value() -> None:
 
 
 def test_verbs_are_total() -> None:
-    """Append onto a non-list starts a list, merge onto a non-object replaces, unknown spreads."""
-    assert apply_verb(Verb.APPEND, "text", ("a",)) == ("a",)
-    assert apply_verb(Verb.APPEND, ABSENT, ("a",)) == ("a",)
-    assert apply_verb(Verb.MERGE, 3, FrozenDict(a=1)) == {"a": 1}
-    assert apply_verb(Verb.APPEND, UNKNOWN, ("a",)) is UNKNOWN
-    assert apply_verb(Verb.MERGE, FrozenDict(a=1), UNKNOWN) is UNKNOWN
-    assert apply_verb(Verb.SET, UNKNOWN, 1) == 1
-    assert apply_verb(Verb.DELETE, UNKNOWN, ABSENT) is ABSENT
+    """Append onto a non-list starts a list, unknown spreads through appends, set and delete
+    replace whatever was there."""
+    assert apply_verb("append", "text", ("a",)) == ("a",)
+    assert apply_verb("append", ABSENT, ("a",)) == ("a",)
+    assert apply_verb("append", UNKNOWN, ("a",)) is UNKNOWN
+    assert apply_verb("append", ("a",), UNKNOWN) is UNKNOWN
+    assert apply_verb("set", UNKNOWN, 1) == 1
+    assert apply_verb("delete", UNKNOWN, ABSENT) is ABSENT
 
 
 @pytest.mark.parametrize(
     ("verb", "value"),
-    [(Verb.APPEND, "not a list"), (Verb.MERGE, ("x",)), (Verb.DELETE, 1), (Verb.SET, ABSENT)],
+    [("append", "not a list"), ("delete", 1), ("set", ABSENT)],
 )
-def test_commits_refuse_payloads_their_verb_cannot_apply(verb: Verb, value: Any) -> None:
+def test_commits_refuse_payloads_their_verb_cannot_apply(verb: CommitVerb, value: Any) -> None:
     """A commit whose payload does not fit its verb is refused when built, not folded wrongly."""
     with pytest.raises(ValueError):
         Commit(1, "messages", verb, value)
@@ -295,7 +294,7 @@ def test_a_long_chain_is_flattened_so_reads_stay_short() -> None:
 
 def test_the_fold_shares_appended_lists_between_epochs() -> None:
     """An epoch that appended holds its parent's list by reference, not a copy."""
-    commits = {e: [Commit(e, "messages", Verb.APPEND, (e,))] for e in range(1, 4)}
+    commits = {e: [Commit(e, "messages", "append", (e,))] for e in range(1, 4)}
     fold = KeyedFold({"messages": ("base",)}, chain(3), commits)
     second, third = fold.value_at("messages", 2), fold.value_at("messages", 3)
     assert isinstance(third, ChainedTuple)

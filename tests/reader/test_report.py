@@ -10,9 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from af_otel import names
-from af_otel.cli.report import render_epoch_page, render_notice, render_report
+from af_otel.cli.read import _part_text
+from af_otel.cli.report import (
+    FOLD_CHARS,
+    _part,
+    render_epoch_page,
+    render_notice,
+    render_report,
+    show_part,
+)
 from af_otel.processor import run
 from af_otel.reader.verify import verify
 from af_otel.reader.view import served_views
@@ -312,3 +322,27 @@ def test_a_notice_is_text_not_markup() -> None:
     assert "&lt;b&gt;x&lt;/b&gt;" in page
     assert "try &lt;i&gt;y&lt;/i&gt;" in page
     assert "<b>" not in page
+
+
+@given(st.text(max_size=50), st.one_of(st.none(), st.integers(0, 60)))
+def test_a_part_folds_at_the_length_it_is_given(text: str, fold: int | None) -> None:
+    """The shown head plus what the fold cut is the whole text, and the head is never longer
+    than the fold."""
+    shown = show_part({"type": "text", "content": text}, fold)
+    assert shown.head + text[len(shown.head) :] == text
+    assert len(shown.head) + shown.cut == len(text)
+    if fold is not None:
+        assert len(shown.head) <= fold
+
+
+def test_the_page_and_the_terminal_fold_a_part_alike() -> None:
+    """One renderer: a long tool result is labelled the same and cut at FOLD_CHARS on the page
+    and at the terminal; the terminal shows it whole with --full."""
+    part = {"type": "tool_call_response", "id": "call_1", "response": "x" * (FOLD_CHARS + 5)}
+    page = _part(part)
+    assert "tool result for call_1" in page
+    assert f"<pre>{'x' * FOLD_CHARS}…</pre>" in page
+    assert f"all {FOLD_CHARS + 5:,} characters" in page
+    folded = _part_text(part, full=False)
+    assert folded.startswith(f"[tool result for call_1] {'x' * FOLD_CHARS}… (5 more characters")
+    assert _part_text(part, full=True) == f"[tool result for call_1] {'x' * (FOLD_CHARS + 5)}"

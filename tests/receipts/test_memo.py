@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from af_otel import Request, mint_receipt
 from af_otel.receipts import Receipt, ReceiptDigests, same_json
+from af_otel.receipts import memo as memo_module
 
 # Scalars that Python calls equal while JCS writes them differently, or the reverse.
 _tricky = st.sampled_from([True, 1, 1.0, False, 0, 0.0, -0.0, None, "1", "true", 2**53, 2.0**53])
@@ -192,18 +193,26 @@ class TestBounds:
             assert memo.retained() <= _bound(request)
         assert memo.retained() >= len(messages)  # it does keep the history's pieces
 
-    def test_work_is_proportional_to_new_content(self) -> None:
+    def test_work_is_proportional_to_new_content(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """With the memo, a call that appends one message hashes a constant number of preimages."""
+        calls = [0]
+        real = memo_module.receipt_hash
+
+        def counting(salt: str, data: str | bytes, *, key: bytes | str | None = None) -> str:
+            calls[0] += 1
+            return real(salt, data, key=key)
+
+        monkeypatch.setattr(memo_module, "receipt_hash", counting)
         memo = ReceiptDigests()
         messages: list[dict[str, Any]] = []
         hashes: list[int] = []
         for epoch in range(1, 60):
             messages.append(_message(epoch, [epoch]))
-            before = memo.counts.hashes
+            before = calls[0]
             mint_receipt(
                 {"system": "s", "messages": messages}, run_id="r", epoch=epoch, digests=memo
             )
-            hashes.append(memo.counts.hashes - before)
+            hashes.append(calls[0] - before)
         assert set(hashes[2:]) == {3}  # the new entry, its chain link, the digest
 
 
