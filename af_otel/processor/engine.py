@@ -253,6 +253,7 @@ class Engine:
         notes: tuple[str, ...] = ()
         shown: Shown | None = None
         sealed: bool | None = None
+        scanned: responses.Scan | None = None
         run_id = self.run_of(facts.key, facts.attributes, pop=True)
         run = self.runs.get(run_id)
         if supplied is None:
@@ -260,7 +261,7 @@ class Engine:
             # Only what is new since the run's last call is parsed (see incremental.py).
             read = incremental.read(facts.attributes, facts.name, limits, run.seen)
             run.seen, adapted = read.seen, read.adapted
-            shown, sealed = read.shown, read.sealed
+            shown, sealed, scanned = read.shown, read.sealed, read.scan
             request_in: Mapping[str, Any] | Request | None = read.request or adapted.request
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
@@ -288,7 +289,7 @@ class Engine:
                     unrecorded, request, convention, facts.attributes, facts.name
                 )
         # State the server holds for this call (the Responses API's previous_response_id).
-        held = responses.held_history(facts.attributes, request, facts.name)
+        held = responses.held_history(facts.attributes, request, facts.name, scanned)
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
             folded = self._folded.pop(facts.key, None)

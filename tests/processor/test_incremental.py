@@ -17,22 +17,27 @@ from hypothesis import strategies as st
 from af_otel.processor import incremental
 from af_otel.processor.engine import CallFacts, Engine, Enrichment
 from af_otel.processor.settings import resolve_settings
-from af_otel.semconv import Limits
+from af_otel.model import Request
+from af_otel.semconv import Limits, responses
 
 LANE = "0123456789abcdef"
 RUN = "r-incremental"
 
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+# Call ids that pair, miss each other, or are Responses item ids (the held-history tell-tales).
+call_ids = st.sampled_from(["t1", "t2", "fc_1"])
 parts = st.lists(
     st.one_of(
         st.builds(lambda c: {"type": "text", "content": c}, texts),
         st.builds(
-            lambda n, a: {"type": "tool_call", "id": "t1", "name": n, "arguments": a},
+            lambda i, n, a: {"type": "tool_call", "id": i, "name": n, "arguments": a},
+            call_ids,
             texts,
             st.dictionaries(texts, st.integers() | st.booleans() | texts, max_size=2),
         ),
         st.builds(
-            lambda r, e: {"type": "tool_call_response", "id": "t1", "response": r, **e},
+            lambda i, r, e: {"type": "tool_call_response", "id": i, "response": r, **e},
+            call_ids,
             texts,
             st.sampled_from([{}, {"is_error": True}]),
         ),
@@ -168,6 +173,18 @@ def test_reading_the_tail_gives_the_full_paths_evidence(
         assert one.attributes == other.attributes
         assert one.events == other.events
         assert one.state == other.state
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=st.lists(messages, max_size=8), cut=st.integers(0, 8), api=st.booleans())
+def test_the_held_history_scan_folds_over_new_messages(
+    history: list[dict[str, Any]], cut: int, api: bool
+) -> None:
+    whole = Request.from_dict({"messages": history})
+    head, tail = whole.messages[:cut], whole.messages[cut:]
+    folded = responses.scan(tail, responses.scan(head))
+    assert folded == responses.scan(whole.messages)
+    assert responses.telltale(whole, api, folded) == responses.telltale(whole, api)
 
 
 def read_in_turn(texts_in_order: list[str]) -> list[incremental.Read]:
