@@ -14,10 +14,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from af_otel.model import Request
 from af_otel.processor import incremental
 from af_otel.processor.engine import CallFacts, Engine, Enrichment
 from af_otel.processor.settings import resolve_settings
-from af_otel.model import Request
 from af_otel.semconv import Limits, responses
 
 LANE = "0123456789abcdef"
