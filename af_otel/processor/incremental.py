@@ -96,6 +96,9 @@ class Read:
     shown: Shown | None = None
     sealed: bool | None = None
     scan: responses.Scan | None = None
+    # The tuple ``request.messages`` was built to start with (the run's last call's messages),
+    # so that prefix needs no comparing again (None on the full path).
+    prefix: tuple[FrozenDict, ...] | None = None
 
 
 def read(
@@ -157,7 +160,7 @@ def _tail(
     sealed = seen.sealed or export_gaps.sealed_messages(tail.messages)
     scan = responses.scan(tail.messages, seen.scan)
     after = _seen(adapted.convention, text, request, shown, sealed, scan, seen)
-    return Read(whole, request, after, len(seen.messages), shown, sealed, scan)
+    return Read(whole, request, after, len(seen.messages), shown, sealed, scan, seen.messages)
 
 
 def _remember(
