@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from af_otel.model import Request
-from af_otel.processor import incremental
+from af_otel.processor import commits, incremental
 from af_otel.processor.engine import CallFacts, Engine, Enrichment
+from af_otel.processor.run_table import Finished, RunState
 from af_otel.processor.settings import resolve_settings
 from af_otel.semconv import Limits, responses
 
@@ -277,3 +278,27 @@ def test_a_long_run_joins_its_remembered_pieces_and_still_reads_only_the_tail() 
         Limits(),
     )
     assert reads[-1].request == full.request
+
+
+def test_the_last_calls_messages_are_a_proven_prefix_for_the_diff_and_the_parent() -> None:
+    history = [user("a"), user("b")]
+    first, second = read_in_turn([json.dumps(history), json.dumps([*history, user("c")])])
+    assert first.request is not None
+    assert second.request is not None
+    assert second.prefix is first.request.messages
+    assert first.prefix is None  # the full path proves nothing
+    found = commits.changes(first.request, second.request, prefix=second.prefix)
+    assert [(c.key, c.verb) for c in found] == [("messages", "append")]
+    assert found[0].payload == list(second.request.messages[2:])
+    # Without the proof the diff compares, and says the same.
+    assert commits.changes(first.request, second.request) == found
+    run = RunState("r")
+    run.finish((1, 1), Finished(10, 1, first.request, None))
+    assert run.parent_of(20, second.request, second.prefix) is run.finished[0]
+    # An edited history read in full carries no proof: it is compared, and is no append.
+    edited = read_in_turn([json.dumps([user("A"), user("b"), user("c")])])[0]
+    assert edited.request is not None
+    assert edited.prefix is None
+    assert run.parent_of(20, edited.request, edited.prefix) is run.finished[0]  # the latest
+    verbs = dict((c.key, c.verb) for c in commits.changes(first.request, edited.request))
+    assert verbs["messages"] == "set"
