@@ -300,5 +300,5 @@ def test_the_last_calls_messages_are_a_proven_prefix_for_the_diff_and_the_parent
     assert edited.request is not None
     assert edited.prefix is None
     assert run.parent_of(20, edited.request, edited.prefix) is run.finished[0]  # the latest
-    verbs = dict((c.key, c.verb) for c in commits.changes(first.request, edited.request))
+    verbs = {c.key: c.verb for c in commits.changes(first.request, edited.request)}
     assert verbs["messages"] == "set"
