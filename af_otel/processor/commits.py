@@ -10,7 +10,7 @@ onto the parent's state gives this call's state exactly: that is what the reader
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -43,26 +43,56 @@ def state_of(request: Request) -> dict[str, Any]:
     return request.to_dict()
 
 
-def changes(parent: Mapping[str, Any] | None, new: Request) -> list[Change]:
-    """What turns ``parent`` into ``new``'s state, in `REQUEST_KEYS` order.
+def _state(request: Request) -> dict[str, Any]:
+    """`state_of` without copying the request's lists (the diff only reads them)."""
+    out: dict[str, Any] = {"messages": request.messages}
+    if request.system:
+        out["system"] = request.system
+    if request.tools:
+        out["tools"] = request.tools
+    if request.params:
+        out["params"] = request.params
+    if request.model is not None:
+        out["model"] = request.model
+    if request.provider is not None:
+        out["provider"] = request.provider
+    return out
+
+
+def changes(
+    parent: Request | Mapping[str, Any] | None,
+    new: Request,
+    *,
+    prefix: tuple[Any, ...] | None = None,
+) -> list[Change]:
+    """What turns ``parent``'s state (a request, or a state mapping) into ``new``'s, in
+    `REQUEST_KEYS` order.
 
     ``parent=None`` means the parent's state is not known (no longer held): every key is written
     whole, and every key this call lacks is deleted, so the fold is right whatever the parent held.
+    ``prefix``: a tuple ``new.messages`` was built to start with (the emit path appends a call's
+    new messages to the very tuple of the run's last call): when it is the parent's messages, the
+    append is known without comparing them again.
     """
-    state = state_of(new)
+    state = _state(new)
+    before_state = _state(parent) if isinstance(parent, Request) else parent
     out: list[Change] = []
     for key in REQUEST_KEYS:
         value = state.get(key)
-        if parent is None:
+        if before_state is None:
             if value is not None:
                 out.append(Change(key, "set", value))
             else:
                 out.append(Change(key, "delete", None))
             continue
-        before = parent.get(key)
+        before = before_state.get(key)
         if value is None:
             if before is not None:
                 out.append(Change(key, "delete", None))
+            continue
+        if key == "messages" and prefix is not None and before is prefix:
+            if len(value) > len(before):
+                out.append(Change(key, "append", list(value[len(before) :])))
             continue
         if before is not None and _same(before, value):
             continue
@@ -82,7 +112,7 @@ def _same(before: Any, value: Any) -> bool:
     return bool(before is value or before == value)
 
 
-def _is_prefix(before: list[Any] | tuple[Any, ...], value: list[Any]) -> bool:
+def _is_prefix(before: list[Any] | tuple[Any, ...], value: Sequence[Any]) -> bool:
     if len(before) > len(value):
         return False
     return identical_prefix(before, value) == len(before) or all(

@@ -253,6 +253,8 @@ class Engine:
         notes: tuple[str, ...] = ()
         shown: Shown | None = None
         sealed: bool | None = None
+        scanned: responses.Scan | None = None
+        prefix: tuple[Any, ...] | None = None
         run_id = self.run_of(facts.key, facts.attributes, pop=True)
         run = self.runs.get(run_id)
         if supplied is None:
@@ -260,7 +262,7 @@ class Engine:
             # Only what is new since the run's last call is parsed (see incremental.py).
             read = incremental.read(facts.attributes, facts.name, limits, run.seen)
             run.seen, adapted = read.seen, read.adapted
-            shown, sealed = read.shown, read.sealed
+            shown, sealed, scanned, prefix = read.shown, read.sealed, read.scan, read.prefix
             request_in: Mapping[str, Any] | Request | None = read.request or adapted.request
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
@@ -288,7 +290,7 @@ class Engine:
                     unrecorded, request, convention, facts.attributes, facts.name
                 )
         # State the server holds for this call (the Responses API's previous_response_id).
-        held = responses.held_history(facts.attributes, request, facts.name)
+        held = responses.held_history(facts.attributes, request, facts.name, scanned)
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
             folded = self._folded.pop(facts.key, None)
@@ -321,6 +323,7 @@ class Engine:
                 unrecorded,
                 held,
                 sealed=sealed,
+                prefix=prefix,
             )
             epoch = enrichment.attributes[names.EPOCH]
             run.recent.append(
@@ -346,21 +349,22 @@ class Engine:
         unrecorded: tuple[str, ...] = (),
         held: str | None = None,
         sealed: bool | None = None,
+        prefix: tuple[Any, ...] | None = None,
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
-        parent = run.parent_of(facts.start_time, request)
+        parent = run.parent_of(facts.start_time, request, prefix)
         parent_epoch = 0
-        parent_state: Mapping[str, Any] | None = commits.EMPTY
+        parent_state: Request | Mapping[str, Any] | None = commits.EMPTY
         parent_receipt: Receipt | None = None
         if parent is not None:
             parent_epoch = parent.epoch
             parent_receipt = parent.receipt
-            parent_state = commits.state_of(parent.request) if parent.request else None
+            parent_state = parent.request
         else:
             if run.base is None and not run.started_empty and request is not None:
                 self._decide_base(run, request, facts.key)
             if run.base is not None:
-                parent_state = commits.state_of(run.base.request)
+                parent_state = run.base.request
                 parent_receipt = run.base.receipt
         key = self.settings.key
         if request is None:
@@ -384,7 +388,7 @@ class Engine:
         events: list[tuple[str, dict[str, Any]]] = []
         mode = self.settings.write_mode(on_span)
         if receipt.minted and request is not None:
-            for change in commits.changes(parent_state, request):
+            for change in commits.changes(parent_state, request, prefix=prefix):
                 seq = run.next_seq()
                 events.append(
                     (

@@ -37,7 +37,7 @@ from af_otel.model import FrozenDict, Request, fields
 from af_otel.model.fields import Shown
 from af_otel.processor import export_gaps
 from af_otel.receipts.memo import same_json
-from af_otel.semconv import Adapted, Limits, adapt
+from af_otel.semconv import Adapted, Limits, adapt, responses
 from af_otel.semconv.genai import MESSAGES
 from af_otel.semconv.ledger import cut_by
 
@@ -63,6 +63,7 @@ class Remembered:
     tools: tuple[FrozenDict, ...]
     shown: Shown  # what the messages show (the field ledger's one pass over them)
     sealed: bool  # whether one of them replays sealed reasoning (the thinking-replay gap)
+    scan: responses.Scan  # the server-held-history tell-tales in them
 
     @property
     def size(self) -> int:
@@ -94,6 +95,10 @@ class Read:
     # (None: not computed, the engine makes them itself).
     shown: Shown | None = None
     sealed: bool | None = None
+    scan: responses.Scan | None = None
+    # The tuple ``request.messages`` was built to start with (the run's last call's messages),
+    # so that prefix needs no comparing again (None on the full path).
+    prefix: tuple[FrozenDict, ...] | None = None
 
 
 def read(
@@ -117,8 +122,9 @@ def full(attributes: Mapping[str, Any], span_name: str, limits: Limits | None) -
     if request is None:
         return Read(adapted, None, None)
     shown, sealed = fields.shown(request), export_gaps.sealed_messages(request.messages)
-    seen = _remember(attributes, adapted, request, shown, sealed)
-    return Read(adapted, request, seen, 0, shown, sealed)
+    scan = responses.scan(request.messages)
+    seen = _remember(attributes, adapted, request, shown, sealed, scan)
+    return Read(adapted, request, seen, 0, shown, sealed, scan)
 
 
 def _tail(
@@ -152,19 +158,25 @@ def _tail(
     new = fields.shown(tail)
     shown = fields.Shown(seen.shown.kinds | new.kinds, seen.shown.fields | new.fields)
     sealed = seen.sealed or export_gaps.sealed_messages(tail.messages)
-    after = _seen(adapted.convention, text, request, shown, sealed, seen)
-    return Read(whole, request, after, len(seen.messages), shown, sealed)
+    scan = responses.scan(tail.messages, seen.scan)
+    after = _seen(adapted.convention, text, request, shown, sealed, scan, seen)
+    return Read(whole, request, after, len(seen.messages), shown, sealed, scan, seen.messages)
 
 
 def _remember(
-    attributes: Mapping[str, Any], adapted: Adapted, request: Request, shown: Shown, sealed: bool
+    attributes: Mapping[str, Any],
+    adapted: Adapted,
+    request: Request,
+    shown: Shown,
+    sealed: bool,
+    scan: responses.Scan,
 ) -> Remembered | None:
     if adapted.convention not in _JSON_ARRAY:
         return None
     text = attributes.get(MESSAGES.key)
     if not isinstance(text, str) or not request.messages:
         return None
-    return _seen(adapted.convention, text, request, shown, sealed)
+    return _seen(adapted.convention, text, request, shown, sealed, scan)
 
 
 def _seen(
@@ -173,6 +185,7 @@ def _seen(
     request: Request,
     shown: Shown,
     sealed: bool,
+    scan: responses.Scan,
     before: Remembered | None = None,
 ) -> Remembered | None:
     body = text.rstrip(_JSON_SPACE)
@@ -194,6 +207,7 @@ def _seen(
         request.tools,
         shown,
         sealed,
+        scan,
     )
 
 

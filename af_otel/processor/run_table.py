@@ -113,7 +113,12 @@ class RunState:
         self.open_calls[key] = (self.last_epoch, out_of_order)
         return self.last_epoch, out_of_order
 
-    def parent_of(self, start_time: int, request: Request | None = None) -> Finished | None:
+    def parent_of(
+        self,
+        start_time: int,
+        request: Request | None = None,
+        prefix: tuple[Any, ...] | None = None,
+    ) -> Finished | None:
         """The call this one grew from, among the calls that finished before ``start_time``: the
         one whose messages are the longest prefix of ``request``'s (ties: the latest finished).
 
@@ -122,12 +127,13 @@ class RunState:
         extend, not whichever parallel call happened to finish last. Only the calls still holding
         their request (the last `STATE_DEPTH`) can be compared; when none of them is a prefix (or
         this call's request is unknown) the call that finished last is named, so the commits
-        still diff against a state the run holds."""
+        still diff against a state the run holds. ``prefix``: a tuple the request's messages were
+        built to start with (incremental.py), which is a prefix without comparing it again."""
         at = bisect.bisect_right(self.finished, start_time, key=_end_time)
         if not at:
             return None
         if request is not None:
-            found = _longest_prefix(self.finished[:at], request.messages)
+            found = _longest_prefix(self.finished[:at], request.messages, prefix)
             if found is not None:
                 return found
         return self.finished[at - 1]
@@ -152,7 +158,9 @@ def _end_time(record: Finished) -> int:
     return record.end_time
 
 
-def _longest_prefix(finished: list[Finished], messages: tuple[Any, ...]) -> Finished | None:
+def _longest_prefix(
+    finished: list[Finished], messages: tuple[Any, ...], prefix: tuple[Any, ...] | None = None
+) -> Finished | None:
     """The latest-finished record of the longest message list that ``messages`` starts with."""
     best: Finished | None = None
     best_size = -1
@@ -162,6 +170,9 @@ def _longest_prefix(finished: list[Finished], messages: tuple[Any, ...]) -> Fini
         theirs = record.request.messages
         size = len(theirs)
         if size <= best_size or size > len(messages):
+            continue
+        if theirs is prefix:
+            best, best_size = record, size
             continue
         # The last message first: a sibling branch differs there, and most candidates go.
         if size and not _same(theirs[-1], messages[size - 1]):

@@ -18,7 +18,8 @@ Pure functions over plain values; on the emit path they never raise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
@@ -148,35 +149,60 @@ def held_id(attributes: Mapping[str, object]) -> str | None:
     return None
 
 
-def telltale(request: Request, responses: bool) -> str | None:
-    """What in the request shows history it does not carry, or None.
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """The tell-tale pass over a request's leading messages, foldable over the messages that
+    follow (`scan`): a run's next call scans only its new messages."""
 
-    A tool result whose call is not in the request (calls recorded under an item id, ``fc_...``,
-    may be the results' calls: they are counted, not matched), and, on the Responses API, an input
-    whose first turn is not the user's. One pass over the messages."""
-    calls: set[str] = set()
-    item_ids = unmatched = 0
-    first: str | None = None
-    for message in request.messages:
+    calls: frozenset[str] = frozenset()  # the ids of the tool calls seen so far
+    item_ids: int = 0  # tool calls recorded under an item id (``fc_...``)
+    unmatched: int = 0  # tool results whose call came nowhere before them
+    first: str | None = None  # the role of the first message that is not system or developer
+
+
+NO_MESSAGES: Final = Scan()
+
+
+def scan(messages: Iterable[Mapping[str, Any]], before: Scan = NO_MESSAGES) -> Scan:
+    """``before`` (the scan of the messages in front) carried on over ``messages``."""
+    added: set[str] = set()
+    item_ids, unmatched, first = before.item_ids, before.unmatched, before.first
+    for message in messages:
         role = message.get("role")
         if first is None and role not in ("system", "developer"):
             first = str(role)
         for part in message.get("parts", ()):
             kind, found = part.get("type"), str(part.get("id"))
             if kind == "tool_call":
-                calls.add(found)
                 item_ids += found.startswith("fc_")
-            elif kind == "tool_call_response" and found not in calls:
+                if found not in before.calls:
+                    added.add(found)
+            elif kind == "tool_call_response" and found not in added and found not in before.calls:
                 unmatched += 1
-    if unmatched > item_ids:
+    calls = before.calls | added if added else before.calls
+    return Scan(calls, item_ids, unmatched, first)
+
+
+def telltale(request: Request, responses: bool, scanned: Scan | None = None) -> str | None:
+    """What in the request shows history it does not carry, or None.
+
+    A tool result whose call is not in the request (calls recorded under an item id, ``fc_...``,
+    may be the results' calls: they are counted, not matched), and, on the Responses API, an input
+    whose first turn is not the user's. ``scanned``: the request's messages already scanned (the
+    processor folds the scan over each call's new messages), else one pass over them."""
+    found = scanned if scanned is not None else scan(request.messages)
+    if found.unmatched > found.item_ids:
         return TELLTALE_ORPHAN_RESULT
-    if responses and first is not None and first != "user":
+    if responses and found.first is not None and found.first != "user":
         return TELLTALE_MID_CONVERSATION
     return None
 
 
 def held_history(
-    attributes: Mapping[str, object], request: Request | None, span_name: str = ""
+    attributes: Mapping[str, object],
+    request: Request | None,
+    span_name: str = "",
+    scanned: Scan | None = None,
 ) -> str | None:
     """The detail of the `server-held-history` gap for one call, or None (module docstring)."""
     try:
@@ -185,7 +211,7 @@ def held_history(
             return found
         if request is None:
             return None
-        return telltale(request, is_responses(attributes, span_name))
+        return telltale(request, is_responses(attributes, span_name), scanned)
     except Exception:  # the emit path never raises; an unreadable record shows no tell-tale
         return None
 

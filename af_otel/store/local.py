@@ -108,12 +108,13 @@ def _refuse_symlink(path: str) -> StoreError:
 class LocalStore:
     """The content-addressed store in a local directory; the root is created on the first put."""
 
-    __slots__ = ("_root",)
+    __slots__ = ("_root", "_url")
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         # Absolute now, so a later chdir cannot move the store; symlinks above the root are the
         # user's choice and are followed, those below it never are.
         self._root = os.path.abspath(os.path.expanduser(os.fspath(root)))
+        self._url = Path(self._root).as_uri()
 
     @property
     def root(self) -> Path:
@@ -122,7 +123,7 @@ class LocalStore:
 
     @property
     def url(self) -> str:
-        return self.root.as_uri()
+        return self._url
 
     def __repr__(self) -> str:
         return f"LocalStore({self._root!r})"
@@ -130,10 +131,6 @@ class LocalStore:
     def put(self, data: bytes) -> str:
         data, address = blob_bytes(data)
         _, shard, name = blob_parts(address)
-        try:
-            os.makedirs(self._root, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create store root {self._root}: {_why(exc)}") from exc
         with self._shard(shard, create=True) as directory:
             if directory is None:  # the root was removed under us
                 raise StoreError(f"store root {self._root} vanished while writing")
@@ -239,6 +236,12 @@ class LocalStore:
     def _shard(self, shard: str, *, create: bool) -> Iterator[_Dir | None]:
         """Yield the shard directory ``<root>/sha256/<shard>``, or None when it does not exist."""
         root = self._open_root()
+        if root is None and create:
+            try:
+                os.makedirs(self._root, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create store root {self._root}: {_why(exc)}") from exc
+            root = self._open_root()
         if root is None:
             yield None
             return

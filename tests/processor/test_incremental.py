@@ -14,25 +14,31 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from af_otel.processor import incremental
+from af_otel.model import Request
+from af_otel.processor import commits, incremental
 from af_otel.processor.engine import CallFacts, Engine, Enrichment
+from af_otel.processor.run_table import Finished, RunState
 from af_otel.processor.settings import resolve_settings
-from af_otel.semconv import Limits
+from af_otel.semconv import Limits, responses
 
 LANE = "0123456789abcdef"
 RUN = "r-incremental"
 
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+# Call ids that pair, miss each other, or are Responses item ids (the held-history tell-tales).
+call_ids = st.sampled_from(["t1", "t2", "fc_1"])
 parts = st.lists(
     st.one_of(
         st.builds(lambda c: {"type": "text", "content": c}, texts),
         st.builds(
-            lambda n, a: {"type": "tool_call", "id": "t1", "name": n, "arguments": a},
+            lambda i, n, a: {"type": "tool_call", "id": i, "name": n, "arguments": a},
+            call_ids,
             texts,
             st.dictionaries(texts, st.integers() | st.booleans() | texts, max_size=2),
         ),
         st.builds(
-            lambda r, e: {"type": "tool_call_response", "id": "t1", "response": r, **e},
+            lambda i, r, e: {"type": "tool_call_response", "id": i, "response": r, **e},
+            call_ids,
             texts,
             st.sampled_from([{}, {"is_error": True}]),
         ),
@@ -170,6 +176,18 @@ def test_reading_the_tail_gives_the_full_paths_evidence(
         assert one.state == other.state
 
 
+@settings(max_examples=200, deadline=None)
+@given(history=st.lists(messages, max_size=8), cut=st.integers(0, 8), api=st.booleans())
+def test_the_held_history_scan_folds_over_new_messages(
+    history: list[dict[str, Any]], cut: int, api: bool
+) -> None:
+    whole = Request.from_dict({"messages": history})
+    head, tail = whole.messages[:cut], whole.messages[cut:]
+    folded = responses.scan(tail, responses.scan(head))
+    assert folded == responses.scan(whole.messages)
+    assert responses.telltale(whole, api, folded) == responses.telltale(whole, api)
+
+
 def read_in_turn(texts_in_order: list[str]) -> list[incremental.Read]:
     seen: incremental.Remembered | None = None
     reads = []
@@ -260,3 +278,27 @@ def test_a_long_run_joins_its_remembered_pieces_and_still_reads_only_the_tail() 
         Limits(),
     )
     assert reads[-1].request == full.request
+
+
+def test_the_last_calls_messages_are_a_proven_prefix_for_the_diff_and_the_parent() -> None:
+    history = [user("a"), user("b")]
+    first, second = read_in_turn([json.dumps(history), json.dumps([*history, user("c")])])
+    assert first.request is not None
+    assert second.request is not None
+    assert second.prefix is first.request.messages
+    assert first.prefix is None  # the full path proves nothing
+    found = commits.changes(first.request, second.request, prefix=second.prefix)
+    assert [(c.key, c.verb) for c in found] == [("messages", "append")]
+    assert found[0].payload == list(second.request.messages[2:])
+    # Without the proof the diff compares, and says the same.
+    assert commits.changes(first.request, second.request) == found
+    run = RunState("r")
+    run.finish((1, 1), Finished(10, 1, first.request, None))
+    assert run.parent_of(20, second.request, second.prefix) is run.finished[0]
+    # An edited history read in full carries no proof: it is compared, and is no append.
+    edited = read_in_turn([json.dumps([user("A"), user("b"), user("c")])])[0]
+    assert edited.request is not None
+    assert edited.prefix is None
+    assert run.parent_of(20, edited.request, edited.prefix) is run.finished[0]  # the latest
+    verbs = {c.key: c.verb for c in commits.changes(first.request, edited.request)}
+    assert verbs["messages"] == "set"
