@@ -9,12 +9,7 @@ import pytest
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.semconv import (
-    NOTE_MODEL_FROM_RESPONSE,
-    NOTE_MODEL_NOT_CAPTURED,
-    NOTE_TOOLS_NOT_CAPTURED,
-    adapt,
-)
+from af_otel.semconv import NOTE_MODEL_FROM_RESPONSE, NOTE_MODEL_NOT_CAPTURED, adapt
 
 USER = [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
 
@@ -124,14 +119,15 @@ def test_model_falls_back_to_the_response_model_with_a_note() -> None:
     assert NOTE_MODEL_NOT_CAPTURED in none.notes
 
 
-def test_missing_tool_definitions_are_noted() -> None:
-    """No `gen_ai.tool.definitions`: tools read empty and the note says it is unproven."""
+def test_missing_tool_definitions_read_as_no_tools() -> None:
+    """No `gen_ai.tool.definitions` reads as no tools, as an empty list does (the field ledger
+    says whether the instrumentation would have recorded them)."""
     adapted = adapt(span())
     assert adapted.request is not None
     assert adapted.request["tools"] == []
-    assert NOTE_TOOLS_NOT_CAPTURED in adapted.notes
     with_tools = adapt(span(gen_ai__tool__definitions="[]"))
-    assert NOTE_TOOLS_NOT_CAPTURED not in with_tools.notes
+    assert with_tools.request is not None
+    assert with_tools.request["tools"] == []
 
 
 @pytest.mark.parametrize(
