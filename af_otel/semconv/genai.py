@@ -18,26 +18,13 @@ from af_otel.semconv.adapted import (
 )
 from af_otel.semconv.builders import Absent, content_value, unreadable
 from af_otel.semconv.coerce import provider, text
-from af_otel.semconv.rows import Row, dial_rows, read_rows
+from af_otel.semconv.rows import SAMPLING_TYPES, Row, dial_rows, read_rows
 
 OPERATION: Final = "gen_ai.operation.name"
 LLM_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
 
-# Each dial's attribute: `gen_ai.request.<dial>`, but for the choice count.
 DIAL_KEYS: Final = {
-    **{
-        dial: (f"gen_ai.request.{dial}",)
-        for dial in (
-            "temperature",
-            "max_tokens",
-            "top_p",
-            "top_k",
-            "stop_sequences",
-            "seed",
-            "frequency_penalty",
-            "presence_penalty",
-        )
-    },
+    **{dial: (f"gen_ai.request.{dial}",) for dial in SAMPLING_TYPES},
     "choice_count": ("gen_ai.request.choice.count",),
 }
 PARAMS: Final = dial_rows(DIAL_KEYS)
@@ -50,15 +37,10 @@ OUTPUT_TYPE: Final = "gen_ai.output.type"
 
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """One content attribute: where it goes, and its external-storage reference."""
+    """One content attribute and the request field it fills."""
 
     target: str
     key: str
-
-    @property
-    def ref(self) -> str:
-        # util-genai's upload hook names the reference `<content key>_ref`.
-        return self.key + "_ref"
 
 
 MESSAGES: Final = Slot("messages", "gen_ai.input.messages")
@@ -100,7 +82,7 @@ def build_request(
             request[slot.target] = content_value(attributes[slot.key])
             if request[slot.target] is None:  # JSON null records no list, not an empty one
                 raise unreadable()
-        elif slot.ref in attributes:
+        elif slot.key + "_ref" in attributes:  # util-genai's upload hook's reference
             raise Absent(names.REASON_EXTERNAL)
         elif slot is MESSAGES:
             raise Absent(names.REASON_NOT_CAPTURED)

@@ -36,7 +36,7 @@ from af_otel.semconv.coerce import (
     provider,
     text,
 )
-from af_otel.semconv.rows import Row, bucket, dense, dial_rows, read_rows
+from af_otel.semconv.rows import DIAL_TYPES, Row, bucket, dense, dial_rows, read_rows
 
 SPAN_KIND: Final = "openinference.span.kind"
 INPUT_MESSAGES: Final = "llm.input_messages."
@@ -51,14 +51,7 @@ CONTENT_PREFIX: Final = "message_content."
 # The decoded `llm.invocation_parameters` object holds the caller's own argument names, which
 # differ by provider SDK; most are the dial's own name.
 PARAMS: Final = dial_rows(
-    {
-        dial: (dial,)
-        for dial in (
-            *("temperature", "max_tokens", "top_p", "top_k", "stop_sequences", "seed"),
-            *("frequency_penalty", "presence_penalty", "tool_choice", "parallel_tool_calls"),
-            *("response_format", "reasoning_effort", "thinking"),
-        )
-    },
+    {dial: (dial,) for dial in DIAL_TYPES if dial != "choice_count"},
     {
         "max_tokens": ("max_completion_tokens", "max_output_tokens", "max_tokens_to_sample"),
         "stop_sequences": ("stop",),

@@ -46,8 +46,10 @@ def read_rows(attributes: Mapping[str, object], rows: Iterable[Row]) -> dict[str
     return out
 
 
-# How each dial of the normalized request's params is read, whatever its source key.
-DIAL_TYPES: Final[Mapping[str, Callable[[object], object | None]]] = {
+Coercer = Callable[[object], object | None]
+# How each dial of the normalized request's params is read, whatever its source key: first the
+# sampling dials, which the GenAI conventions record as `gen_ai.request.<dial>`, then the rest.
+SAMPLING_TYPES: Final[Mapping[str, Coercer]] = {
     "temperature": number,
     "max_tokens": integer,
     "top_p": number,
@@ -56,6 +58,9 @@ DIAL_TYPES: Final[Mapping[str, Callable[[object], object | None]]] = {
     "seed": integer,
     "frequency_penalty": number,
     "presence_penalty": number,
+}
+DIAL_TYPES: Final[Mapping[str, Coercer]] = {
+    **SAMPLING_TYPES,
     "choice_count": choice_count,
     "tool_choice": structured,
     "parallel_tool_calls": boolean,
