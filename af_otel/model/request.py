@@ -45,7 +45,9 @@ import orjson
 
 from af_otel.errors import RequestShapeError
 
-PARAM_KEYS: Final = (
+# The params (rule 5): the sampling dials of ``gen_ai.request.*``, the settings that steer the
+# model, and the Responses API's own settings (reasoning.summary, truncation, store).
+SAMPLING_KEYS: Final = (
     "temperature",
     "max_tokens",
     "top_p",
@@ -55,16 +57,16 @@ PARAM_KEYS: Final = (
     "frequency_penalty",
     "presence_penalty",
     "choice_count",
+)
+STEERING_KEYS: Final = (
     "tool_choice",
     "parallel_tool_calls",
     "response_format",
     "reasoning_effort",
     "thinking",
-    # the Responses API's own settings (reasoning.summary, truncation, store)
-    "reasoning_summary",
-    "truncation",
-    "store",
 )
+RESPONSES_KEYS: Final = ("reasoning_summary", "truncation", "store")
+PARAM_KEYS: Final = (*SAMPLING_KEYS, *STEERING_KEYS, *RESPONSES_KEYS)
 REQUEST_KEYS: Final = ("system", "messages", "tools", "params", "model", "provider")
 
 _T = TypeVar("_T")
