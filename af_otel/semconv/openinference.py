@@ -101,11 +101,10 @@ def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[st
         model = read_rows(attributes, RESPONSE_MODEL)
         notes.append(NOTE_MODEL_FROM_RESPONSE if model else NOTE_MODEL_NOT_CAPTURED)
     provider = read_rows(attributes, PROVIDER)
-    system: list[JsonValue] = []
     if provider.get("provider") == "anthropic":
-        system, built = _as_messages_api(built)
+        built = _user_turns(built)
     request: dict[str, object] = {
-        "system": system,
+        "system": [],  # a leading system message is moved here by `wire_form` where the API has it
         "messages": built,
         "tools": [_tool(fields) for fields in tools],
         "params": params,
@@ -115,21 +114,14 @@ def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[st
     return request, notes
 
 
-def _as_messages_api(
-    built: list[dict[str, JsonValue]],
-) -> tuple[list[JsonValue], list[dict[str, JsonValue]]]:
-    """An Anthropic request back in the Messages API's shape, as the GenAI conventions record it.
+def _user_turns(built: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]:
+    """An Anthropic conversation's tool results back in the user turns they came in.
 
-    openinference-anthropic writes the request's ``system`` as a first message of role
-    ``system``, and splits a user turn's tool results off into ``tool`` messages ahead of the
-    rest of that turn. The Messages API has neither: the first is the request's system, and a run
-    of tool results with the user content right after it is one user turn again.
+    openinference-anthropic splits a user turn's tool results off into ``tool`` messages ahead of
+    the rest of that turn; the Messages API has no ``tool`` role, so a run of tool results with
+    the user content right after it is one user turn again. (It also writes the request's
+    ``system`` as a first message, which `wire_form` moves back, as for every convention.)
     """
-    system: list[JsonValue] = []
-    if built and built[0]["role"] == "system":
-        parts = built[0]["parts"]
-        system = list(parts) if isinstance(parts, list) else []
-        built = built[1:]
     merged: list[dict[str, JsonValue]] = []
     pending: list[JsonValue] = []
     for message in built:
@@ -146,7 +138,7 @@ def _as_messages_api(
         pending = []
     if pending:
         merged.append({"role": "user", "parts": pending})
-    return system, merged
+    return merged
 
 
 def _invocation(
