@@ -37,7 +37,7 @@ shared with the caller, who must not mutate it after handing it over.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TypeVar
 
@@ -110,22 +110,27 @@ def _items(value: object, where: str) -> Iterable[Any]:
     _fail(where, f"expected a list, got {type(value).__name__}")
 
 
-def _drop_none(mapping: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    for key, value in mapping.items():
-        if value is not None:
-            yield key, value
+def _drop_none(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in mapping.items() if value is not None}
 
 
-def _each(value: object, where: str, read: Callable[[object, str], _T]) -> Iterator[_T]:
-    for index, item in enumerate(_items(value, where)):
-        yield read(item, f"{where}[{index}]")
+def _each(value: object, where: str, read: Callable[[object, str], _T]) -> list[_T]:
+    """``read`` over the items of the list ``value``. Reading is pure, so the items are read
+    without naming each one's place, and read again, each named, only to say where one failed."""
+    items = _items(value, where)
+    try:
+        return [read(item, where) for item in items]
+    except RequestShapeError:
+        for index, item in enumerate(items):
+            read(item, f"{where}[{index}]")
+        raise
 
 
 def read_part(part: object, where: str) -> dict[str, Any]:
     """One content part in the GenAI shape (rules 1, 4 and the ``result`` spelling of rule 2)."""
     if isinstance(part, str):
         return {"type": "text", "content": part}
-    body = dict(_drop_none(_mapping(part, where)))
+    body = _drop_none(_mapping(part, where))
     kind = body.get("type")
     if not isinstance(kind, str):
         _fail(where, "a part needs a string 'type'")
@@ -164,7 +169,7 @@ def read_message(
         given = [given]
     elif given is not None and not isinstance(given, list | tuple):
         _fail(f"{where}.{key}", "expected a string or a list of parts")
-    body: dict[str, Any] = {"role": role, "parts": list(_each(given, f"{where}.parts", part))}
+    body: dict[str, Any] = {"role": role, "parts": _each(given, where + ".parts", part)}
     name = raw.get("name")
     if name is not None:
         if not isinstance(name, str):
@@ -185,9 +190,9 @@ def read_tool(tool: object, where: str) -> dict[str, Any]:
     raw = _mapping(tool, where)
     inner = raw.get("function")
     if isinstance(inner, Mapping):
-        merged = {**dict(_drop_none(inner)), "type": raw.get("type") or "function"}
+        merged = {**_drop_none(inner), "type": raw.get("type") or "function"}
     else:
-        merged = dict(_drop_none(raw))
+        merged = _drop_none(raw)
     merged.setdefault("type", "function")
     if "input_schema" in merged and "parameters" not in merged:
         # Anthropic's spelling of the same JSON Schema (rule 3): one tool, one receipt
@@ -202,7 +207,7 @@ def normalize_tool(tool: object, where: str) -> FrozenDict:
     return FrozenDict(read_tool(tool, where))
 
 
-def _system(value: object, part: Callable[[object, str], _T]) -> Iterator[_T]:
+def _system(value: object, part: Callable[[object, str], _T]) -> list[_T]:
     if isinstance(value, str):  # rule 4: one text part, none for an empty string
         value = [value] if value else []
     return _each(value, "system", part)
@@ -214,10 +219,10 @@ def shape_request(data: Mapping[str, Any]) -> dict[str, Any]:
     form; the other keys are left as they are."""
     out = dict(_mapping(data, "request"))
     if "system" in out:
-        out["system"] = list(_system(out["system"], read_part))
-    out["messages"] = list(_each(out.get("messages"), "messages", read_message))
+        out["system"] = _system(out["system"], read_part)
+    out["messages"] = _each(out.get("messages"), "messages", read_message)
     if "tools" in out:
-        out["tools"] = list(_each(out["tools"], "tools", read_tool))
+        out["tools"] = _each(out["tools"], "tools", read_tool)
     return out
 
 

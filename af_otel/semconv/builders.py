@@ -58,7 +58,9 @@ def refuse_placeholders(parts: Iterable[Mapping[str, object]]) -> None:
     """Stop with ``content-redacted`` when a part's content field holds a placeholder."""
     for part in parts:
         for field in _CONTENT_FIELDS:
-            refuse_placeholder(part.get(field))
+            value = part.get(field)
+            if isinstance(value, str):
+                refuse_placeholder(value)
 
 
 def media_part(url: str, modality: str = "image") -> Part:
