@@ -13,13 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from af_otel.model.request import (
-    PARAM_KEYS,
-    REASONING_TYPES,
-    SAMPLING_KEYS,
-    STEERING_KEYS,
-    Request,
-)
+from af_otel.model.request import PARAM_KEYS, REASONING_TYPES, SAMPLING_KEYS, STEERING_KEYS, Request
 
 MODEL: Final = "model"
 TOOLS: Final = "tools"
