@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from af_otel.model.request import PARAM_KEYS, REASONING_TYPES, Request
+from af_otel.model.request import PARAM_KEYS, REASONING_TYPES, SAMPLING_KEYS, STEERING_KEYS, Request
 
 MODEL: Final = "model"
 TOOLS: Final = "tools"
@@ -21,27 +21,14 @@ MESSAGE_NAME: Final = "message.name"
 TOOL_ERROR: Final = "tool_result.is_error"
 SIGNATURE: Final = "reasoning.signature"
 
-# The Responses API's own settings: af_otel.semconv.responses names them per instrumentation.
-_OWN: Final = ("reasoning_summary", "truncation", "store")
 # Every field a record can lack, in the order a report lists them: what the model could use,
-# what it was steered by, then the sampling dials.
-FIELDS: Final = (
-    MODEL,
-    TOOLS,
-    "tool_choice",
-    "parallel_tool_calls",
-    "response_format",
-    "reasoning_effort",
-    "thinking",
-    TOOL_ERROR,
-    SIGNATURE,
-    MESSAGE_NAME,
-    *(key for key in PARAM_KEYS if key not in ("tool_choice", "parallel_tool_calls", *_OWN)),
-)
-_FIELD_ORDER: Final = {name: rank for rank, name in enumerate(dict.fromkeys(FIELDS))}
+# what it was steered by, then the sampling dials (the Responses API's own settings are named per
+# instrumentation by af_otel.semconv.responses).
+FIELDS: Final = (MODEL, TOOLS, *STEERING_KEYS, TOOL_ERROR, SIGNATURE, MESSAGE_NAME, *SAMPLING_KEYS)
+_FIELD_ORDER: Final = {name: rank for rank, name in enumerate(FIELDS)}
 
 # The dials: settings the provider fills with its own default when a request leaves them out.
-DIALS: Final = tuple(key for key in dict.fromkeys(FIELDS) if key in PARAM_KEYS)
+DIALS: Final = tuple(key for key in FIELDS if key in PARAM_KEYS)
 
 # The fields each provider's API has (Chat Completions for OpenAI, the Messages API for Anthropic).
 # A field the provider does not have cannot have been sent, so neither a missing record of it nor

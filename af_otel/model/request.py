@@ -10,12 +10,18 @@ receipt, so each rule lives here once and `docs/receipt-spec.md` restates it:
    is kept. A ``tool_call_response`` whose payload is under ``result`` is read as ``response``.
 3. OpenAI-style tools ``{"type": "function", "function": {...}}`` flatten to
    ``{"type": "function", "name", "description"?, "parameters"?}``; a tool without ``type`` is a
-   ``function``; Anthropic's ``input_schema`` is read as ``parameters`` when those are absent.
+   ``function``; Anthropic's ``input_schema`` is read as ``parameters`` when those are absent;
+   a tool needs a string ``name`` and ``type``.
 4. ``system`` given as one string is one text part (an empty string is no part); a message given
-   ``content`` instead of ``parts`` has one text part for a string, or the list as its parts; when
-   both are given ``parts`` wins. A part given as a bare string is a text part. Unknown part types
-   are kept as they are; message keys other than ``role``, ``parts`` and ``name`` are not part of
-   the normalized message (adapters turn them into parts).
+   ``content`` instead of ``parts`` has one text part for a string, or the list as its parts (and
+   ``parts`` given as a string is one text part); when both are given ``parts`` wins. A part given
+   as a bare string is a text part. Unknown part types are kept as they are; message keys other
+   than ``role``, ``parts`` and ``name`` are not part of the normalized message (adapters turn
+   them into parts).
+
+The reading rules (the shape: 1, 3, 4 and the ``result`` spelling of 2) are `read_part`,
+`read_message` and `read_tool`, which `shape_request` applies for the adapters, whose requests
+stay plain values; the ``normalize_*`` functions add the value rules and freeze.
 5. ``params`` keep only the dials of ``gen_ai.request.*`` and the settings that steer the model
    (``tool_choice``, ``parallel_tool_calls``, ``response_format``, ``reasoning_effort``,
    ``thinking``; the Responses API's ``reasoning_summary``, ``truncation``, ``store``) that are set, each as the caller gave it; ``stop_sequences`` is a list. Empty
@@ -31,15 +37,17 @@ shared with the caller, who must not mutate it after handing it over.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypeVar
 
 import orjson
 
 from af_otel.errors import RequestShapeError
 
-PARAM_KEYS: Final = (
+# The params (rule 5): the sampling dials of ``gen_ai.request.*``, the settings that steer the
+# model, and the Responses API's own settings (reasoning.summary, truncation, store).
+SAMPLING_KEYS: Final = (
     "temperature",
     "max_tokens",
     "top_p",
@@ -49,17 +57,19 @@ PARAM_KEYS: Final = (
     "frequency_penalty",
     "presence_penalty",
     "choice_count",
+)
+STEERING_KEYS: Final = (
     "tool_choice",
     "parallel_tool_calls",
     "response_format",
     "reasoning_effort",
     "thinking",
-    # the Responses API's own settings (reasoning.summary, truncation, store)
-    "reasoning_summary",
-    "truncation",
-    "store",
 )
+RESPONSES_KEYS: Final = ("reasoning_summary", "truncation", "store")
+PARAM_KEYS: Final = (*SAMPLING_KEYS, *STEERING_KEYS, *RESPONSES_KEYS)
 REQUEST_KEYS: Final = ("system", "messages", "tools", "params", "model", "provider")
+
+_T = TypeVar("_T")
 
 
 class FrozenDict(dict[str, Any]):
@@ -100,78 +110,120 @@ def _items(value: object, where: str) -> Iterable[Any]:
     _fail(where, f"expected a list, got {type(value).__name__}")
 
 
-def _drop_none(mapping: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    for key, value in mapping.items():
-        if value is not None:
-            yield key, value
+def _drop_none(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in mapping.items() if value is not None}
 
 
-def normalize_part(part: object, where: str) -> FrozenDict:
-    """One content part, normalized (rules 1, 2 and 4 of the module docstring)."""
+def _each(value: object, where: str, read: Callable[[object, str], _T]) -> list[_T]:
+    """``read`` over the items of the list ``value``. Reading is pure, so the items are read
+    without naming each one's place, and read again, each named, only to say where one failed."""
+    items = _items(value, where)
+    try:
+        return [read(item, where) for item in items]
+    except RequestShapeError:
+        for index, item in enumerate(items):
+            read(item, f"{where}[{index}]")
+        raise
+
+
+def read_part(part: object, where: str) -> dict[str, Any]:
+    """One content part in the GenAI shape (rules 1, 4 and the ``result`` spelling of rule 2)."""
     if isinstance(part, str):
-        return FrozenDict(type="text", content=part)
-    raw = _mapping(part, where)
-    body = dict(_drop_none(raw))
+        return {"type": "text", "content": part}
+    body = _drop_none(_mapping(part, where))
     kind = body.get("type")
     if not isinstance(kind, str):
         _fail(where, "a part needs a string 'type'")
+    if kind == "tool_call_response" and "response" not in body and "result" in body:
+        body["response"] = body.pop("result")
+    return body
+
+
+def normalize_part(part: object, where: str) -> FrozenDict:
+    """One content part, normalized: `read_part`, then the values rules 2 and 5 fix."""
+    body = read_part(part, where)
+    kind = body["type"]
     if kind == "tool_call":
         arguments = body.get("arguments")
         if isinstance(arguments, str):
             # rule 2: a string that does not parse is kept as the string
             with contextlib.suppress(orjson.JSONDecodeError):
                 body["arguments"] = orjson.loads(arguments)
-    elif kind == "tool_call_response":
-        if "response" not in body and "result" in body:
-            body["response"] = body.pop("result")
-        if body.get("is_error") is False:
-            del body["is_error"]
+    elif kind == "tool_call_response" and body.get("is_error") is False:
+        del body["is_error"]
     return FrozenDict(body)
 
 
-def normalize_message(message: object, where: str) -> FrozenDict:
-    """One chat message ``{"role", "parts", "name"?}``, normalized."""
+def read_message(
+    message: object, where: str, part: Callable[[object, str], Any] = read_part
+) -> dict[str, Any]:
+    """One chat message ``{"role", "parts", "name"?}`` with each part read by ``part`` (rule 4:
+    ``parts``, else ``content``; either given as a string is one text part)."""
     raw = _mapping(message, where)
     role = raw.get("role")
     if not isinstance(role, str):
         _fail(where, "a message needs a string 'role'")
-    parts_in = raw.get("parts")
-    if parts_in is None:
-        content = raw.get("content")
-        if isinstance(content, str):
-            parts_in = [{"type": "text", "content": content}]
-        elif isinstance(content, list | tuple):
-            parts_in = content
-        elif content is not None:
-            _fail(f"{where}.content", "expected a string or a list of parts")
-    parts = tuple(
-        normalize_part(p, f"{where}.parts[{i}]")
-        for i, p in enumerate(_items(parts_in, f"{where}.parts"))
-    )
-    body: dict[str, Any] = {"role": role, "parts": parts}
+    key = "parts" if raw.get("parts") is not None else "content"
+    given = raw.get(key)
+    if isinstance(given, str):
+        given = [given]
+    elif given is not None and not isinstance(given, list | tuple):
+        _fail(f"{where}.{key}", "expected a string or a list of parts")
+    body: dict[str, Any] = {"role": role, "parts": _each(given, where + ".parts", part)}
     name = raw.get("name")
     if name is not None:
         if not isinstance(name, str):
             _fail(where, "'name' must be a string")
         body["name"] = name
+    return body
+
+
+def normalize_message(message: object, where: str) -> FrozenDict:
+    """One chat message, normalized."""
+    body = read_message(message, where, normalize_part)
+    body["parts"] = tuple(body["parts"])
     return FrozenDict(body)
 
 
-def normalize_tool(tool: object, where: str) -> FrozenDict:
+def read_tool(tool: object, where: str) -> dict[str, Any]:
     """One tool definition, OpenAI-style nesting flattened (rule 3)."""
     raw = _mapping(tool, where)
     inner = raw.get("function")
     if isinstance(inner, Mapping):
-        merged = {**dict(_drop_none(inner)), "type": raw.get("type") or "function"}
+        merged = {**_drop_none(inner), "type": raw.get("type") or "function"}
     else:
-        merged = dict(_drop_none(raw))
+        merged = _drop_none(raw)
     merged.setdefault("type", "function")
     if "input_schema" in merged and "parameters" not in merged:
         # Anthropic's spelling of the same JSON Schema (rule 3): one tool, one receipt
         merged["parameters"] = merged.pop("input_schema")
-    if not isinstance(merged.get("name"), str):
-        _fail(where, "a tool needs a string 'name'")
-    return FrozenDict(merged)
+    if not isinstance(merged.get("name"), str) or not isinstance(merged["type"], str):
+        _fail(where, "a tool needs a string 'name' and 'type'")
+    return merged
+
+
+def normalize_tool(tool: object, where: str) -> FrozenDict:
+    """One tool definition, normalized."""
+    return FrozenDict(read_tool(tool, where))
+
+
+def _system(value: object, part: Callable[[object, str], _T]) -> list[_T]:
+    if isinstance(value, str):  # rule 4: one text part, none for an empty string
+        value = [value] if value else []
+    return _each(value, "system", part)
+
+
+def shape_request(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with its system, messages and tools read into the GenAI shape as plain values:
+    what `Request.from_dict` reads before it fixes values and freezes. The adapters hand on this
+    form; the other keys are left as they are."""
+    out = dict(_mapping(data, "request"))
+    if "system" in out:
+        out["system"] = _system(out["system"], read_part)
+    out["messages"] = _each(out.get("messages"), "messages", read_message)
+    if "tools" in out:
+        out["tools"] = _each(out["tools"], "tools", read_tool)
+    return out
 
 
 def normalize_params(params: object, where: str = "params") -> FrozenDict:
@@ -205,20 +257,9 @@ class Request:
     def from_dict(cls, data: Mapping[str, Any]) -> Request:
         """Build from a GenAI-shaped dict; raises :class:`RequestShapeError` naming the field."""
         raw = _mapping(data, "request")
-        system_in = raw.get("system")
-        if isinstance(system_in, str):
-            system_in = [system_in] if system_in else []
-        system = tuple(
-            normalize_part(p, f"system[{i}]") for i, p in enumerate(_items(system_in, "system"))
-        )
-        messages = tuple(
-            normalize_message(m, f"messages[{i}]")
-            for i, m in enumerate(_items(raw.get("messages"), "messages"))
-        )
-        tools = tuple(
-            normalize_tool(t, f"tools[{i}]")
-            for i, t in enumerate(_items(raw.get("tools"), "tools"))
-        )
+        system = tuple(_system(raw.get("system"), normalize_part))
+        messages = tuple(_each(raw.get("messages"), "messages", normalize_message))
+        tools = tuple(_each(raw.get("tools"), "tools", normalize_tool))
         model = raw.get("model")
         provider = raw.get("provider")
         for name, value in (("model", model), ("provider", provider)):

@@ -17,15 +17,10 @@ from af_otel import names
 from af_otel.semconv import genai, openinference, openllmetry
 from af_otel.semconv.adapted import (
     NOTE_ADAPTER_ERROR,
-    NOTE_MESSAGE_NAMES_NOT_CAPTURED,
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_OUTPUT_TYPE,
-    NOTE_PARAMS_PARTIAL,
     NOTE_PARAMS_UNREADABLE,
-    NOTE_SYSTEM_IN_MESSAGES,
-    NOTE_TOOL_CHOICE_NOT_CAPTURED,
-    NOTE_TOOLS_NOT_CAPTURED,
     Adapted,
     Convention,
     content_keys,
@@ -35,15 +30,10 @@ from af_otel.semconv.ledger import Limits, cut_by
 
 __all__ = [
     "NOTE_ADAPTER_ERROR",
-    "NOTE_MESSAGE_NAMES_NOT_CAPTURED",
     "NOTE_MODEL_FROM_RESPONSE",
     "NOTE_MODEL_NOT_CAPTURED",
     "NOTE_OUTPUT_TYPE",
-    "NOTE_PARAMS_PARTIAL",
     "NOTE_PARAMS_UNREADABLE",
-    "NOTE_SYSTEM_IN_MESSAGES",
-    "NOTE_TOOLS_NOT_CAPTURED",
-    "NOTE_TOOL_CHOICE_NOT_CAPTURED",
     "Adapted",
     "Convention",
     "Limits",

@@ -7,24 +7,15 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from af_otel import names
-from af_otel.semconv.builders import Absent
+from af_otel.errors import RequestShapeError
+from af_otel.model.request import shape_request
+from af_otel.semconv.builders import Absent, refuse_placeholders
 from af_otel.semconv.placement import wire_form
 
 Convention = Literal["genai", "openllmetry", "openllmetry-legacy", "openinference"]
 
-# Notes name what a span of this convention cannot show, so a receipt or a test can say it.
-NOTE_TOOLS_NOT_CAPTURED: Final = "tools-not-captured"
-"""No tool definitions on the span: an empty ``tools`` is not proof the request had none."""
-NOTE_TOOL_CHOICE_NOT_CAPTURED: Final = "tool-choice-not-captured"
-"""The convention has no attribute for ``tool_choice``."""
-NOTE_PARAMS_PARTIAL: Final = "params-partial"
-"""The instrumentation records only some dials (OpenLLMetry: no seed, stop, n, tool_choice)."""
-NOTE_PARAMS_UNREADABLE: Final = "params-unreadable"
-"""The dials attribute is there but unreadable (bad JSON, a placeholder): ``params`` is empty."""
-NOTE_MESSAGE_NAMES_NOT_CAPTURED: Final = "message-names-not-captured"
-"""The instrumentation drops a message's ``name`` (OpenLLMetry)."""
-NOTE_SYSTEM_IN_MESSAGES: Final = "system-in-messages"
-"""The convention has no system-instructions slot: a system prompt can only appear as a message."""
+# Notes name what a span shows about the request beyond the request itself; the field ledger
+# (`af_otel.semconv.ledger`) reads them.
 NOTE_MODEL_FROM_RESPONSE: Final = "model-from-response"
 """No request model on the span; ``model`` is the model the response named."""
 NOTE_MODEL_NOT_CAPTURED: Final = "model-not-captured"
@@ -32,6 +23,8 @@ NOTE_MODEL_NOT_CAPTURED: Final = "model-not-captured"
 NOTE_OUTPUT_TYPE: Final = "output-type"
 """The span names an output type (``gen_ai.output.type``): the request set a response format,
 whose schema (if any) is not on the span."""
+NOTE_PARAMS_UNREADABLE: Final = "params-unreadable"
+"""The dials attribute is there but unreadable (bad JSON, a placeholder): ``params`` is empty."""
 NOTE_ADAPTER_ERROR: Final = "adapter-error"
 """The adapter failed on an input it did not foresee; the request is treated as unreadable."""
 
@@ -92,13 +85,19 @@ def conclude(
     convention: Convention,
     attributes: Mapping[str, object],
     build: Callable[[], tuple[dict[str, object], Iterable[str]]],
-    notes: Iterable[str] = (),
 ) -> Adapted:
-    """Run one convention's ``build`` and wrap its request, or the reason it stopped, as Adapted."""
+    """Run one convention's ``build``, read its request into the GenAI shape by the request
+    model's rules, and wrap it, or the reason there is none, as Adapted."""
     keys = content_keys(attributes)
     try:
-        request, found = build()
+        built, notes = build()
+        request = wire_form(shape_request(built))
+        refuse_placeholders(request.get("system") or ())
+        for message in request["messages"]:
+            refuse_placeholders(message["parts"])
+    except RequestShapeError:
+        return Adapted(convention, None, names.REASON_UNREADABLE, keys)
     except Absent as absent:
         cut = "holes" if absent.reason == names.REASON_CUT else None
-        return Adapted(convention, None, absent.reason, keys, tuple(notes), cut)
-    return Adapted(convention, wire_form(request), None, keys, (*notes, *found))
+        return Adapted(convention, None, absent.reason, keys, cut=cut)
+    return Adapted(convention, request, None, keys, tuple(notes))

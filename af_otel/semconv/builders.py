@@ -1,12 +1,14 @@
-"""Builders of GenAI-shaped parts, messages and tools, shared by the convention adapters.
+"""Builders of GenAI-shaped parts and messages from the flattened conventions' fields, and the
+reasons an adapter stops.
 
-They check shape as they build, so an adapter either returns a request ``Request.from_dict``
-accepts or stops with :class:`Absent` naming why no request can be had.
+An adapter builds a plain request from its convention's attributes; `af_otel.semconv.adapted.conclude`
+then reads it into the GenAI shape by the request model's rules (`shape_request`), so the shape
+is checked in one place, and refuses redaction placeholders (`refuse_placeholders`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 from af_otel import names
@@ -52,80 +54,13 @@ def content_value(value: object) -> JsonValue:
     return parsed
 
 
-def checked_part(part: Part) -> Part:
-    """A part with a string ``type``; ``result`` read as ``response``; placeholders refused."""
-    if not isinstance(part.get("type"), str):
-        raise unreadable()
-    for field in _CONTENT_FIELDS:
-        refuse_placeholder(part.get(field))
-    if part["type"] == "tool_call_response" and "response" not in part and "result" in part:
-        part = {**part, "response": part["result"]}
-        del part["result"]
-    return part
-
-
-def genai_parts(value: JsonValue) -> list[Part]:
-    """GenAI parts as given in ``gen_ai.system_instructions`` or a message's ``parts``."""
-    if isinstance(value, str):  # a bare string is read as one text part
-        return [checked_part({"type": "text", "content": value})]
-    if not isinstance(value, list):
-        raise unreadable()
-    parts: list[Part] = []
-    for item in value:
-        if isinstance(item, str):
-            parts.append(checked_part({"type": "text", "content": item}))
-        elif isinstance(item, dict):
-            parts.append(checked_part(item))
-        else:
-            raise unreadable()
-    return parts
-
-
-def genai_messages(value: JsonValue) -> list[dict[str, JsonValue]]:
-    """GenAI chat messages ``[{"role", "parts", "name"?}]``."""
-    if not isinstance(value, list):
-        raise unreadable()
-    messages: list[dict[str, JsonValue]] = []
-    for item in value:
-        if not isinstance(item, dict) or not isinstance(item.get("role"), str):
-            raise unreadable()
-        raw_parts = item.get("parts")
-        if raw_parts is None and isinstance(item.get("content"), str):
-            raw_parts = item["content"]
-        parts: JsonValue = list(genai_parts(raw_parts if raw_parts is not None else []))
-        message: dict[str, JsonValue] = {"role": item["role"], "parts": parts}
-        name = item.get("name")
-        if name is not None:
-            if not isinstance(name, str):
-                raise unreadable()
-            message["name"] = name
-        messages.append(message)
-    return messages
-
-
-def tool_definition(value: JsonValue) -> dict[str, JsonValue]:
-    """One tool, flattened: OpenAI ``{"type","function":{...}}`` and Anthropic ``input_schema``
-    both become ``{"type","name","description"?,"parameters"?}``."""
-    if not isinstance(value, dict):
-        raise unreadable()
-    body = value
-    inner = value.get("function")
-    if isinstance(inner, dict):
-        body = {**inner, "type": value.get("type") or "function"}
-    if "parameters" not in body and "input_schema" in body:
-        body = {**body, "parameters": body["input_schema"]}
-        del body["input_schema"]
-    tool: dict[str, JsonValue] = {key: item for key, item in body.items() if item is not None}
-    tool.setdefault("type", "function")
-    if not isinstance(tool.get("name"), str) or not isinstance(tool["type"], str):
-        raise unreadable()
-    return tool
-
-
-def genai_tools(value: JsonValue) -> list[dict[str, JsonValue]]:
-    if not isinstance(value, list):
-        raise unreadable()
-    return [tool_definition(item) for item in value]
+def refuse_placeholders(parts: Iterable[Mapping[str, object]]) -> None:
+    """Stop with ``content-redacted`` when a part's content field holds a placeholder."""
+    for part in parts:
+        for field in _CONTENT_FIELDS:
+            value = part.get(field)
+            if isinstance(value, str):
+                refuse_placeholder(value)
 
 
 def media_part(url: str, modality: str = "image") -> Part:
@@ -143,18 +78,18 @@ def media_part(url: str, modality: str = "image") -> Part:
 def openai_block(block: JsonValue) -> Part:
     """One OpenAI content block (``text``, ``image_url``, ...) as a GenAI part."""
     if isinstance(block, str):
-        return checked_part({"type": "text", "content": block})
+        return {"type": "text", "content": block}
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
         raise unreadable()
     kind = block["type"]
     if kind in ("text", "input_text") and isinstance(block.get("text"), str):
-        return checked_part({"type": "text", "content": block["text"]})
+        return {"type": "text", "content": block["text"]}
     if kind == "image_url":
         image = block.get("image_url")
         url = image.get("url") if isinstance(image, dict) else image
         if isinstance(url, str):
-            return checked_part(media_part(url))
-    return checked_part(dict(block))
+            return media_part(url)
+    return dict(block)
 
 
 def flat_message(
@@ -172,6 +107,7 @@ def flat_message(
     """
     parts: list[JsonValue]
     if role == "tool":
+        refuse_placeholders(content)  # nested in the response, out of `conclude`'s sight
         response: JsonValue = None
         if len(content) == 1 and content[0].get("type") == "text":
             response = content[0].get("content")
@@ -180,7 +116,7 @@ def flat_message(
         result: Part = {"type": "tool_call_response", "response": response}
         if tool_call_id is not None:
             result["id"] = tool_call_id
-        parts = [checked_part(result)]
+        parts = [result]
     else:
         parts = [*content, *tool_calls]
     message: dict[str, JsonValue] = {"role": role, "parts": parts}
@@ -203,4 +139,15 @@ def tool_call(call_id: object, name: object, arguments: object) -> Part:
     # An empty arguments string is what an SDK sends for "no arguments"; util-genai records null.
     if args:
         part["arguments"] = args
-    return checked_part(part)
+    return part
+
+
+def flat_tool(name: object, description: object, parameters: JsonValue) -> Part:
+    """A function tool from flattened fields; a description must be text, not a placeholder."""
+    tool: Part = {"type": "function", "name": text(name), "parameters": parameters}
+    if description is not None:
+        refuse_placeholder(description)
+        tool["description"] = text(description)
+        if tool["description"] is None:
+            raise unreadable()
+    return tool

@@ -170,20 +170,17 @@ def plain(value: object, depth: int = 0) -> JsonValue | Bad:
     return BAD
 
 
+def structured(value: object) -> JsonValue:
+    """A structured value (a setting given as an object) copied by :func:`plain`, or ``None``."""
+    copied = plain(value)
+    return None if isinstance(copied, Bad) else copied
+
+
 def json_or_plain(value: object) -> JsonValue | Bad:
     """A content attribute as the conventions allow it: a JSON string or a structured value."""
     if isinstance(value, str):
         return parse_json(value)
     return plain(value)
-
-
-def object_list(value: JsonValue | Bad) -> list[dict[str, JsonValue]] | None:
-    """A list of JSON objects, or ``None``."""
-    if not isinstance(value, list):
-        return None
-    if not all(isinstance(item, dict) for item in value):
-        return None
-    return [item for item in value if isinstance(item, dict)]
 
 
 # Placeholders that instrumentations and pipelines write where content was withheld: OpenInference

@@ -3,7 +3,7 @@ instrumentations write them: content as JSON strings (or structured values), ref
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -12,38 +12,22 @@ from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_OUTPUT_TYPE,
-    NOTE_TOOL_CHOICE_NOT_CAPTURED,
-    NOTE_TOOLS_NOT_CAPTURED,
     Adapted,
     Convention,
     conclude,
 )
-from af_otel.semconv.builders import Absent, content_value, genai_messages, genai_parts, genai_tools
-from af_otel.semconv.coerce import (
-    JsonValue,
-    choice_count,
-    integer,
-    number,
-    provider,
-    string_list,
-    text,
-)
-from af_otel.semconv.rows import Row, read_rows
+from af_otel.semconv.builders import Absent, content_value, unreadable
+from af_otel.semconv.coerce import provider, text
+from af_otel.semconv.rows import SAMPLING_TYPES, Row, dial_rows, read_rows
 
 OPERATION: Final = "gen_ai.operation.name"
 LLM_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
 
-PARAMS: Final = (
-    Row("temperature", ("gen_ai.request.temperature",), number),
-    Row("max_tokens", ("gen_ai.request.max_tokens",), integer),
-    Row("top_p", ("gen_ai.request.top_p",), number),
-    Row("top_k", ("gen_ai.request.top_k",), number),
-    Row("stop_sequences", ("gen_ai.request.stop_sequences",), string_list),
-    Row("seed", ("gen_ai.request.seed",), integer),
-    Row("frequency_penalty", ("gen_ai.request.frequency_penalty",), number),
-    Row("presence_penalty", ("gen_ai.request.presence_penalty",), number),
-    Row("choice_count", ("gen_ai.request.choice.count",), choice_count),
-)
+DIAL_KEYS: Final = {
+    **{dial: (f"gen_ai.request.{dial}",) for dial in SAMPLING_TYPES},
+    "choice_count": ("gen_ai.request.choice.count",),
+}
+PARAMS: Final = dial_rows(DIAL_KEYS)
 MODEL: Final = (Row("model", ("gen_ai.request.model",), text),)
 RESPONSE_MODEL: Final = (Row("model", ("gen_ai.response.model",), text),)
 # `gen_ai.system` is the name before semconv 1.37; OpenLLMetry <=0.54 still writes it.
@@ -53,23 +37,17 @@ OUTPUT_TYPE: Final = "gen_ai.output.type"
 
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """One content attribute: where it goes, how it is read, and its external-storage reference."""
+    """One content attribute and the request field it fills."""
 
     target: str
     key: str
-    build: Callable[[JsonValue], list[dict[str, JsonValue]]]
-
-    @property
-    def ref(self) -> str:
-        # util-genai's upload hook names the reference `<content key>_ref`.
-        return self.key + "_ref"
 
 
-MESSAGES: Final = Slot("messages", "gen_ai.input.messages", genai_messages)
+MESSAGES: Final = Slot("messages", "gen_ai.input.messages")
 SLOTS: Final = (
     MESSAGES,
-    Slot("system", "gen_ai.system_instructions", genai_parts),
-    Slot("tools", "gen_ai.tool.definitions", genai_tools),
+    Slot("system", "gen_ai.system_instructions"),
+    Slot("tools", "gen_ai.tool.definitions"),
 )
 
 
@@ -96,28 +74,26 @@ def model_and_provider(attributes: Mapping[str, object]) -> tuple[dict[str, obje
 def build_request(
     attributes: Mapping[str, object], params: tuple[Row, ...] = PARAMS
 ) -> tuple[dict[str, object], list[str]]:
-    """The request from ``gen_ai.*`` content attributes; raises :class:`Absent` when there is none."""
+    """The request from ``gen_ai.*`` content attributes, as recorded (the GenAI shape, which
+    `conclude` checks); raises :class:`Absent` when there is none."""
     request: dict[str, object] = {"system": [], "messages": [], "tools": []}
-    notes: list[str] = []
     for slot in SLOTS:
         if slot.key in attributes:
-            request[slot.target] = slot.build(content_value(attributes[slot.key]))
-        elif slot.ref in attributes:
+            request[slot.target] = content_value(attributes[slot.key])
+            if request[slot.target] is None:  # JSON null records no list, not an empty one
+                raise unreadable()
+        elif slot.key + "_ref" in attributes:  # util-genai's upload hook's reference
             raise Absent(names.REASON_EXTERNAL)
         elif slot is MESSAGES:
             raise Absent(names.REASON_NOT_CAPTURED)
-        elif slot.target == "tools":
-            notes.append(NOTE_TOOLS_NOT_CAPTURED)
-    basis, basis_notes = model_and_provider(attributes)
+    basis, notes = model_and_provider(attributes)
     request.update(basis)
     request["params"] = read_rows(attributes, params)
     if text(attributes.get(OUTPUT_TYPE)) is not None:
         notes.append(NOTE_OUTPUT_TYPE)
-    return request, [*notes, *basis_notes]
+    return request, notes
 
 
 def adapt(attributes: Mapping[str, object], convention: Convention = "genai") -> Adapted:
     """Adapt a span of the OTel GenAI conventions (also the fallback for unknown spans)."""
-    return conclude(
-        convention, attributes, lambda: build_request(attributes), (NOTE_TOOL_CHOICE_NOT_CAPTURED,)
-    )
+    return conclude(convention, attributes, lambda: build_request(attributes))

@@ -12,39 +12,31 @@ from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_PARAMS_UNREADABLE,
-    NOTE_SYSTEM_IN_MESSAGES,
-    NOTE_TOOLS_NOT_CAPTURED,
     Adapted,
     conclude,
 )
 from af_otel.semconv.builders import (
     Absent,
     Part,
-    checked_part,
     content_value,
     flat_message,
+    flat_tool,
     holed,
     media_part,
     refuse_placeholder,
     tool_call,
-    tool_definition,
     unreadable,
 )
 from af_otel.semconv.coerce import (
     Bad,
     JsonValue,
-    boolean,
-    choice_count,
-    integer,
     is_placeholder,
     json_or_plain,
-    number,
     plain,
     provider,
-    string_list,
     text,
 )
-from af_otel.semconv.rows import Row, bucket, dense, read_rows
+from af_otel.semconv.rows import DIAL_TYPES, Row, bucket, dense, dial_rows, read_rows
 
 SPAN_KIND: Final = "openinference.span.kind"
 INPUT_MESSAGES: Final = "llm.input_messages."
@@ -56,32 +48,15 @@ TOOL_CALLS: Final = "message.tool_calls."
 CONTENT_PREFIX: Final = "message_content."
 
 
-def _json_or_none(value: object) -> JsonValue:
-    copied = plain(value)
-    return None if isinstance(copied, Bad) else copied
-
-
-# Rows over the decoded `llm.invocation_parameters` object: the caller's own argument names,
-# which differ by provider SDK.
-PARAMS: Final = (
-    Row("temperature", ("temperature",), number),
-    Row(
-        "max_tokens",
-        ("max_tokens", "max_completion_tokens", "max_output_tokens", "max_tokens_to_sample"),
-        integer,
-    ),
-    Row("top_p", ("top_p",), number),
-    Row("top_k", ("top_k",), number),
-    Row("stop_sequences", ("stop_sequences", "stop"), string_list),
-    Row("seed", ("seed",), integer),
-    Row("frequency_penalty", ("frequency_penalty",), number),
-    Row("presence_penalty", ("presence_penalty",), number),
-    Row("choice_count", ("n", "candidate_count"), choice_count),
-    Row("tool_choice", ("tool_choice",), _json_or_none),
-    Row("parallel_tool_calls", ("parallel_tool_calls",), boolean),
-    Row("response_format", ("response_format",), _json_or_none),
-    Row("reasoning_effort", ("reasoning_effort",), text),
-    Row("thinking", ("thinking",), _json_or_none),
+# The decoded `llm.invocation_parameters` object holds the caller's own argument names, which
+# differ by provider SDK; most are the dial's own name.
+PARAMS: Final = dial_rows(
+    {dial: (dial,) for dial in DIAL_TYPES if dial != "choice_count"},
+    {
+        "max_tokens": ("max_completion_tokens", "max_output_tokens", "max_tokens_to_sample"),
+        "stop_sequences": ("stop",),
+        "choice_count": ("n", "candidate_count"),
+    },
 )
 # `llm.model_name` is what openinference-instrumentation-openai copies from the *response*; the
 # request model is in the invocation parameters (or `llm.request.model_name` in newer releases).
@@ -103,9 +78,7 @@ def is_llm_call(attributes: Mapping[str, object]) -> bool:
 
 def adapt(attributes: Mapping[str, object]) -> Adapted:
     """Adapt an OpenInference span; ``input.value`` (the raw request) is not read."""
-    return conclude(
-        "openinference", attributes, lambda: _build(attributes), (NOTE_SYSTEM_IN_MESSAGES,)
-    )
+    return conclude("openinference", attributes, lambda: _build(attributes))
 
 
 def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:
@@ -121,18 +94,17 @@ def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[st
         built = [_prompt(fields) for fields in prompts]
     else:
         raise Absent(names.REASON_NOT_CAPTURED)
-    notes: list[str] = [] if tools else [NOTE_TOOLS_NOT_CAPTURED]
+    notes: list[str] = []
     params, invocation = _invocation(attributes, notes)
     model = read_rows(attributes, MODEL) or read_rows(invocation, INVOKED_MODEL)
     if not model:
         model = read_rows(attributes, RESPONSE_MODEL)
         notes.append(NOTE_MODEL_FROM_RESPONSE if model else NOTE_MODEL_NOT_CAPTURED)
     provider = read_rows(attributes, PROVIDER)
-    system: list[JsonValue] = []
     if provider.get("provider") == "anthropic":
-        system, built = _as_messages_api(built)
+        built = _user_turns(built)
     request: dict[str, object] = {
-        "system": system,
+        "system": [],  # a leading system message is moved here by `wire_form` where the API has it
         "messages": built,
         "tools": [_tool(fields) for fields in tools],
         "params": params,
@@ -142,21 +114,14 @@ def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[st
     return request, notes
 
 
-def _as_messages_api(
-    built: list[dict[str, JsonValue]],
-) -> tuple[list[JsonValue], list[dict[str, JsonValue]]]:
-    """An Anthropic request back in the Messages API's shape, as the GenAI conventions record it.
+def _user_turns(built: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]:
+    """An Anthropic conversation's tool results back in the user turns they came in.
 
-    openinference-anthropic writes the request's ``system`` as a first message of role
-    ``system``, and splits a user turn's tool results off into ``tool`` messages ahead of the
-    rest of that turn. The Messages API has neither: the first is the request's system, and a run
-    of tool results with the user content right after it is one user turn again.
+    openinference-anthropic splits a user turn's tool results off into ``tool`` messages ahead of
+    the rest of that turn; the Messages API has no ``tool`` role, so a run of tool results with
+    the user content right after it is one user turn again. (It also writes the request's
+    ``system`` as a first message, which `wire_form` moves back, as for every convention.)
     """
-    system: list[JsonValue] = []
-    if built and built[0]["role"] == "system":
-        parts = built[0]["parts"]
-        system = list(parts) if isinstance(parts, list) else []
-        built = built[1:]
     merged: list[dict[str, JsonValue]] = []
     pending: list[JsonValue] = []
     for message in built:
@@ -173,7 +138,7 @@ def _as_messages_api(
         pending = []
     if pending:
         merged.append({"role": "user", "parts": pending})
-    return system, merged
+    return merged
 
 
 def _invocation(
@@ -250,12 +215,10 @@ def _reasoning(entry: dict[str, object]) -> Part:
     if sealed is not None and CONTENT_PREFIX + "text" not in entry:
         # A Responses reasoning item replayed with its encrypted content and no summary.
         refuse_placeholder(sealed)
-        return checked_part({"type": "reasoning", "content": "", "encrypted_content": text(sealed)})
+        return {"type": "reasoning", "content": "", "encrypted_content": text(sealed)}
     if CONTENT_PREFIX + "data" in entry and CONTENT_PREFIX + "text" not in entry:
         refuse_placeholder(entry[CONTENT_PREFIX + "data"])
-        return checked_part(
-            {"type": "redacted_thinking", "data": text(entry[CONTENT_PREFIX + "data"])}
-        )
+        return {"type": "redacted_thinking", "data": text(entry[CONTENT_PREFIX + "data"])}
     part = _text(entry.get(CONTENT_PREFIX + "text"))
     part["type"] = "reasoning"
     signature = entry.get(CONTENT_PREFIX + "signature")
@@ -263,7 +226,7 @@ def _reasoning(entry: dict[str, object]) -> Part:
         part["signature"] = text(signature)
         if part["signature"] is None:
             raise unreadable()
-    return checked_part(part)
+    return part
 
 
 def _content(entry: dict[str, object]) -> Part:
@@ -280,7 +243,7 @@ def _content(entry: dict[str, object]) -> Part:
         found = text(url)
         if found is None:
             raise unreadable()
-        return checked_part(media_part(found))
+        return media_part(found)
     if kind is None:
         raise unreadable()
     part: Part = {"type": kind}
@@ -290,20 +253,17 @@ def _content(entry: dict[str, object]) -> Part:
             if isinstance(copied, Bad):
                 raise unreadable()
             part[key[len(CONTENT_PREFIX) :]] = copied
-    return checked_part(part)
+    return part
 
 
-def _tool(fields: dict[str, object]) -> dict[str, JsonValue]:
+def _tool(fields: dict[str, object]) -> JsonValue:
     """``tool.json_schema`` (the provider's whole tool object) or ``tool.name``/``description``/
     ``parameters``."""
     if "tool.json_schema" in fields:
-        return tool_definition(content_value(fields["tool.json_schema"]))
-    flat: dict[str, JsonValue] = {"type": "function", "name": text(fields.get("tool.name"))}
-    if fields.get("tool.description") is not None:
-        refuse_placeholder(fields["tool.description"])
-        flat["description"] = text(fields["tool.description"])
-        if flat["description"] is None:
-            raise unreadable()
-    if fields.get("tool.parameters") is not None:
-        flat["parameters"] = content_value(fields["tool.parameters"])
-    return tool_definition(flat)
+        return content_value(fields["tool.json_schema"])
+    parameters = fields.get("tool.parameters")
+    return flat_tool(
+        fields.get("tool.name"),
+        fields.get("tool.description"),
+        None if parameters is None else content_value(parameters),
+    )

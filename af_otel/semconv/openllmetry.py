@@ -11,36 +11,21 @@ from typing import Final
 
 from af_otel import names
 from af_otel.semconv import genai
-from af_otel.semconv.adapted import (
-    NOTE_MESSAGE_NAMES_NOT_CAPTURED,
-    NOTE_PARAMS_PARTIAL,
-    NOTE_SYSTEM_IN_MESSAGES,
-    NOTE_TOOL_CHOICE_NOT_CAPTURED,
-    NOTE_TOOLS_NOT_CAPTURED,
-    Adapted,
-    conclude,
-)
+from af_otel.semconv.adapted import Adapted, conclude
 from af_otel.semconv.builders import (
     Absent,
     Part,
     content_value,
     flat_message,
+    flat_tool,
     holed,
     openai_block,
     refuse_placeholder,
     tool_call,
     unreadable,
 )
-from af_otel.semconv.coerce import (
-    JsonValue,
-    choice_count,
-    integer,
-    number,
-    parse_json,
-    string_list,
-    text,
-)
-from af_otel.semconv.rows import Row, bucket, dense, read_rows
+from af_otel.semconv.coerce import JsonValue, parse_json, text
+from af_otel.semconv.rows import bucket, dense, dial_rows, read_rows
 
 REQUEST_TYPE: Final = "llm.request.type"
 LLM_REQUEST_TYPES: Final = frozenset({"chat", "completion"})
@@ -64,32 +49,16 @@ MARKERS: Final = frozenset(
 
 # Both eras: the GenAI names, then the `llm.*` names its semconv-ai package kept for the dials
 # the GenAI conventions named later.
-PARAMS: Final = (
-    Row("temperature", ("gen_ai.request.temperature",), number),
-    Row("max_tokens", ("gen_ai.request.max_tokens",), integer),
-    Row("top_p", ("gen_ai.request.top_p",), number),
-    Row("top_k", ("gen_ai.request.top_k", "llm.top_k"), number),
-    Row(
-        "stop_sequences",
-        ("gen_ai.request.stop_sequences", "llm.chat.stop_sequences"),
-        string_list,
-    ),
-    Row("seed", ("gen_ai.request.seed",), integer),
-    Row(
-        "frequency_penalty",
-        ("gen_ai.request.frequency_penalty", "llm.frequency_penalty"),
-        number,
-    ),
-    Row(
-        "presence_penalty",
-        ("gen_ai.request.presence_penalty", "llm.presence_penalty"),
-        number,
-    ),
-    Row("choice_count", ("gen_ai.request.choice.count",), choice_count),
-    Row("reasoning_effort", ("gen_ai.request.reasoning_effort",), text),
+PARAMS: Final = dial_rows(
+    genai.DIAL_KEYS,
+    {
+        "top_k": ("llm.top_k",),
+        "stop_sequences": ("llm.chat.stop_sequences",),
+        "frequency_penalty": ("llm.frequency_penalty",),
+        "presence_penalty": ("llm.presence_penalty",),
+        "reasoning_effort": ("gen_ai.request.reasoning_effort",),
+    },
 )
-NOTES: Final = (NOTE_TOOL_CHOICE_NOT_CAPTURED, NOTE_PARAMS_PARTIAL, NOTE_MESSAGE_NAMES_NOT_CAPTURED)
-LEGACY_NOTES: Final = (*NOTES, NOTE_SYSTEM_IN_MESSAGES)
 
 
 def claims(attributes: Mapping[str, object], span_name: str) -> bool:
@@ -115,16 +84,12 @@ def is_llm_call(attributes: Mapping[str, object]) -> bool:
 
 def adapt(attributes: Mapping[str, object]) -> Adapted:
     """Adapt an OpenLLMetry >=0.55 span: the GenAI keys, OpenLLMetry's dials."""
-    return conclude(
-        "openllmetry", attributes, lambda: genai.build_request(attributes, PARAMS), NOTES
-    )
+    return conclude("openllmetry", attributes, lambda: genai.build_request(attributes, PARAMS))
 
 
 def adapt_legacy(attributes: Mapping[str, object]) -> Adapted:
     """Adapt an OpenLLMetry <=0.54 span; ``gen_ai.completion.*`` (the output) is not read."""
-    return conclude(
-        "openllmetry-legacy", attributes, lambda: _build_legacy(attributes), LEGACY_NOTES
-    )
+    return conclude("openllmetry-legacy", attributes, lambda: _build_legacy(attributes))
 
 
 def _build_legacy(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:
@@ -138,8 +103,7 @@ def _build_legacy(attributes: Mapping[str, object]) -> tuple[dict[str, object], 
     functions = dense(bucket(items, FUNCTIONS))
     if functions is None:
         raise holed()
-    notes = [] if functions else [NOTE_TOOLS_NOT_CAPTURED]
-    basis, basis_notes = genai.model_and_provider(attributes)
+    basis, notes = genai.model_and_provider(attributes)
     request: dict[str, object] = {
         "system": [],
         "messages": messages,
@@ -147,7 +111,7 @@ def _build_legacy(attributes: Mapping[str, object]) -> tuple[dict[str, object], 
         "params": read_rows(attributes, PARAMS),
         **basis,
     }
-    return request, [*notes, *basis_notes]
+    return request, notes
 
 
 def _legacy_message(fields: dict[str, object]) -> dict[str, JsonValue]:
@@ -185,21 +149,8 @@ def _is_block(value: JsonValue) -> bool:
 
 
 def _legacy_tool(fields: dict[str, object]) -> dict[str, JsonValue]:
-    name = text(fields.get("name"))
-    if name is None:
+    # Written with json.dumps, so a function without parameters reads "null".
+    parameters = content_value(fields["parameters"]) if "parameters" in fields else None
+    if not isinstance(parameters, dict | None):
         raise unreadable()
-    tool: dict[str, JsonValue] = {"type": "function", "name": name}
-    description = fields.get("description")
-    if description is not None:
-        refuse_placeholder(description)
-        tool["description"] = text(description)
-        if tool["description"] is None:
-            raise unreadable()
-    if "parameters" in fields:
-        # Written with json.dumps, so a function without parameters reads "null".
-        parameters = content_value(fields["parameters"])
-        if not isinstance(parameters, dict | None):
-            raise unreadable()
-        if parameters is not None:
-            tool["parameters"] = parameters
-    return tool
+    return flat_tool(fields.get("name"), fields.get("description"), parameters)

@@ -1,11 +1,22 @@
 """The two table mechanics every adapter shares: read rows of (target, source keys, coercer), and
-rebuild indexed keys such as ``llm.input_messages.3.message.role`` by bucketing them in one pass."""
+rebuild indexed keys such as ``llm.input_messages.3.message.role`` by bucketing them in one pass;
+and the one coercer of each dial, whichever convention names its source keys."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
+
+from af_otel.semconv.coerce import (
+    boolean,
+    choice_count,
+    integer,
+    number,
+    string_list,
+    structured,
+    text,
+)
 
 # An index longer than this is not a list position any instrumentation writes; reading it as one
 # would let a hostile key like `x.99999999999999999999.y` make a huge int and a holed list.
@@ -33,6 +44,40 @@ def read_rows(attributes: Mapping[str, object], rows: Iterable[Row]) -> dict[str
                 out[row.target] = value
                 break
     return out
+
+
+Coercer = Callable[[object], object | None]
+# How each dial of the normalized request's params is read, whatever its source key: first the
+# sampling dials, which the GenAI conventions record as `gen_ai.request.<dial>`, then the rest.
+SAMPLING_TYPES: Final[Mapping[str, Coercer]] = {
+    "temperature": number,
+    "max_tokens": integer,
+    "top_p": number,
+    "top_k": number,
+    "stop_sequences": string_list,
+    "seed": integer,
+    "frequency_penalty": number,
+    "presence_penalty": number,
+}
+DIAL_TYPES: Final[Mapping[str, Coercer]] = {
+    **SAMPLING_TYPES,
+    "choice_count": choice_count,
+    "tool_choice": structured,
+    "parallel_tool_calls": boolean,
+    "response_format": structured,
+    "reasoning_effort": text,
+    "thinking": structured,
+}
+
+
+def dial_rows(*sources: Mapping[str, tuple[str, ...]]) -> tuple[Row, ...]:
+    """Rows reading each dial ``sources`` name from its source keys (those of every mapping, in
+    order), with the dial's coercer from `DIAL_TYPES`."""
+    keys: dict[str, tuple[str, ...]] = {}
+    for table in sources:
+        for dial, names in table.items():
+            keys[dial] = (*keys.get(dial, ()), *names)
+    return tuple(Row(dial, names, DIAL_TYPES[dial]) for dial, names in keys.items())
 
 
 def _index(segment: str) -> int | None:

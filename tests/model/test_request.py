@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from af_otel import Request, canonical_json
 from af_otel.errors import RequestShapeError
 from af_otel.model import FrozenDict, forced_tool
-from af_otel.model.request import PARAM_KEYS
+from af_otel.model.request import PARAM_KEYS, shape_request
 
 _text = st.text(st.characters(exclude_categories=("Cs",)), max_size=10)
 _json = st.recursive(
@@ -128,6 +128,20 @@ class TestNormalization:
             Request.from_dict(request).to_dict()
         )
 
+    @given(request=requests(), seed=st.integers(0, 2**32))
+    @settings(max_examples=100)
+    def test_the_shape_the_adapters_hand_on_normalizes_alike(
+        self, request: dict[str, Any], seed: int
+    ) -> None:
+        """`shape_request` (the adapters' form) is the reading step of normalization: a request
+        read by it normalizes to the same request, and reading it again changes nothing."""
+        other = _respelled(request, random.Random(seed))
+        shaped = shape_request(other)
+        assert Request.from_dict(shaped) == Request.from_dict(request)
+        assert shape_request(shaped) == shaped
+        assert all(set(m) <= {"role", "parts", "name"} for m in shaped["messages"])
+        assert all("function" not in tool for tool in shaped.get("tools", ()))
+
     @given(request=requests())
     @settings(max_examples=100)
     def test_normalizing_twice_changes_nothing(self, request: dict[str, Any]) -> None:
@@ -201,7 +215,8 @@ class TestNormalization:
         as_parts = Request.from_dict(
             {"messages": [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]}
         )
-        assert as_string == as_list == as_parts
+        parts_as_string = Request.from_dict({"messages": [{"role": "user", "parts": "hi"}]})
+        assert as_string == as_list == as_parts == parts_as_string
 
     def test_system_shapes(self) -> None:
         """System as a string is one text part; an empty string, None or [] is no system."""
@@ -274,6 +289,11 @@ class TestPlainForm:
         ({"system": [{"type": "text"}, {"no": "type"}]}, "system[1]"),
         ({"system": 5}, "system"),
         ({"tools": [{"description": "no name"}]}, "tools[0]"),
+        ({"tools": [{"name": "f"}, {"name": "g", "type": 5}]}, "tools[1]"),
+        (
+            {"messages": [{"role": "user"}, {"role": "user", "parts": ["ok", 7]}]},
+            "messages[1].parts[1]",
+        ),
         ({"tools": {"name": "f"}}, "tools"),
         ({"params": [1]}, "params"),
         ({"params": {"stop_sequences": 5}}, "params.stop_sequences"),

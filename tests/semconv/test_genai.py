@@ -9,12 +9,7 @@ import pytest
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.semconv import (
-    NOTE_MODEL_FROM_RESPONSE,
-    NOTE_MODEL_NOT_CAPTURED,
-    NOTE_TOOLS_NOT_CAPTURED,
-    adapt,
-)
+from af_otel.semconv import NOTE_MODEL_FROM_RESPONSE, NOTE_MODEL_NOT_CAPTURED, adapt
 
 USER = [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
 
@@ -124,14 +119,15 @@ def test_model_falls_back_to_the_response_model_with_a_note() -> None:
     assert NOTE_MODEL_NOT_CAPTURED in none.notes
 
 
-def test_missing_tool_definitions_are_noted() -> None:
-    """No `gen_ai.tool.definitions`: tools read empty and the note says it is unproven."""
+def test_missing_tool_definitions_read_as_no_tools() -> None:
+    """No `gen_ai.tool.definitions` reads as no tools, as an empty list does (the field ledger
+    says whether the instrumentation would have recorded them)."""
     adapted = adapt(span())
     assert adapted.request is not None
     assert adapted.request["tools"] == []
-    assert NOTE_TOOLS_NOT_CAPTURED in adapted.notes
     with_tools = adapt(span(gen_ai__tool__definitions="[]"))
-    assert NOTE_TOOLS_NOT_CAPTURED not in with_tools.notes
+    assert with_tools.request is not None
+    assert with_tools.request["tools"] == []
 
 
 @pytest.mark.parametrize(
@@ -156,6 +152,9 @@ def test_missing_tool_definitions_are_noted() -> None:
         ({"gen_ai__input__messages": '[{"parts":[]}]'}, names.REASON_UNREADABLE),
         ({"gen_ai__input__messages": '[{"role":"user","parts":[{"content":"x"}]}]'}, names.REASON_UNREADABLE),
         ({"gen_ai__input__messages": '[{"role":"user","parts":[],"name":3}]'}, names.REASON_UNREADABLE),
+        ({"gen_ai__input__messages": '[{"role":"user","content":5}]'}, names.REASON_UNREADABLE),
+        ({"gen_ai__input__messages": "null"}, names.REASON_UNREADABLE),
+        ({"gen_ai__tool__definitions": '[{"name":"f","type":5}]'}, names.REASON_UNREADABLE),
         ({"gen_ai__input__messages": '[{"role":"user","parts":[{"type":"x","v":NaN}]}]'}, names.REASON_UNREADABLE),
         ({"gen_ai__input__messages": b"[]"}, names.REASON_UNREADABLE),
         ({"gen_ai__tool__definitions": '[{"type":"function"}]'}, names.REASON_UNREADABLE),
@@ -188,6 +187,24 @@ def test_lone_surrogates_in_json_are_read() -> None:
     adapted = adapt(span(gen_ai__input__messages=raw))
     assert adapted.request is not None
     Request.from_dict(adapted.request)
+
+
+def test_messages_are_read_by_the_request_models_rules() -> None:
+    """A message spelled with `content` (a string or a list of parts) reads as its parts, as
+    `Request.from_dict` reads it; the request handed on is already in that shape."""
+    spelled = [
+        {"role": "user", "content": "hi"},
+        {"role": "user", "content": [{"type": "text", "content": "hi"}, "there"]},
+    ]
+    adapted = adapt(span(gen_ai__input__messages=json.dumps(spelled)))
+    assert adapted.request is not None
+    assert adapted.request["messages"] == [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+        {
+            "role": "user",
+            "parts": [{"type": "text", "content": "hi"}, {"type": "text", "content": "there"}],
+        },
+    ]
 
 
 def test_unknown_part_types_are_kept_as_they_are() -> None:

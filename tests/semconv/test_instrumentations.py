@@ -13,17 +13,7 @@ from af_otel import names
 from af_otel.canonical import canonical_json
 from af_otel.model import Request, fields
 from af_otel.receipts import mint_receipt
-from af_otel.semconv import (
-    NOTE_MESSAGE_NAMES_NOT_CAPTURED,
-    NOTE_OUTPUT_TYPE,
-    NOTE_PARAMS_PARTIAL,
-    NOTE_SYSTEM_IN_MESSAGES,
-    NOTE_TOOL_CHOICE_NOT_CAPTURED,
-    Adapted,
-    adapt,
-    is_llm_call,
-    ledger,
-)
+from af_otel.semconv import NOTE_OUTPUT_TYPE, Adapted, adapt, is_llm_call, ledger
 
 from . import expected
 from .envs import CAPTURES, SOURCES, Capture, capture, load_fixture
@@ -34,22 +24,6 @@ CONVENTION = {
     "openinference": "openinference",
     "openllmetry-new": "openllmetry",
     "openllmetry-old": "openllmetry-legacy",
-}
-NOTES = {
-    "genai": (NOTE_TOOL_CHOICE_NOT_CAPTURED,),
-    "genai-anthropic": (NOTE_TOOL_CHOICE_NOT_CAPTURED,),
-    "openinference": (NOTE_SYSTEM_IN_MESSAGES,),
-    "openllmetry-new": (
-        NOTE_TOOL_CHOICE_NOT_CAPTURED,
-        NOTE_PARAMS_PARTIAL,
-        NOTE_MESSAGE_NAMES_NOT_CAPTURED,
-    ),
-    "openllmetry-old": (
-        NOTE_TOOL_CHOICE_NOT_CAPTURED,
-        NOTE_PARAMS_PARTIAL,
-        NOTE_MESSAGE_NAMES_NOT_CAPTURED,
-        NOTE_SYSTEM_IN_MESSAGES,
-    ),
 }
 # What each content-off setting must read as, and a content key that must still be reported.
 WITHHELD = {
@@ -92,7 +66,8 @@ def _normalized(data: dict[str, Any]) -> Request:
 
 def check(spec: Capture, record: dict[str, Any]) -> Adapted:
     """Assert what ``spec``'s span must adapt to; shared by the fixture and the live tests."""
-    adapted = _llm_span(record)
+    span = _llm_call(record)
+    adapted = adapt(span["attributes"], span["name"])
     assert adapted.convention == CONVENTION[spec.source]
     if spec.variant != "content":
         reason, keys = WITHHELD[(spec.source, spec.variant)]
@@ -101,12 +76,13 @@ def check(spec: Capture, record: dict[str, Any]) -> Adapted:
         return adapted
     assert adapted.absent_reason is None
     assert adapted.request is not None
-    assert adapted.notes == NOTES[spec.source]
+    assert adapted.notes == ()  # each records the request model
     assert "gen_ai.output.messages" in adapted.content_keys or any(
         key.startswith(("gen_ai.completion.", "llm.output_messages."))
         for key in adapted.content_keys
     )
     got = _normalized(dict(adapted.request))
+    unrecorded = ledger.unrecorded(got, span["scope"], adapted.convention, adapted.notes)
     if spec.source == "genai-anthropic":
         assert got == _normalized(expected.anthropic_weather())
     elif spec.scenario == "weather":
@@ -116,15 +92,14 @@ def check(spec: Capture, record: dict[str, Any]) -> Adapted:
         dials = {key: value for key, value in expected.ALL_DIALS.items() if key not in missing}
         assert dict(got.params) == dials
         assert got == _normalized({**expected.weather(), "params": dials})
-        assert (NOTE_TOOL_CHOICE_NOT_CAPTURED in adapted.notes) == ("tool_choice" in missing)
-        assert (NOTE_PARAMS_PARTIAL in adapted.notes) == bool(missing - {"tool_choice"})
+        assert missing <= set(unrecorded)
     else:
         # util-genai writes an assistant's tool calls before its text; the others keep the
         # Chat Completions field order. OpenLLMetry drops the message name.
         keeps_name = not spec.source.startswith("openllmetry")
         want = expected.mixed(tool_call_first=spec.source == "genai", user_name=keeps_name)
         assert got == _normalized(want)
-        assert (NOTE_MESSAGE_NAMES_NOT_CAPTURED in adapted.notes) == (not keeps_name)
+        assert (fields.MESSAGE_NAME in unrecorded) == (not keeps_name)
     return adapted
 
 

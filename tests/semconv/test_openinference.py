@@ -12,7 +12,6 @@ from af_otel.model import Request
 from af_otel.semconv import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_PARAMS_UNREADABLE,
-    NOTE_TOOLS_NOT_CAPTURED,
     adapt,
     ledger,
 )
@@ -124,7 +123,6 @@ def test_tools_from_json_schema_or_flat_fields_and_anthropic_input_schema() -> N
         {"type": "function", "name": "b", "description": "B", "parameters": {"type": "object"}},
         {"type": "function", "name": "c", "parameters": {"type": "object"}},
     ]
-    assert NOTE_TOOLS_NOT_CAPTURED not in adapted.notes
 
 
 def test_dials_and_model_come_from_the_invocation_parameters() -> None:
@@ -145,7 +143,6 @@ def test_dials_and_model_come_from_the_invocation_parameters() -> None:
         "tool_choice": "required",
     }
     assert (adapted.request["model"], adapted.request["provider"]) == ("gpt-4o", "azure.ai.openai")
-    assert NOTE_TOOLS_NOT_CAPTURED in adapted.notes
 
 
 def test_model_falls_back_to_llm_model_name_with_a_note() -> None:

@@ -5,8 +5,17 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_otel.semconv.coerce import number, text
-from af_otel.semconv.rows import Row, bucket, dense, read_rows
+from af_otel.model.request import SAMPLING_KEYS, STEERING_KEYS
+from af_otel.semconv.coerce import integer, number, text
+from af_otel.semconv.rows import (
+    DIAL_TYPES,
+    SAMPLING_TYPES,
+    Row,
+    bucket,
+    dense,
+    dial_rows,
+    read_rows,
+)
 
 
 def test_first_coercible_source_wins_and_bad_ones_are_skipped() -> None:
@@ -48,3 +57,11 @@ def test_bucketing_ignores_key_order(order: list[int]) -> None:
     """However the attributes are ordered, the rebuilt list is in index order."""
     items = [(f"m.{i}.role", f"r{i}") for i in order]
     assert dense(bucket(items, "m.")) == [{"role": f"r{i}"} for i in range(6)]
+
+
+def test_every_dial_of_the_request_has_one_coercer() -> None:
+    """The adapters read every dial but the Responses API's own settings, each with one coercer;
+    the GenAI conventions' `gen_ai.request.<dial>` keys are the sampling dials but the count."""
+    assert set(DIAL_TYPES) == {*SAMPLING_KEYS, *STEERING_KEYS}
+    assert set(SAMPLING_TYPES) == set(SAMPLING_KEYS) - {"choice_count"}
+    assert dial_rows({"seed": ("a",)}, {"seed": ("b",)}) == (Row("seed", ("a", "b"), integer),)
