@@ -105,3 +105,6 @@ EPOCH_SAME_AS: Final = "af.epoch.same_as"
 GAP_HELD_HISTORY: Final = "server-held-history"
 # On the span: the earlier response (or conversation) id where recorded, else the tell-tale.
 HELD_HISTORY: Final = "af.held_history"
+# A model call the record does not hold: the history a call carries shows more model answers since
+# its parent than the calls on record gave, or it continues a response no call on record answered.
+GAP_UNRECORDED_CALL: Final = "unrecorded-call"

@@ -13,7 +13,7 @@ import json
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from af_otel import names
@@ -36,7 +36,7 @@ from af_otel.reader.runs import EpochRecord, Run, group_runs
 from af_otel.receipts import MalformedReceipt, Receipt
 from af_otel.store import Store, open_store
 
-__all__ = ["RunContext", "ServedView", "served_views"]
+__all__ = ["HeldCall", "RunContext", "ServedView", "served_views"]
 
 # Gap kinds the writer records that the reader adds to its own findings. Kinds the reader finds
 # itself from the record (base, missing spans, receipts, limits) are decided here and only here;
@@ -100,6 +100,23 @@ class RunContext:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldCall:
+    """One earlier call whose request and answer the provider's server held for a later call
+    (the Responses API's ``previous_response_id``), found by following the run's response ids.
+
+    ``epoch`` is None when no call on this run's record got ``response_id``: the record of the
+    held history ends there. The answer is never fingerprinted by any receipt."""
+
+    response_id: str
+    epoch: int | None = None
+    # That epoch's request as served there: its message count (None: not on record), its gap
+    # kinds (what its own view cannot prove) and whether it carries a usable receipt.
+    messages: int | None = None
+    gaps: tuple[str, ...] = ()
+    minted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ServedView:
     """One LLM call's request as rebuilt, with its receipt and gaps. Immutable throughout.
 
@@ -138,6 +155,9 @@ class ServedView:
     # Other spans that record this same model call (a framework's span around the SDK's, a
     # provider SDK's own span), folded into this epoch by the writer (``af.epoch.same_as``).
     same_call: tuple[SameCall, ...] = ()
+    # The earlier calls whose requests and answers the server held for this one, oldest first,
+    # as far as this run's record links them (`HeldCall`); empty unless it continues held state.
+    held: tuple[HeldCall, ...] = ()
 
     @property
     def request(self) -> Request:
@@ -205,6 +225,7 @@ def served_views(
     for index, run in enumerate(runs):
         lanes.extend(_run_views(run, shared, folded))
         if index + 1 == len(runs) or runs[index + 1].run_id != run.run_id:
+            lanes = _unrecorded_calls(lanes)
             out.extend(sorted(lanes, key=lambda view: view.epoch) if len(lanes) > 1 else lanes)
             shared, lanes = {}, []
     for span in loose:
@@ -274,12 +295,23 @@ def _common_gaps(
     tools: Sequence[FrozenDict] | None,
     sealed: bool,
     unrecorded: tuple[str, ...] = (),
-    answered_by: Mapping[str, tuple[int, str | None]] | None = None,
+    held: tuple[tuple[HeldCall, ...], str | None] = ((), None),
 ) -> list[Gap]:
     found: list[Gap] = []
     recorded, has_recorded = _recorded_gaps(span)
     if names.GAP_HELD_HISTORY in recorded:
-        found.append(gap(names.GAP_HELD_HISTORY, _held_detail(span, answered_by or {})))
+        found.append(gap(names.GAP_HELD_HISTORY, _held_detail(span, *held)))
+        if len(held[0]) == 1 and held[0][0].epoch is None:
+            # The response this call continues is one no call on record got: the same hole as
+            # a model turn no call gave, when the record names the missing call's answer.
+            lost = held[0][0].response_id
+            found.append(
+                gap(
+                    names.GAP_UNRECORDED_CALL,
+                    f"continues {lost}, which no call on this run's record answered: a call of "
+                    "this run with no span, or a response made outside this run's record",
+                )
+            )
     if unrecorded:
         by = span.scope or "the instrumentation"
         found.append(gap(names.GAP_UNRECORDED, f"not recorded by {by}: " + ", ".join(unrecorded)))
@@ -327,31 +359,63 @@ def _response_id(span: SpanRecord) -> str | None:
     return None
 
 
-def _held_detail(span: SpanRecord, answered_by: Mapping[str, tuple[int, str | None]]) -> str:
+def _held(
+    span: SpanRecord,
+    answered_by: Mapping[str, tuple[int, str | None]],
+    views: Mapping[int, ServedView],
+) -> tuple[tuple[HeldCall, ...], str | None]:
+    """The earlier calls of this run whose requests and answers the server held for this one,
+    oldest first, followed back response by response; and where that record ends: a tell-tale
+    the oldest one shows, or None (it holds the history from its start, or the oldest is a
+    response no call on record got)."""
+    value = span.attributes.get(names.HELD_HISTORY)
+    if not isinstance(value, str) or not value or " " in value:  # none, or a tell-tale
+        return (), None
+    chain: list[HeldCall] = []
+    held: str | None = value
+    # A response id answered twice, or a loop in a corrupt record, cannot send this round forever.
+    while held is not None and " " not in held and len(chain) <= len(answered_by):
+        found = answered_by.get(held)
+        if found is None:
+            chain.append(HeldCall(held))
+            held = None
+            break
+        epoch, continued = found
+        view = views.get(epoch)
+        chain.append(
+            HeldCall(
+                held,
+                epoch,
+                len(view.messages) if view is not None and view.messages is not None else None,
+                view.gap_kinds if view is not None else (),
+                view.minted if view is not None else False,
+            )
+        )
+        held = continued
+    return tuple(reversed(chain)), held
+
+
+def _held_detail(span: SpanRecord, held: Sequence[HeldCall], end: str | None) -> str:
     """What the record says of the history a call continues: the earlier calls of this run that
     hold it, followed back response by response, and where the record of it ends."""
     value = span.attributes.get(names.HELD_HISTORY)
     if not isinstance(value, str) or not value:
         return "the writer found history this request does not carry"
-    if value not in answered_by:
-        if " " in value:  # a tell-tale, not an id
-            return f"history not on record: {value}; the earlier response id is not recorded"
+    if " " in value:  # a tell-tale, not an id
+        return f"history not on record: {value}; the earlier response id is not recorded"
+    linked = [h for h in held if h.epoch is not None]
+    if not linked:
         return f"continues {value}, which is not in this run's record"
-    chain: list[int] = []
-    held: str | None = value
-    while held is not None and held in answered_by and len(chain) < len(answered_by):
-        epoch, held = answered_by[held]
-        chain.append(epoch)
-    epochs = ", ".join(str(e) for e in reversed(chain))
-    if held is None:
-        rest = "this run holds it from its start"
-    elif " " in held:
-        rest = f"before those, {held}"
+    epochs = ", ".join(str(h.epoch) for h in linked)
+    if held[0].epoch is None:
+        rest = f"before those, {held[0].response_id} is not in this run's record"
+    elif end is not None:
+        rest = f"before those, {end}"
     else:
-        rest = f"before those, {held} is not in this run's record"
+        rest = "this run holds it from its start"
     return (
-        f"continues {value}, the response of epoch {chain[0]} of this run: the server held the "
-        f"requests and answers of epochs {epochs}, in that order; {rest}"
+        f"continues {value}, the response of epoch {linked[-1].epoch} of this run: the server "
+        f"held the requests and answers of epochs {epochs}, in that order; {rest}"
     )
 
 
@@ -440,7 +504,8 @@ def _run_views(
         if record.cut:
             found.append(gap(names.GAP_SPAN_LIMITS, "; ".join(record.cut)))
         unrecorded = _unrecorded(span)
-        found += _common_gaps(span, receipt, values, params, tools, sealed, unrecorded, answered_by)
+        holding = _held(span, answered_by, context.views)
+        found += _common_gaps(span, receipt, values, params, tools, sealed, unrecorded, holding)
         view = ServedView(
             run_id=run.run_id,
             epoch=record.epoch,
@@ -464,11 +529,92 @@ def _run_views(
             recorded_by=span.scope or None,
             basis=record.basis,
             same_call=_same_call(folded, span),
+            held=holding[0],
         )
         if own:
             context.views[record.epoch] = view
         views.append(view)
     return views
+
+
+# Who wrote a message: a model turn is a run of these, one call's answer.
+_MODEL_ROLES: Final = frozenset({"assistant", "model"})
+
+
+def _tool_result(message: Mapping[str, Any]) -> bool:
+    """A message that only hands tool results back (role ``tool``, or Anthropic's user turn of
+    tool results): it continues the model's turn, it is no new input."""
+    if message.get("role") == "tool":
+        return True
+    parts = message.get("parts", ())
+    return bool(parts) and all(p.get("type") == "tool_call_response" for p in parts)
+
+
+def model_turns(messages: Sequence[Mapping[str, Any]], start: int = 0) -> list[int]:
+    """Where each model turn among ``messages[start:]`` begins: a model message after new input
+    (a user, system or developer message; tool results continue the turn they answer).
+
+    A tool loop's answer after its tool results counts with the call it answers, so a call that
+    answered tool results and left no span is not told apart from its parent's answer; a turn
+    after new input is."""
+    starts: list[int] = []
+    fresh = True
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if message.get("role") in _MODEL_ROLES:
+            if fresh:
+                starts.append(index)
+            fresh = False
+        elif not _tool_result(message):
+            fresh = True
+    return starts
+
+
+def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
+    """The views of one run, each whose history shows a model answer no call on record gave
+    marked `unrecorded-call`: since its parent it appended two model turns or more (the
+    parent's answer is one), and no other call of the run was served the history before the
+    extra one (same length, same last message: a call whose earlier turns were edited counts)."""
+    served: dict[int, list[Sequence[Any]]] = {}
+    for view in views:
+        if view.messages is not None:
+            served.setdefault(len(view.messages), []).append(view.messages)
+    out = []
+    for view in views:
+        parent = view.parent_view
+        messages = view.messages
+        if parent is None or parent.messages is None or messages is None:
+            out.append(view)
+            continue
+        # Only a request that carries all of its parent's: otherwise what it appended is not
+        # "since the parent" (a call beside it, history edited, or held by the server).
+        shared = view.context.shared_prefix(messages, parent.messages)
+        if shared < len(parent.messages):
+            out.append(view)
+            continue
+        extra = [
+            at
+            for at in model_turns(messages, shared)[1:]
+            if not any(
+                other is not messages and other[at - 1] == messages[at - 1]
+                for other in served.get(at, ())
+            )
+        ]
+        if not extra:
+            out.append(view)
+            continue
+        where = ", ".join(f"#{at}" for at in extra)
+        found = gap(
+            names.GAP_UNRECORDED_CALL,
+            f"since epoch {parent.epoch} ({len(parent.messages)} messages) this request appends "
+            f"{len(messages) - shared} with a model turn more than that call's answer at "
+            f"{where}; no call on record was served the messages before it",
+        )
+        marked = replace(view, gaps=order_gaps((*view.gaps, found)))
+        if view.context.views.get(view.epoch) is view:
+            view.context.views[view.epoch] = marked
+        out.append(marked)
+    return out
 
 
 def _same_call(
