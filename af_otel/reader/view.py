@@ -539,6 +539,9 @@ def _run_views(
 
 # Who wrote a message: a model turn is a run of these, one call's answer.
 _MODEL_ROLES: Final = frozenset({"assistant", "model"})
+# Instructions some conventions record as a message and others beside the messages (the Responses
+# API's `instructions`): not counted when two calls' histories are matched.
+_INSTRUCTION_ROLES: Final = frozenset({"system", "developer"})
 
 
 def _tool_result(message: Mapping[str, Any]) -> bool:
@@ -574,11 +577,17 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
     """The views of one run, each whose history shows a model answer no call on record gave
     marked `unrecorded-call`: since its parent it appended two model turns or more (the
     parent's answer is one), and no other call of the run was served the history before the
-    extra one (same length, same last message: a call whose earlier turns were edited counts)."""
-    served: dict[int, list[Sequence[Any]]] = {}
+    extra one (as many turns and the same last message: a call whose earlier turns were edited,
+    or whose instructions were recorded apart from its messages, counts)."""
+
+    def turns(messages: Sequence[Any], end: int) -> int:
+        return sum(1 for m in messages[:end] if m.get("role") not in _INSTRUCTION_ROLES)
+
+    served: dict[tuple[int, Any], list[Sequence[Any]]] = {}
     for view in views:
-        if view.messages is not None:
-            served.setdefault(len(view.messages), []).append(view.messages)
+        if view.messages:
+            key = (turns(view.messages, len(view.messages)), view.messages[-1])
+            served.setdefault(key, []).append(view.messages)
     out = []
     for view in views:
         parent = view.parent_view
@@ -596,8 +605,8 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
             at
             for at in model_turns(messages, shared)[1:]
             if not any(
-                other is not messages and other[at - 1] == messages[at - 1]
-                for other in served.get(at, ())
+                other is not messages
+                for other in served.get((turns(messages, at), messages[at - 1]), ())
             )
         ]
         if not extra:
