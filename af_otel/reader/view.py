@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from af_otel import names
+from af_otel.canonical import canonical_json
+from af_otel.errors import CanonicalJSONError
 from af_otel.model import FrozenDict, Request, sealed_reasoning
 from af_otel.model.fields import defaulted, order_fields
 from af_otel.model.prefix import common_prefix
@@ -583,11 +585,29 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
     def turns(messages: Sequence[Any], end: int) -> int:
         return sum(1 for m in messages[:end] if m.get("role") not in _INSTRUCTION_ROLES)
 
-    served: dict[tuple[int, Any], list[Sequence[Any]]] = {}
+    def last(messages: Sequence[Any], end: int) -> bytes | None:
+        # By content, not by `==` on a dict hashed over its keys: one encoding of one message a
+        # view, and the counts compared only for the few calls that end alike.
+        try:
+            return canonical_json(messages[end - 1])
+        except CanonicalJSONError:
+            return None
+
+    served: dict[bytes | None, list[Sequence[Any]]] = {}
     for view in views:
         if view.messages:
-            key = (turns(view.messages, len(view.messages)), view.messages[-1])
-            served.setdefault(key, []).append(view.messages)
+            served.setdefault(last(view.messages, len(view.messages)), []).append(view.messages)
+
+    def on_record(messages: Sequence[Any], at: int) -> bool:
+        found = last(messages, at)
+        if found is None:  # unreadable here: cannot tell, so no gap is claimed
+            return True
+        count = turns(messages, at)
+        return any(
+            other is not messages and turns(other, len(other)) == count
+            for other in served.get(found, ())
+        )
+
     out = []
     for view in views:
         parent = view.parent_view
@@ -601,14 +621,7 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
         if shared < len(parent.messages):
             out.append(view)
             continue
-        extra = [
-            at
-            for at in model_turns(messages, shared)[1:]
-            if not any(
-                other is not messages
-                for other in served.get((turns(messages, at), messages[at - 1]), ())
-            )
-        ]
+        extra = [at for at in model_turns(messages, shared)[1:] if not on_record(messages, at)]
         if not extra:
             out.append(view)
             continue
