@@ -12,7 +12,7 @@ from typing import Any
 
 from af_otel import names
 from af_otel.cli.read import print_view, view_json
-from af_otel.cli.report import render_report
+from af_otel.cli.report import render_epoch_page, render_report
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.verify import VerdictStatus, verify
 from af_otel.reader.view import HeldCall, ServedView, served_views
@@ -144,3 +144,14 @@ def test_the_report_lists_the_held_calls_linked_to_their_epochs() -> None:
     assert '<li data-held="1"><a href="#' in second, second[:2000]
     assert "resp_&lt;2&gt;: not in this run&#x27;s record" in page
     assert "<script>" not in page
+
+
+def test_the_served_page_links_each_held_call_to_its_own_page() -> None:
+    """`af-otel serve` draws one epoch a page: each held call links to its epoch's page."""
+    views = responses_run([None, "resp_1", "resp_2"])
+    page = render_epoch_page(
+        views[2], verify(views[2]), href=lambda view: f"/runs/run-h/epochs/{view.epoch}"
+    )
+    assert '<a href="/runs/run-h/epochs/1">epoch 1&#x27;s request' in page, page
+    assert '<a href="/runs/run-h/epochs/2">epoch 2&#x27;s request' in page, page
+    assert page.index("epochs/1") < page.index("epochs/2")

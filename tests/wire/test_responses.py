@@ -326,9 +326,10 @@ def main() -> None:
     import tempfile
 
     print(
-        "| scenario | calls | spans | minted | verified | reconstructed | damaged | overclaims | unnamed |"
+        "| scenario | calls | spans | minted | verified | reconstructed | damaged | overclaims "
+        "| unnamed | unrecorded-call at |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for scenario in SCENARIOS:
         with tempfile.TemporaryDirectory() as directory:
             count, epochs = run_responses(scenario, Path(directory))
@@ -337,8 +338,14 @@ def main() -> None:
         print(
             f"| {scenario.name} | {count} | {len(epochs)} | {sum(e.minted for e in epochs)} | "
             + " | ".join(map(str, statuses))
-            + f" | {overclaims} | {sum(len(e.unnamed) for e in epochs)} |"
+            + f" | {overclaims} | {sum(len(e.unnamed) for e in epochs)} | "
+            + (", ".join(f"call {e.wire_seq}" for e in epochs if _hole(e)) or "none")
+            + " |"
         )
+
+
+def _hole(epoch: Epoch) -> bool:
+    return any(k == "unrecorded-call" for k, _ in epoch.gaps)
 
 
 if __name__ == "__main__":
