@@ -580,7 +580,8 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
     marked `unrecorded-call`: since its parent it appended two model turns or more (the
     parent's answer is one), and no other call of the run was served the history before the
     extra one (as many turns and the same last message: a call whose earlier turns were edited,
-    or whose instructions were recorded apart from its messages, counts)."""
+    or whose instructions were recorded apart from its messages, counts), nor, beside it, that
+    history and then input of its own (a fan-out the application merged)."""
 
     def turns(messages: Sequence[Any], end: int) -> int:
         return sum(1 for m in messages[:end] if m.get("role") not in _INSTRUCTION_ROLES)
@@ -593,20 +594,37 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
         except CanonicalJSONError:
             return None
 
+    def said(messages: Sequence[Any], end: int) -> list[Any]:
+        return [m for m in messages[:end] if m.get("role") not in _INSTRUCTION_ROLES]
+
     served: dict[bytes | None, list[Sequence[Any]]] = {}
+    beside: dict[int, list[ServedView]] = {}
     for view in views:
         if view.messages:
             served.setdefault(last(view.messages, len(view.messages)), []).append(view.messages)
+            beside.setdefault(view.parent, []).append(view)
 
-    def on_record(messages: Sequence[Any], at: int) -> bool:
+    def on_record(view: ServedView, messages: Sequence[Any], at: int) -> bool:
         found = last(messages, at)
         if found is None:  # unreadable here: cannot tell, so no gap is claimed
             return True
         count = turns(messages, at)
-        return any(
+        if any(
             other is not messages and turns(other, len(other)) == count
             for other in served.get(found, ())
-        )
+        ):
+            return True
+        # A fan-out: calls beside this one were served that history and then input of their
+        # own; the application may have merged their answers into the turn.
+        before = said(messages, at)
+        for other in beside.get(view.parent, ()):
+            if other is view or other.messages is None:
+                continue
+            theirs = said(other.messages, len(other.messages))
+            diverges = len(theirs) > len(before) and theirs[len(before)] != messages[at]
+            if diverges and theirs[: len(before)] == before:
+                return True
+        return False
 
     out = []
     for view in views:
@@ -621,7 +639,9 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
         if shared < len(parent.messages):
             out.append(view)
             continue
-        extra = [at for at in model_turns(messages, shared)[1:] if not on_record(messages, at)]
+        extra = [
+            at for at in model_turns(messages, shared)[1:] if not on_record(view, messages, at)
+        ]
         if not extra:
             out.append(view)
             continue

@@ -95,6 +95,20 @@ def test_a_recorded_call_whose_history_was_edited_since_still_counts() -> None:
     assert views[2].gap(names.GAP_UNRECORDED_CALL) is None, views[2].gap_kinds
 
 
+def test_a_fan_in_the_application_merged_is_not_counted() -> None:
+    """Two calls beside the last one were served the same history and a branch question each;
+    the answer the application merged from theirs is accounted for. Without them it is not."""
+    first = [user("task")]
+    turn = [*first, assistant("a0"), user("f0")]
+    history = [*turn, assistant("a1"), user("f1")]
+    left, right = [*history, user("left")], [*history, user("right")]
+    final = [*history, assistant("merged")]
+    views = views_of([first, turn, left, right, final], [0, 1, 2, 2, 2])
+    assert [v.epoch for v in views if v.gap(names.GAP_UNRECORDED_CALL)] == []
+    alone = views_of([first, turn, final], [0, 1, 2])
+    assert alone[2].gap(names.GAP_UNRECORDED_CALL) is not None
+
+
 def test_a_request_that_drops_part_of_its_parent_is_not_counted() -> None:
     """What a request appends is counted only when it carries all of its parent's messages."""
     first = [user("q1"), assistant("a0"), user("q1b")]
