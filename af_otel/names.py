@@ -109,3 +109,6 @@ HELD_HISTORY: Final = "af.held_history"
 # Commit verbs (`af.commit.verb`, docs/receipt-spec.md section 10): how one commit changes its key.
 CommitVerb = Literal["set", "append", "delete"]
 COMMIT_VERBS: Final[tuple[CommitVerb, ...]] = get_args(CommitVerb)
+# A model call the record does not hold: the history a call carries shows more model answers since
+# its parent than the calls on record gave, or it continues a response no call on record answered.
+GAP_UNRECORDED_CALL: Final = "unrecorded-call"

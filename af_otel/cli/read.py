@@ -25,7 +25,7 @@ from opentelemetry import metrics
 
 from af_otel import names
 from af_otel.cli import EXIT_PIPE
-from af_otel.cli.report import FOLD_CHARS, json_text, render_report, show_part
+from af_otel.cli.report import FOLD_CHARS, held_shown, json_text, render_report, show_part
 from af_otel.errors import AfOtelError, ReaderError, StoreError
 from af_otel.keys import KeyProblem, find_key
 from af_otel.reader.blobs import referenced_blobs
@@ -567,10 +567,15 @@ def print_view(
             + (" (tool_choice none: the model could use none of them)" if forbidden else ""),
             file=out,
         )
+    if view.held:
+        print("  held by the server (seen before this request's own items; no receipt):", file=out)
+        for call in view.held:
+            print(f"    {held_shown(call)}", file=out)
+    own = ", this request's own items" if view.held else ""
     if view.messages is None:
-        print("  messages: not on record", file=out)
+        print(f"  messages{own}: not on record", file=out)
     else:
-        print(f"  messages ({len(view.messages)}):", file=out)
+        print(f"  messages ({len(view.messages)}){own}:", file=out)
         for index, message in enumerate(view.messages):
             print(f"    #{index} {message.get('role')}:", file=out)
             for part in message.get("parts", ()):
@@ -603,6 +608,16 @@ def view_json(view: ServedView, verdict: Verdict | None) -> dict[str, Any]:
         "same_call": [
             {"span_id": c.span_id, "trace_id": c.trace_id, "name": c.name, "scope": c.scope}
             for c in view.same_call
+        ],
+        "held": [
+            {
+                "response_id": h.response_id,
+                "epoch": h.epoch,
+                "messages": h.messages,
+                "gaps": list(h.gaps),
+                "minted": h.minted,
+            }
+            for h in view.held
         ],
     }
     if verdict is not None:

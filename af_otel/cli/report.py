@@ -22,12 +22,13 @@ import orjson
 
 from af_otel.reader.gaps import SERVED_GAPS, BackendNote, Gap, gap_why
 from af_otel.reader.verify import Verdict, VerdictStatus
-from af_otel.reader.view import ServedView
+from af_otel.reader.view import HeldCall, ServedView
 from af_otel.receipts import MalformedReceipt
 
 __all__ = [
     "FOLD_CHARS",
     "ShownPart",
+    "held_shown",
     "json_text",
     "render_epoch_page",
     "render_notice",
@@ -127,6 +128,24 @@ def show_part(
     return ShownPart(label, text, head, len(text) - len(head))
 
 
+def held_shown(call: HeldCall) -> str:
+    """One earlier call the server held, in words: its request as served at its epoch and its
+    answer, which no receipt covers; or the response the record of the history ends at."""
+    if call.epoch is None:
+        return f"{call.response_id}: not in this run's record"
+    if call.messages is None:
+        request = "messages not on record"
+    else:
+        request = f"{call.messages} message{'' if call.messages == 1 else 's'}, as served there"
+    facts = "" if call.minted else "; it carries no receipt"
+    if call.gaps:
+        facts += f"; its gaps: {', '.join(call.gaps)}"
+    return (
+        f"epoch {call.epoch}'s request ({request}) and its answer {call.response_id} "
+        f"(answer not receipted){facts}"
+    )
+
+
 def _part(part: Mapping[str, Any]) -> str:
     shown = show_part(part, indent=True)
     block = f"<pre>{_e(shown.text)}</pre>"
@@ -202,9 +221,26 @@ def _changes(view: ServedView) -> str:
     return "<ul>" + "".join(rows) + "</ul>" if rows else "<p class='muted'>No change.</p>"
 
 
+def _held(view: ServedView, page: _Page) -> str:
+    """What the server held for this call, oldest first, each linked to its epoch."""
+    items = []
+    for call in view.held:
+        held = view.context.views.get(call.epoch) if call.epoch is not None else None
+        text = _e(held_shown(call))
+        if held is not None:
+            text = f'<a href="{_e(page.href(held))}">{text}</a>'
+        items.append(f'<li data-held="{_e(call.epoch or "")}">{text}</li>')
+    return (
+        "<p>Held by the server, seen by the model before this request's own items "
+        "(never fingerprinted: the answers are in no receipt):</p>"
+        f'<ol class="held">{"".join(items)}</ol><p>This request\'s own items:</p>'
+    )
+
+
 def _messages(view: ServedView, page: _Page) -> str:
+    held = _held(view, page) if view.held else ""
     if view.messages is None:
-        return "<p class='muted'>Not on record.</p>"
+        return f"{held}<p class='muted'>Not on record.</p>"
     parent = view.parent_view
     start = 0
     note = ""
@@ -217,7 +253,7 @@ def _messages(view: ServedView, page: _Page) -> str:
             )
     anchor = page.anchor(view)
     shown = "".join(_message(i, view.messages[i], anchor) for i in range(start, len(view.messages)))
-    return f"<p>{len(view.messages)} message(s) as sent.</p>{note}{shown}"
+    return f"{held}<p>{len(view.messages)} message(s) as sent.</p>{note}{shown}"
 
 
 def _gaps(view: ServedView, page: _Page) -> str:

@@ -154,6 +154,18 @@ _CATALOGUE: Final = (
         "is the best rebuild available, not evidence.",
     ),
     GapKind(
+        names.GAP_UNRECORDED_CALL,
+        ("messages",),
+        ("messages",),
+        "caveat",
+        "The history this call carries holds a model answer that no call on this run's record "
+        "gave: a model call in between left no span, as some instrumentations do for an "
+        "incomplete or failed response, or the application wrote that model turn itself. That "
+        "call's request and receipt are not on record and the epoch numbers close over it; "
+        "look for it in the application's own logs.",
+        partial=True,
+    ),
+    GapKind(
         names.GAP_UNRECORDED,
         ("tools", "tools.forced", "params", "messages", "bytes", "digest"),
         ("tools", "params", "messages", "unrecorded"),
@@ -203,7 +215,7 @@ _CATALOGUE: Final = (
     GapKind(
         names.GAP_HELD_HISTORY,
         ("messages", "bytes"),
-        ("messages",),
+        ("messages", "held"),
         "caveat",
         "This call continues history the provider's server holds, such as a previous response "
         "or a conversation, so the model saw earlier turns this request does not carry and no "

@@ -13,10 +13,12 @@ import json
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from af_otel import names
+from af_otel.canonical import canonical_json
+from af_otel.errors import CanonicalJSONError
 from af_otel.model import FrozenDict, Request, sealed_reasoning
 from af_otel.model.fields import order_fields
 from af_otel.model.gap_rules import request_gaps, sealed_messages
@@ -37,7 +39,7 @@ from af_otel.reader.runs import EpochRecord, Run, group_runs
 from af_otel.receipts import MalformedReceipt, Receipt
 from af_otel.store import Store, open_store
 
-__all__ = ["RunContext", "ServedView", "served_views"]
+__all__ = ["HeldCall", "RunContext", "ServedView", "served_views"]
 
 # Gap kinds the writer records that the reader adds to its own findings. Kinds the reader finds
 # itself from the record (base, missing spans, receipts, limits) are decided here and only here;
@@ -101,6 +103,23 @@ class RunContext:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldCall:
+    """One earlier call whose request and answer the provider's server held for a later call
+    (the Responses API's ``previous_response_id``), found by following the run's response ids.
+
+    ``epoch`` is None when no call on this run's record got ``response_id``: the record of the
+    held history ends there. The answer is never fingerprinted by any receipt."""
+
+    response_id: str
+    epoch: int | None = None
+    # That epoch's request as served there: its message count (None: not on record), its gap
+    # kinds (what its own view cannot prove) and whether it carries a usable receipt.
+    messages: int | None = None
+    gaps: tuple[str, ...] = ()
+    minted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ServedView:
     """One LLM call's request as rebuilt, with its receipt and gaps. Immutable throughout.
 
@@ -139,6 +158,9 @@ class ServedView:
     # Other spans that record this same model call (a framework's span around the SDK's, a
     # provider SDK's own span), folded into this epoch by the writer (``af.epoch.same_as``).
     same_call: tuple[SameCall, ...] = ()
+    # The earlier calls whose requests and answers the server held for this one, oldest first,
+    # as far as this run's record links them (`HeldCall`); empty unless it continues held state.
+    held: tuple[HeldCall, ...] = ()
 
     @property
     def request(self) -> Request:
@@ -206,6 +228,7 @@ def served_views(
     for index, run in enumerate(runs):
         lanes.extend(_run_views(run, shared, folded))
         if index + 1 == len(runs) or runs[index + 1].run_id != run.run_id:
+            lanes = _unrecorded_calls(lanes)
             out.extend(sorted(lanes, key=lambda view: view.epoch) if len(lanes) > 1 else lanes)
             shared, lanes = {}, []
     for span in loose:
@@ -275,12 +298,23 @@ def _common_gaps(
     tools: Sequence[FrozenDict] | None,
     sealed: bool,
     unrecorded: tuple[str, ...] = (),
-    answered_by: Mapping[str, tuple[int, str | None]] | None = None,
+    held: tuple[tuple[HeldCall, ...], str | None] = ((), None),
 ) -> list[Gap]:
     found: list[Gap] = []
     recorded, has_recorded = _recorded_gaps(span)
     if names.GAP_HELD_HISTORY in recorded:
-        found.append(gap(names.GAP_HELD_HISTORY, _held_detail(span, answered_by or {})))
+        found.append(gap(names.GAP_HELD_HISTORY, _held_detail(span, *held)))
+        if len(held[0]) == 1 and held[0][0].epoch is None:
+            # The response this call continues is one no call on record got: the same hole as
+            # a model turn no call gave, when the record names the missing call's answer.
+            lost = held[0][0].response_id
+            found.append(
+                gap(
+                    names.GAP_UNRECORDED_CALL,
+                    f"continues {lost}, which no call on this run's record answered: a call of "
+                    "this run with no span, or a response made outside this run's record",
+                )
+            )
     if unrecorded:
         by = span.scope or "the instrumentation"
         found.append(gap(names.GAP_UNRECORDED, f"not recorded by {by}: " + ", ".join(unrecorded)))
@@ -325,31 +359,63 @@ def _response_id(span: SpanRecord) -> str | None:
     return None
 
 
-def _held_detail(span: SpanRecord, answered_by: Mapping[str, tuple[int, str | None]]) -> str:
+def _held(
+    span: SpanRecord,
+    answered_by: Mapping[str, tuple[int, str | None]],
+    views: Mapping[int, ServedView],
+) -> tuple[tuple[HeldCall, ...], str | None]:
+    """The earlier calls of this run whose requests and answers the server held for this one,
+    oldest first, followed back response by response; and where that record ends: a tell-tale
+    the oldest one shows, or None (it holds the history from its start, or the oldest is a
+    response no call on record got)."""
+    value = span.attributes.get(names.HELD_HISTORY)
+    if not isinstance(value, str) or not value or " " in value:  # none, or a tell-tale
+        return (), None
+    chain: list[HeldCall] = []
+    held: str | None = value
+    # A response id answered twice, or a loop in a corrupt record, cannot send this round forever.
+    while held is not None and " " not in held and len(chain) <= len(answered_by):
+        found = answered_by.get(held)
+        if found is None:
+            chain.append(HeldCall(held))
+            held = None
+            break
+        epoch, continued = found
+        view = views.get(epoch)
+        chain.append(
+            HeldCall(
+                held,
+                epoch,
+                len(view.messages) if view is not None and view.messages is not None else None,
+                view.gap_kinds if view is not None else (),
+                view.minted if view is not None else False,
+            )
+        )
+        held = continued
+    return tuple(reversed(chain)), held
+
+
+def _held_detail(span: SpanRecord, held: Sequence[HeldCall], end: str | None) -> str:
     """What the record says of the history a call continues: the earlier calls of this run that
     hold it, followed back response by response, and where the record of it ends."""
     value = span.attributes.get(names.HELD_HISTORY)
     if not isinstance(value, str) or not value:
         return "the writer found history this request does not carry"
-    if value not in answered_by:
-        if " " in value:  # a tell-tale, not an id
-            return f"history not on record: {value}; the earlier response id is not recorded"
+    if " " in value:  # a tell-tale, not an id
+        return f"history not on record: {value}; the earlier response id is not recorded"
+    linked = [h for h in held if h.epoch is not None]
+    if not linked:
         return f"continues {value}, which is not in this run's record"
-    chain: list[int] = []
-    held: str | None = value
-    while held is not None and held in answered_by and len(chain) < len(answered_by):
-        epoch, held = answered_by[held]
-        chain.append(epoch)
-    epochs = ", ".join(str(e) for e in reversed(chain))
-    if held is None:
-        rest = "this run holds it from its start"
-    elif " " in held:
-        rest = f"before those, {held}"
+    epochs = ", ".join(str(h.epoch) for h in linked)
+    if held[0].epoch is None:
+        rest = f"before those, {held[0].response_id} is not in this run's record"
+    elif end is not None:
+        rest = f"before those, {end}"
     else:
-        rest = f"before those, {held} is not in this run's record"
+        rest = "this run holds it from its start"
     return (
-        f"continues {value}, the response of epoch {chain[0]} of this run: the server held the "
-        f"requests and answers of epochs {epochs}, in that order; {rest}"
+        f"continues {value}, the response of epoch {linked[-1].epoch} of this run: the server "
+        f"held the requests and answers of epochs {epochs}, in that order; {rest}"
     )
 
 
@@ -438,7 +504,8 @@ def _run_views(
         if record.cut:
             found.append(gap(names.GAP_SPAN_LIMITS, "; ".join(record.cut)))
         unrecorded = _unrecorded(span)
-        found += _common_gaps(span, receipt, values, params, tools, sealed, unrecorded, answered_by)
+        holding = _held(span, answered_by, context.views)
+        found += _common_gaps(span, receipt, values, params, tools, sealed, unrecorded, holding)
         view = ServedView(
             run_id=run.run_id,
             epoch=record.epoch,
@@ -462,11 +529,132 @@ def _run_views(
             recorded_by=span.scope or None,
             basis=record.basis,
             same_call=_same_call(folded, span),
+            held=holding[0],
         )
         if own:
             context.views[record.epoch] = view
         views.append(view)
     return views
+
+
+# Who wrote a message: a model turn is a run of these, one call's answer.
+_MODEL_ROLES: Final = frozenset({"assistant", "model"})
+# Instructions some conventions record as a message and others beside the messages (the Responses
+# API's `instructions`): not counted when two calls' histories are matched.
+_INSTRUCTION_ROLES: Final = frozenset({"system", "developer"})
+
+
+def _tool_result(message: Mapping[str, Any]) -> bool:
+    """A message that only hands tool results back (role ``tool``, or Anthropic's user turn of
+    tool results): it continues the model's turn, it is no new input."""
+    if message.get("role") == "tool":
+        return True
+    parts = message.get("parts", ())
+    return bool(parts) and all(p.get("type") == "tool_call_response" for p in parts)
+
+
+def model_turns(messages: Sequence[Mapping[str, Any]], start: int = 0) -> list[int]:
+    """Where each model turn among ``messages[start:]`` begins: a model message after new input
+    (a user, system or developer message; tool results continue the turn they answer).
+
+    A tool loop's answer after its tool results counts with the call it answers, so a call that
+    answered tool results and left no span is not told apart from its parent's answer; a turn
+    after new input is."""
+    starts: list[int] = []
+    fresh = True
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if message.get("role") in _MODEL_ROLES:
+            if fresh:
+                starts.append(index)
+            fresh = False
+        elif not _tool_result(message):
+            fresh = True
+    return starts
+
+
+def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
+    """The views of one run, each whose history shows a model answer no call on record gave
+    marked `unrecorded-call`: since its parent it appended two model turns or more (the
+    parent's answer is one), and no other call of the run was served the history before the
+    extra one (as many turns and the same last message: a call whose earlier turns were edited,
+    or whose instructions were recorded apart from its messages, counts), nor, beside it, that
+    history and then input of its own (a fan-out the application merged)."""
+
+    def turns(messages: Sequence[Any], end: int) -> int:
+        return sum(1 for m in messages[:end] if m.get("role") not in _INSTRUCTION_ROLES)
+
+    def last(messages: Sequence[Any], end: int) -> bytes | None:
+        # By content, not by `==` on a dict hashed over its keys: one encoding of one message a
+        # view, and the counts compared only for the few calls that end alike.
+        try:
+            return canonical_json(messages[end - 1])
+        except CanonicalJSONError:
+            return None
+
+    def said(messages: Sequence[Any], end: int) -> list[Any]:
+        return [m for m in messages[:end] if m.get("role") not in _INSTRUCTION_ROLES]
+
+    served: dict[bytes | None, list[Sequence[Any]]] = {}
+    beside: dict[int, list[ServedView]] = {}
+    for view in views:
+        if view.messages:
+            served.setdefault(last(view.messages, len(view.messages)), []).append(view.messages)
+            beside.setdefault(view.parent, []).append(view)
+
+    def on_record(view: ServedView, messages: Sequence[Any], at: int) -> bool:
+        found = last(messages, at)
+        if found is None:  # unreadable here: cannot tell, so no gap is claimed
+            return True
+        count = turns(messages, at)
+        if any(
+            other is not messages and turns(other, len(other)) == count
+            for other in served.get(found, ())
+        ):
+            return True
+        # A fan-out: calls beside this one were served that history and then input of their
+        # own; the application may have merged their answers into the turn.
+        before = said(messages, at)
+        for other in beside.get(view.parent, ()):
+            if other is view or other.messages is None:
+                continue
+            theirs = said(other.messages, len(other.messages))
+            diverges = len(theirs) > len(before) and theirs[len(before)] != messages[at]
+            if diverges and theirs[: len(before)] == before:
+                return True
+        return False
+
+    out = []
+    for view in views:
+        parent = view.parent_view
+        messages = view.messages
+        if parent is None or parent.messages is None or messages is None:
+            out.append(view)
+            continue
+        # Only a request that carries all of its parent's: otherwise what it appended is not
+        # "since the parent" (a call beside it, history edited, or held by the server).
+        shared = view.context.shared_prefix(messages, parent.messages)
+        if shared < len(parent.messages):
+            out.append(view)
+            continue
+        extra = [
+            at for at in model_turns(messages, shared)[1:] if not on_record(view, messages, at)
+        ]
+        if not extra:
+            out.append(view)
+            continue
+        where = ", ".join(f"#{at}" for at in extra)
+        found = gap(
+            names.GAP_UNRECORDED_CALL,
+            f"since epoch {parent.epoch} ({len(parent.messages)} messages) this request appends "
+            f"{len(messages) - shared} with a model turn more than that call's answer at "
+            f"{where}; no call on record was served the messages before it",
+        )
+        marked = replace(view, gaps=order_gaps((*view.gaps, found)))
+        if view.context.views.get(view.epoch) is view:
+            view.context.views[view.epoch] = marked
+        out.append(marked)
+    return out
 
 
 def _same_call(

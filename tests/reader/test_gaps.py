@@ -260,6 +260,17 @@ def continue_held_history(spans: Spans, store: Store, tmp: Path) -> tuple[Spans,
     return replace_span(spans, span, held), store
 
 
+def write_a_model_turn(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
+    """A model turn no recorded call gave (a call without a span, or the application's own)
+    lands in the history between epoch 2's answer and epoch 3's question."""
+
+    def insert(appended: list[Any]) -> list[Any]:
+        turn = [user("go on"), {"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}]
+        return [*appended[:-1], *turn, appended[-1]]
+
+    return edit_commits(spans, 3, "messages", insert), store
+
+
 DAMAGES = {
     names.GAP_NO_FOLD_BASE: drop_base,
     names.GAP_NO_RUN_LOG: drop_parent,
@@ -272,6 +283,7 @@ DAMAGES = {
     names.GAP_PROVIDER_DEFAULTS: drop_a_dial,
     names.GAP_UNRECORDED: unrecord_the_tools,
     names.GAP_HELD_HISTORY: continue_held_history,
+    names.GAP_UNRECORDED_CALL: write_a_model_turn,
 }
 
 

@@ -1,7 +1,7 @@
 """A tool-using agent on OpenAI's Responses API (``client.responses.create``): the ``responses``
 profile of agent.py, imported from beside it (it imports nothing from the tests).
 
-Fifteen calls in two conversations, then one that fails. The first is stateless (``store=False``): each request
+Sixteen calls in two conversations, then one that fails. The first is stateless (``store=False``): each request
 carries the whole history as input items, reasoning items replayed with their encrypted content.
 The second keeps its history on the server: each request names ``previous_response_id`` and
 carries only the new items. Between them: ``instructions`` and none, function tools with
@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-CALLS_RESPONSES = 16
+CALLS_RESPONSES = 17
 
 TOOLS = [
     {
@@ -129,8 +129,11 @@ def responses_agent(client: Any) -> int:
     )
     history.append({"role": "user", "content": "Summarize all of that."})
     stateless(instructions=INSTRUCTIONS, tool_choice="none", max_output_tokens=16)  # 7: incomplete
+    # 8: the conversation goes on after the cut answer, which it carries
+    history.append({"role": "user", "content": "Go on."})
+    stateless(instructions=INSTRUCTIONS, tool_choice="none")
     # -- server-held: only the new items, previous_response_id names the rest ----------------------
-    first, out = agent.call(input="Weather in Lima?", instructions=INSTRUCTIONS)  # 8
+    first, out = agent.call(input="Weather in Lima?", instructions=INSTRUCTIONS)  # 9
     previous = first
     calls = [i for i in out if i["type"] == "function_call"]
     turn = 0
@@ -146,22 +149,22 @@ def responses_agent(client: Any) -> int:
         previous = self_id
         calls = [i for i in out if i["type"] == "function_call"]
 
-    held([_tool_output(c, 8) for c in calls], instructions=INSTRUCTIONS)  # 9: a bare tool result
-    held([{"role": "user", "content": "What time is it in Lima?"}], tool_choice="required")  # 10
-    held([_tool_output(c, 10) for c in calls], stream=True, tool_choice="none")  # 11
-    held(  # 12
+    held([_tool_output(c, 9) for c in calls], instructions=INSTRUCTIONS)  # 10: a bare tool result
+    held([{"role": "user", "content": "What time is it in Lima?"}], tool_choice="required")  # 11
+    held([_tool_output(c, 11) for c in calls], stream=True, tool_choice="none")  # 12
+    held(  # 13
         [{"role": "user", "content": "Is it raining in Oslo?"}],
         instructions=INSTRUCTIONS,
         reasoning={"effort": "high"},
     )
-    held([_tool_output(c, 12) for c in calls], text=ANSWER_FORMAT)  # 13
-    held(  # 14
+    held([_tool_output(c, 13) for c in calls], text=ANSWER_FORMAT)  # 14
+    held(  # 15
         [{"role": "user", "content": "Current time in Paris?"}],
         tool_choice={"type": "function", "name": "get_time"},
         parallel_tool_calls=True,
     )
-    held([_tool_output(c, 14) for c in calls], tool_choice="none", max_output_tokens=20)  # 15
-    try:  # 16: a response the server no longer holds: the request fails (HTTP 400)
+    held([_tool_output(c, 15) for c in calls], tool_choice="none", max_output_tokens=20)  # 16
+    try:  # 17: a response the server no longer holds: the request fails (HTTP 400)
         agent.call(previous_response_id="resp_gone", input="And tomorrow?")
     except Exception as exc:
         if getattr(exc, "status_code", None) != 400:

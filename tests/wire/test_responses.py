@@ -25,12 +25,15 @@ from tests.wire.harness import _GENAI_CONTENT, Scenario, names_field, run_agent
 from tests.wire.responses_server import Seen, input_items
 from tests.wire.server import WireServer
 
-CALLS: Final = 16
+CALLS: Final = 17
 # The calls whose answer is `incomplete` (max_output_tokens below the server's threshold).
-INCOMPLETE: Final = (7, 15)
-FAILED: Final = 16  # names a response the server does not hold: HTTP 400
+INCOMPLETE: Final = (7, 16)
+FAILED: Final = 17  # names a response the server does not hold: HTTP 400
 # Calls OpenLLMetry writes no span for.
 _NO_SPAN: Final = INCOMPLETE
+# The stateless call that carries the incomplete answer of the call before it.
+AFTER_INCOMPLETE: Final = 8
+HELD_FROM: Final = 9  # the first call of the conversation continued by previous_response_id
 _NOT_DIALS: Final = frozenset(
     {"model", "input", "instructions", "tools", "stream", "include", "previous_response_id"}
     | {"metadata", "user"}
@@ -176,6 +179,8 @@ class Epoch:
     differences: tuple[Difference, ...]
     unnamed: tuple[Difference, ...]
     minted: bool
+    # The view's held history: (epoch or None, response id) per call the server held, oldest first.
+    held: tuple[tuple[int | None, str], ...] = ()
 
 
 def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
@@ -219,7 +224,16 @@ def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
                 if not any(names_field(k, detail, d.field, d.aspect) for k, detail in gaps)
             )
         epochs.append(
-            Epoch(view.epoch, wire.seq, str(verdict.status), gaps, found, unnamed, view.minted)
+            Epoch(
+                view.epoch,
+                wire.seq,
+                str(verdict.status),
+                gaps,
+                found,
+                unnamed,
+                view.minted,
+                tuple((h.epoch, h.response_id) for h in view.held),
+            )
         )
     return count, epochs
 
@@ -242,13 +256,15 @@ def _account(epochs: Sequence[Epoch]) -> str:
 def test_no_responses_epoch_claims_more_than_the_model_saw(
     scenario: Scenario, tmp_path: Path
 ) -> None:
-    """Sixteen Responses calls, stateless and continued by previous_response_id, incomplete and
-    failed: no verified epoch differs from the context the model saw, every difference elsewhere
-    is named by a gap, and every span written carries a minted receipt."""
+    """Seventeen Responses calls, stateless and continued by previous_response_id, incomplete
+    and failed: no verified epoch differs from the context the model saw, every difference
+    elsewhere is named by a gap, every span written carries a minted receipt, and a call that
+    left no span is named on the call that carries its answer."""
     count, epochs = run_responses(scenario, tmp_path)
     account = _account(epochs)
     assert count == CALLS
-    if scenario.instrumentation == "openllmetry-openai":
+    missing = scenario.instrumentation == "openllmetry-openai"
+    if missing:
         # OpenLLMetry writes no span for an incomplete response (docs/instrumentations.md).
         assert sorted(e.wire_seq for e in epochs) == [
             s for s in range(1, CALLS + 1) if s not in INCOMPLETE
@@ -260,9 +276,19 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
     )
     assert not [d for e in epochs for d in e.unnamed], account
     assert all(e.minted for e in epochs), account  # incomplete and failed calls too
-    held = [e for e in epochs if e.wire_seq > 8]  # every call continued by previous_response_id
+    # The call after the incomplete one carries its cut answer: with that call's span missing,
+    # two model turns since its parent name the hole; with every span there, nothing does.
+    holes = {e.wire_seq for e in epochs for k, _ in e.gaps if k == "unrecorded-call"}
+    (after,) = [e for e in epochs if e.wire_seq == AFTER_INCOMPLETE]
+    if missing:
+        assert after.status != VerdictStatus.VERIFIED, account
+    ids_on_record = scenario.instrumentation == "openinference-openai"
+    # A continued response no call answered is the same hole, where its id is on record.
+    expected = {AFTER_INCOMPLETE} if missing else set()
+    assert holes == expected | ({FAILED} if ids_on_record else set()), account
+    held = [e for e in epochs if e.wire_seq > HELD_FROM]  # every call continued by its id
     assert all(e.status != VerdictStatus.VERIFIED for e in held), account
-    if scenario.instrumentation == "openinference-openai":
+    if ids_on_record:
         # the earlier response id is on record: the gap names it, and the call that answered
         details = [d for e in held for k, d in e.gaps if k == "server-held-history"]
         assert len(details) == len(held), account
@@ -273,14 +299,26 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
             if k == "server-held-history" and e.wire_seq != FAILED
         ]
         assert all("resp_w" in d and "of epoch" in d for d in linked), account
+        # each continued call links every earlier call of the conversation, oldest first
+        for e in held:
+            if e.wire_seq != FAILED:
+                chain = [(s, f"resp_w{s}") for s in range(HELD_FROM, e.wire_seq)]
+                assert list(e.held) == chain, (e.wire_seq, e.held)
         # the last continued call: the server held every call of the conversation before it
         (last,) = [
-            d for e in held for k, d in e.gaps if k == "server-held-history" and e.wire_seq == 15
+            d
+            for e in held
+            for k, d in e.gaps
+            if k == "server-held-history" and e.wire_seq == CALLS - 1
         ]
-        assert "epochs 8, 9, 10, 11, 12, 13, 14, in that order" in last, last
+        assert "epochs 9, 10, 11, 12, 13, 14, 15, in that order" in last, last
         assert "from its start" in last, last
         failed = [d for e in held for k, d in e.gaps if e.wire_seq == FAILED]
         assert any("resp_gone" in d and "not in this run" in d for d in failed), account
+        (gone,) = [e.held for e in held if e.wire_seq == FAILED]
+        assert gone == ((None, "resp_gone"),), gone
+    else:
+        assert not [e for e in epochs if e.held], account
 
 
 def main() -> None:
@@ -288,9 +326,10 @@ def main() -> None:
     import tempfile
 
     print(
-        "| scenario | calls | spans | minted | verified | reconstructed | damaged | overclaims | unnamed |"
+        "| scenario | calls | spans | minted | verified | reconstructed | damaged | overclaims "
+        "| unnamed | unrecorded-call at |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for scenario in SCENARIOS:
         with tempfile.TemporaryDirectory() as directory:
             count, epochs = run_responses(scenario, Path(directory))
@@ -299,8 +338,14 @@ def main() -> None:
         print(
             f"| {scenario.name} | {count} | {len(epochs)} | {sum(e.minted for e in epochs)} | "
             + " | ".join(map(str, statuses))
-            + f" | {overclaims} | {sum(len(e.unnamed) for e in epochs)} |"
+            + f" | {overclaims} | {sum(len(e.unnamed) for e in epochs)} | "
+            + (", ".join(f"call {e.wire_seq}" for e in epochs if _hole(e)) or "none")
+            + " |"
         )
+
+
+def _hole(epoch: Epoch) -> bool:
+    return any(k == "unrecorded-call" for k, _ in epoch.gaps)
 
 
 if __name__ == "__main__":
