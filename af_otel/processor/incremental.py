@@ -140,6 +140,11 @@ def _tail(
     tail = _parse(adapted.request)
     if tail is None or not tail.messages:
         return None
+    # The one form (semconv/placement.py) moves the system prompt between the `system` field and
+    # the leading message, which the tail alone cannot place: the full path decides when the
+    # tail starts with a system message or its system differs from the previous call's.
+    if tail.messages[0].get("role") == "system" or not same_json(seen.system, tail.system):
+        return None
     request = Request(
         _shared(seen.system, tail.system),
         seen.messages + tail.messages,

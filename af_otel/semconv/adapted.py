@@ -101,4 +101,4 @@ def conclude(
     except Absent as absent:
         cut = "holes" if absent.reason == names.REASON_CUT else None
         return Adapted(convention, None, absent.reason, keys, tuple(notes), cut)
-    return Adapted(convention, wire_form(request), None, keys, (*notes, *found))
+    return Adapted(convention, wire_form(request, attributes), None, keys, (*notes, *found))
