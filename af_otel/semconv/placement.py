@@ -61,7 +61,7 @@ def wire_form(
         if not isinstance(parts, list):
             return request
         system.extend(parts)
-    if system and provider in SYSTEM_AS_MESSAGE and not is_responses(attributes or {}):
+    if system and prompt_first(provider, attributes):
         messages.insert(0, {"role": "system", "parts": system})
         system = []
     out = dict(request)
@@ -69,6 +69,12 @@ def wire_form(
     if "system" in request or system:
         out["system"] = system
     return out
+
+
+def prompt_first(provider: object, attributes: Mapping[str, object] | None) -> bool:
+    """Whether a top-level ``system`` recorded for ``provider`` is sent as the first message:
+    an OpenAI-shaped provider, and not the Responses API (read off the span's ``attributes``)."""
+    return provider in SYSTEM_AS_MESSAGE and not is_responses(attributes or {})
 
 
 def _is_system(message: object) -> bool:

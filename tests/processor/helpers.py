@@ -34,7 +34,8 @@ def assistant(text: str) -> dict[str, Any]:
 def start_attributes(model: str = "gpt-4o-mini") -> dict[str, Any]:
     return {
         "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": "openai",
+        # The system prompt stays a field for this provider (for OpenAI it goes first).
+        "gen_ai.provider.name": "anthropic",
         "gen_ai.request.model": model,
     }
 

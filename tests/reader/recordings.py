@@ -96,12 +96,15 @@ class Recorder:
         tools: Sequence[Mapping[str, Any]] | None = (WEATHER,),
         temperature: float | None = 0.2,
         model: str = "gpt-4o-mini",
+        provider: str = "anthropic",
     ) -> Span:
+        # A provider whose API takes the system prompt as a field of its own, so the recorded
+        # `system` is the request's (for OpenAI's it would become the first message).
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": "openai",
+            "gen_ai.provider.name": provider,
             "gen_ai.request.model": model,
-            "server.address": "api.openai.com",
+            "server.address": "api.openai.com" if provider == "openai" else "api.anthropic.com",
         }
         span = self.tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
         content: dict[str, Any] = {"gen_ai.input.messages": json.dumps(list(messages))}
@@ -124,7 +127,7 @@ class Recorder:
             kind=SpanKind.CLIENT,
             attributes={
                 "gen_ai.operation.name": "chat",
-                "gen_ai.provider.name": "openai",
+                "gen_ai.provider.name": "anthropic",
                 "gen_ai.request.model": model,
             },
         )
