@@ -35,11 +35,13 @@ def assistant(text: str) -> dict[str, Any]:
     return {"role": "assistant", "parts": [{"type": "text", "content": text}]}
 
 
-def start_attributes(model: str = "gpt-4o-mini") -> dict[str, Any]:
-    """What a GenAI instrumentation sets when an OpenAI chat call starts."""
+def start_attributes(model: str = "gpt-4o-mini", provider: str = "anthropic") -> dict[str, Any]:
+    """What a GenAI instrumentation sets when a chat call starts. The default provider's API takes
+    the system prompt as a field of its own, so the recorded `system` is the request's (for
+    OpenAI's it becomes the first message)."""
     return {
         "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": "openai",
+        "gen_ai.provider.name": provider,
         "gen_ai.request.model": model,
     }
 

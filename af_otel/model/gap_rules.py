@@ -29,6 +29,7 @@ GAP_ORDER: Final = (
     names.GAP_NO_CONVERSATION,
     names.GAP_SPAN_LIMITS,
     names.GAP_NO_RECEIPT,
+    names.GAP_UNRECORDED_CALL,
     names.GAP_UNRECORDED,
     names.GAP_CACHE_TRANSFORM,
     names.GAP_THINKING_REPLAY,

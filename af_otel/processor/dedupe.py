@@ -18,9 +18,17 @@ Where it is decided, in both forms:
 * at the end of a span not numbered at its start: it is folded into a finished call of its run
   that nests with it, agrees with it and ranks at least as high (`match`); the usual case, as the
   framework span ends after the SDK span it wraps;
-* a provider SDK's own span whose parent is an LLM call of a higher rank is folded into the
-  parent's epoch: at its start (processor), or in the exporter's batch before numbering; the
-  SDK's span ends first, so its parent's end comes too late to decide.
+* a provider SDK's own span whose parent is an LLM call of a higher rank, and any call whose
+  parent is an LLM call of the trusted scope, is folded into the parent's epoch: at its start
+  (processor), or in the exporter's batch before numbering; the inner span ends first, so its
+  parent's end comes too late to decide;
+* at the start of a call inside a call the processor numbered at its start (a framework that
+  writes its attributes at start), `number_at_start`: when the open call is the run's last
+  numbered one, of another scope that ranks no higher, the inner call takes over its number (no
+  number is ever given twice or skipped, and none was exported yet, as the outer call is still
+  open) and the outer call is folded at its end like any other. Should it then agree with no
+  finished call, it is numbered at its end and says `no-run-log`, as any call numbered out of
+  start order does.
 
 Memory is bounded: the last `RECENT` finished calls per run are kept for matching.
 """
@@ -53,6 +61,15 @@ class Seen:
     scope: str | None
     model: str | None
     request: Request | None
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """The call a run last numbered at its start, as `number_at_start` needs it."""
+
+    key: SpanKey
+    scope: str | None
+    model: str | None
 
 
 def rank(scope: str | None, trusted: str | None = None) -> int:
@@ -161,10 +178,36 @@ def match(
 
 
 def folds_into_parent(scope: str | None, parent_scope: str | None, trusted: str | None) -> bool:
-    """A provider SDK's own span started inside an open LLM call of a higher-ranked scope."""
+    """A provider SDK's own span started inside an open LLM call of a higher-ranked scope, or
+    any call started inside an open LLM call of the trusted scope (the call it makes)."""
+    if parent_scope is not None and parent_scope == trusted:
+        return scope != trusted
     return scope in PROVIDER_OWN_SCOPES and rank(parent_scope, trusted) > rank(scope, trusted)
 
 
 def folded_attributes(run_id: str, lane: str, epoch: int) -> dict[str, Any]:
     """What a folded span carries: the run, the lane and the epoch it is the same call as."""
     return {names.RUN_ID: run_id, names.EPOCH_LANE: lane, names.EPOCH_SAME_AS: epoch}
+
+
+def number_at_start(
+    run: Any, key: SpanKey, start: int, scope: str | None, model: str | None, trusted: str | None
+) -> None:
+    """Number the call ``key`` at its start in ``run`` (a `RunState`, under its lock), or hand it
+    the number of the open call it starts inside and may record again (module docstring)."""
+    last: Opened | None = run.opened
+    if last is not None and last.key != key and last.scope != scope:
+        found = run.open_calls.get(last.key)
+        if (
+            found is not None
+            and found[0] == run.last_epoch
+            and rank(scope, trusted) >= rank(last.scope, trusted)
+            and (model is None or last.model is None or model == last.model)
+        ):
+            del run.open_calls[last.key]
+            run.open_calls[key] = found
+            run.latest_start = max(run.latest_start, start)
+            run.opened = Opened(key, scope, model)
+            return
+    run.number(key, start, at_start=True)
+    run.opened = Opened(key, scope, model)

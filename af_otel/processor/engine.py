@@ -146,7 +146,8 @@ class Engine:
         parent: SpanKey | None = None,
     ) -> None:
         """Number an LLM call at its start, in start order; other spans cost one check. A
-        provider SDK's own span inside an open LLM call that ranks higher is folded into it."""
+        provider SDK's own span inside an open LLM call that ranks higher is folded into it; a
+        call inside the open call numbered last may take over its number (`dedupe.number_at_start`)."""
         explicit = current_run.get()
         if not is_llm_call(attributes, name):
             if explicit is not None:
@@ -157,8 +158,9 @@ class Engine:
         if parent is not None and self.fold(key, parent, scope):
             return
         run = self.runs.get(run_id)
+        model = dedupe.model_of(attributes, None)
         with run.lock:
-            run.number(key, start, at_start=True)
+            dedupe.number_at_start(run, key, start, scope, model, self.settings.trusted_scope)
         with self._open_lock:
             _bounded_put(self._llm_scope, key, scope)
 

@@ -33,14 +33,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+import orjson
+
 from af_otel.model import FrozenDict, Request, fields
 from af_otel.model.fields import Shown
 from af_otel.processor import export_gaps
 from af_otel.receipts.memo import same_json
-from af_otel.semconv import Adapted, Limits, adapt, responses
-from af_otel.semconv.genai import MESSAGES
+from af_otel.semconv import Adapted, Limits, adapt, placement, responses
+from af_otel.semconv.builders import Absent, content_value
+from af_otel.semconv.genai import MESSAGES, SLOTS
 from af_otel.semconv.ledger import cut_by
 
+_SYSTEM: Final = next(slot for slot in SLOTS if slot.target == "system")
 # Conventions whose message list is the GenAI JSON array read by `genai_messages`.
 _JSON_ARRAY: Final = frozenset({"genai", "openllmetry"})
 _JSON_SPACE: Final = " \t\n\r"
@@ -64,6 +68,7 @@ class Remembered:
     shown: Shown  # what the messages show (the field ledger's one pass over them)
     sealed: bool  # whether one of them replays sealed reasoning (the thinking-replay gap)
     scan: responses.Scan  # the server-held-history tell-tales in them
+    first: bool = False  # the one form put the system prompt first (`_prompt_first`)
 
     @property
     def size(self) -> int:
@@ -146,9 +151,25 @@ def _tail(
     tail = _parse(adapted.request)
     if tail is None or not tail.messages:
         return None
+    # The one form (semconv/placement.py) places the system prompt by the whole request, which
+    # the tail alone does not show: a prompt put first is put first in the tail too, and is the
+    # previous call's first message when unchanged; leading system messages an Anthropic tail
+    # starts with would be moved into `system`. Anything else takes the full path.
+    added = tail.messages
+    first = _prompt_first(attributes, tail.provider)
+    if first != seen.first:
+        return None
+    if first:
+        if not same_json(seen.messages[:1], added[:1]) or len(added) < 2:
+            return None
+        added = added[1:]
+    if tail.provider in placement.SYSTEM_AS_FIELD and (
+        not same_json(seen.system, tail.system) or _count("[" + rest[1:]) != len(added)
+    ):
+        return None
     request = Request(
         _shared(seen.system, tail.system),
-        seen.messages + tail.messages,
+        seen.messages + added,
         _shared(seen.tools, tail.tools),
         tail.params,
         tail.model,
@@ -158,8 +179,8 @@ def _tail(
     new = fields.shown(tail)
     shown = fields.Shown(seen.shown.kinds | new.kinds, seen.shown.fields | new.fields)
     sealed = seen.sealed or export_gaps.sealed_messages(tail.messages)
-    scan = responses.scan(tail.messages, seen.scan)
-    after = _seen(adapted.convention, text, request, shown, sealed, scan, seen)
+    scan = responses.scan(added, seen.scan)
+    after = _seen(adapted.convention, text, request, shown, sealed, scan, seen, first)
     return Read(whole, request, after, len(seen.messages), shown, sealed, scan, seen.messages)
 
 
@@ -176,7 +197,29 @@ def _remember(
     text = attributes.get(MESSAGES.key)
     if not isinstance(text, str) or not request.messages:
         return None
-    return _seen(adapted.convention, text, request, shown, sealed, scan)
+    first = _prompt_first(attributes, request.provider)
+    return _seen(adapted.convention, text, request, shown, sealed, scan, first=first)
+
+
+def _prompt_first(attributes: Mapping[str, Any], provider: str | None) -> bool:
+    """Whether the one form put the record's system prompt first among its messages: the
+    provider sends it so (`placement.prompt_first`) and the system slot holds one."""
+    raw = attributes.get(_SYSTEM.key)
+    if raw is None or not placement.prompt_first(provider, attributes):
+        return False
+    try:
+        return bool(content_value(raw))
+    except Absent:  # unreadable: the adapter read no request either
+        return False
+
+
+def _count(text: str) -> int | None:
+    """The elements of a JSON array, or None when it does not read as one."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return len(value) if isinstance(value, list) else None
 
 
 def _seen(
@@ -187,6 +230,7 @@ def _seen(
     sealed: bool,
     scan: responses.Scan,
     before: Remembered | None = None,
+    first: bool = False,
 ) -> Remembered | None:
     body = text.rstrip(_JSON_SPACE)
     if not body.endswith("]"):
@@ -208,6 +252,7 @@ def _seen(
         shown,
         sealed,
         scan,
+        first,
     )
 
 

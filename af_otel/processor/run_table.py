@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from af_otel.model import Request
 from af_otel.model.prefix import identical_prefix
-from af_otel.processor.dedupe import RECENT, Seen
+from af_otel.processor.dedupe import RECENT, Opened, Seen
 from af_otel.processor.incremental import Remembered
 from af_otel.receipts import Receipt, ReceiptDigests
 
@@ -94,6 +94,7 @@ class RunState:
 
     # The last finished calls, for folding a second record of one call (dedupe.py).
     recent: deque[Seen] = field(default_factory=lambda: deque(maxlen=RECENT))
+    opened: Opened | None = None  # the call last numbered at its start (dedupe.number_at_start)
 
     def number(
         self, key: tuple[int, int], start_time: int, *, at_start: bool = False

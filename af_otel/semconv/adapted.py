@@ -91,7 +91,7 @@ def conclude(
     keys = content_keys(attributes)
     try:
         built, notes = build()
-        request = wire_form(shape_request(built))
+        request = wire_form(shape_request(built), attributes)
         refuse_placeholders(request.get("system") or ())
         for message in request["messages"]:
             refuse_placeholders(message["parts"])

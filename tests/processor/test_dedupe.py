@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -115,3 +115,71 @@ def test_the_rule(a: str, b: str, sa: int, ea: int, sb: int, eb: int) -> None:
     assert dedupe.match([seen], sa, sa + ea, SDK, "m", ra, None) is None  # one scope
     assert (dedupe.match([seen], sa, sa + ea, FRAMEWORK, "m", None, None) is seen) == nested
     assert dedupe.match([seen], sa, sa + ea, FRAMEWORK, "other", None, None) is None
+
+
+def _framework_first(
+    provider: TracerProvider, framework_says: list[Any], sdk_says: list[Any], *, at_start: bool
+) -> None:
+    """A framework span that writes its LLM attributes at its start (``at_start``) or at its end,
+    made current, around an SDK span; the framework span ends last."""
+    tracer = provider.get_tracer(FRAMEWORK)
+    early = {**start_attributes(), **end_attributes(framework_says)} if at_start else {}
+    with tracer.start_as_current_span("ChatOpenAI", attributes=early) as framework:
+        sdk = provider.get_tracer(SDK).start_span("chat gpt-4o-mini", attributes=start_attributes())
+        sdk.set_attributes(end_attributes(sdk_says))
+        sdk.end()
+        if not at_start:
+            framework.set_attributes({**start_attributes(), **end_attributes(framework_says)})
+
+
+def test_a_framework_span_numbered_at_start_that_disagrees_says_no_run_log(
+    tmp_path: Any,
+) -> None:
+    """The SDK span took over the framework span's number at its start; the framework span then
+    agrees with no finished call, so it is numbered at its end, out of start order, and says so."""
+    spans = _run(
+        "processor",
+        tmp_path,
+        lambda p: _framework_first(p, [user("a")], [user("other")], at_start=True),
+    )
+    by_scope = {s.instrumentation_scope.name: af(s) for s in spans}
+    assert by_scope[SDK][names.EPOCH] == 1
+    assert names.GAP_NO_RUN_LOG not in by_scope[SDK][names.GAPS]
+    assert by_scope[FRAMEWORK][names.EPOCH] == 2
+    assert names.GAP_NO_RUN_LOG in by_scope[FRAMEWORK][names.GAPS]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    shapes=st.lists(st.sampled_from(["start", "end", "sdk", "framework"]), min_size=1, max_size=6)
+)
+def test_every_call_is_one_epoch_and_the_numbers_have_no_gap(
+    shapes: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Calls recorded by a framework span numbered at its start or its end around an SDK span,
+    by the SDK span alone or by the framework span alone, in any order: one epoch per call,
+    numbered 1..n in call order, none out of order, every second record folded."""
+
+    def calls(provider: TracerProvider) -> None:
+        history: list[Any] = []
+        for index, shape in enumerate(shapes):
+            history = [*history, user(str(index))]
+            if shape in ("start", "end"):
+                _framework_first(provider, history, history, at_start=shape == "start")
+            else:
+                scope = SDK if shape == "sdk" else FRAMEWORK
+                span = provider.get_tracer(scope).start_span(
+                    "chat gpt-4o-mini", attributes=start_attributes()
+                )
+                span.set_attributes(end_attributes(history))
+                span.end()
+
+    spans = _run("processor", tmp_path_factory.mktemp("calls"), calls)
+    numbered = sorted((s.start_time or 0, af(s)) for s in spans if names.EPOCH in af(s))
+    assert [a[names.EPOCH] for _, a in numbered] == list(range(1, len(shapes) + 1))
+    assert all(names.GAP_NO_RUN_LOG not in a[names.GAPS] for _, a in numbered)
+    folded = [af(s) for s in spans if names.EPOCH_SAME_AS in af(s)]
+    assert len(folded) == sum(shape in ("start", "end") for shape in shapes)
+    assert all(names.EPOCH not in a for a in folded)

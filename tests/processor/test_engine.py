@@ -203,7 +203,7 @@ def test_commits_fold_back_into_every_request(
                 "tools": tools,
                 "params": {"temperature": temperature},
                 "model": "gpt-4o-mini",
-                "provider": "openai",
+                "provider": "anthropic",
             }
             expected.append(Request.from_dict(request).to_dict())
     spans = pipeline.spans()

@@ -54,7 +54,7 @@ parts = st.lists(
 )
 messages = st.builds(
     lambda role, ps, name: {"role": role, "parts": ps, **({"name": name} if name else {})},
-    st.sampled_from(["user", "assistant", "tool"]),
+    st.sampled_from(["user", "assistant", "tool", "system"]),
     parts,
     st.none() | st.just("bob"),
 )
@@ -69,6 +69,8 @@ steps = st.lists(
         st.tuples(st.just("reorder"), st.integers(0, 50)),
         st.tuples(st.just("layout"), st.sampled_from(["compact", "spaced", "indented"])),
         st.tuples(st.just("dials"), st.floats(0, 1, allow_nan=False)),
+        # The system prompt changes, goes or comes back (the one form may put it first).
+        st.tuples(st.just("system"), st.sampled_from([None, "be brief", "be long"])),
     ),
     min_size=1,
     max_size=12,
@@ -83,18 +85,34 @@ def dump(history: list[dict[str, Any]], layout: str) -> str:
     return json.dumps(history)
 
 
-def genai_attributes(history: list[dict[str, Any]], layout: str, temperature: float) -> Any:
-    return {
+def genai_attributes(
+    history: list[dict[str, Any]],
+    layout: str,
+    temperature: float,
+    system: str | None = "be brief",
+    provider: str = "openai",
+) -> Any:
+    attributes = {
         "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": "openai",
+        "gen_ai.provider.name": provider,
         "gen_ai.request.model": "m",
         "gen_ai.request.temperature": temperature,
-        "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "be brief"}]),
         "gen_ai.input.messages": dump(history, layout),
     }
+    if system is not None:
+        attributes["gen_ai.system_instructions"] = json.dumps([{"type": "text", "content": system}])
+    return attributes
 
 
-def openinference_attributes(history: list[dict[str, Any]], layout: str, temperature: float) -> Any:
+def anthropic_attributes(
+    history: list[dict[str, Any]], layout: str, temperature: float, system: str | None
+) -> Any:
+    return genai_attributes(history, layout, temperature, system, "anthropic")
+
+
+def openinference_attributes(
+    history: list[dict[str, Any]], layout: str, temperature: float, system: str | None = None
+) -> Any:
     attributes: dict[str, Any] = {
         "openinference.span.kind": "LLM",
         "llm.model_name": "m",
@@ -153,21 +171,27 @@ def engine() -> Engine:
 @given(
     start=st.lists(messages, min_size=1, max_size=4),
     steps=steps,
-    shape=st.sampled_from(["genai", "openinference"]),
+    shape=st.sampled_from(["genai", "genai-anthropic", "openinference"]),
 )
 def test_reading_the_tail_gives_the_full_paths_evidence(
     start: list[dict[str, Any]], steps: list[tuple[Any, ...]], shape: str
 ) -> None:
-    build = genai_attributes if shape == "genai" else openinference_attributes
-    history, layout, temperature = start, "spaced", 0.5
-    calls = [build(history, layout, temperature)]
+    build = {
+        "genai": genai_attributes,
+        "genai-anthropic": anthropic_attributes,
+        "openinference": openinference_attributes,
+    }[shape]
+    history, layout, temperature, system = start, "spaced", 0.5, "be brief"
+    calls = [build(history, layout, temperature, system)]
     for step in steps:
         history = apply(history, step)
         if step[0] == "layout":
             layout = step[1]
         if step[0] == "dials":
             temperature = step[1]
-        calls.append(build(history, layout, temperature))
+        if step[0] == "system":
+            system = step[1]
+        calls.append(build(history, layout, temperature, system))
     fast = run_calls(engine(), calls, full=False)
     slow = run_calls(engine(), calls, full=True)
     for one, other in zip(fast, slow, strict=True):
@@ -302,3 +326,21 @@ def test_the_last_calls_messages_are_a_proven_prefix_for_the_diff_and_the_parent
     assert run.parent_of(20, edited.request, edited.prefix) is run.finished[0]  # the latest
     verbs = {c.key: c.verb for c in commits.changes(first.request, edited.request)}
     assert verbs["messages"] == "set"
+
+
+def test_a_prompt_put_first_still_reads_only_the_tail() -> None:
+    """An OpenAI record with its prompt in ``gen_ai.system_instructions`` (put first by the one
+    form): the second call reads only its new message, and its request is the full path's."""
+    history = [user("a"), user("b")]
+    texts = [json.dumps(history), json.dumps([*history, user("c")])]
+    seen: incremental.Remembered | None = None
+    reads = []
+    for text in texts:
+        attributes = {**genai_attributes([], "spaced", 0.5), "gen_ai.input.messages": text}
+        reads.append(incremental.read(attributes, "chat m", Limits(), seen))
+        seen = reads[-1].seen
+    full = incremental.full(attributes, "chat m", Limits())
+    assert reads[1].reused == 3
+    assert reads[1].request == full.request
+    assert full.request is not None
+    assert [m["role"] for m in full.request.messages] == ["system", "user", "user", "user"]

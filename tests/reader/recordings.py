@@ -90,8 +90,12 @@ class Recorder:
         tools: Sequence[Mapping[str, Any]] | None = (WEATHER,),
         temperature: float | None = 0.2,
         model: str = "gpt-4o-mini",
+        provider: str = "anthropic",
     ) -> Span:
-        attributes = {**start_attributes(model), "server.address": "api.openai.com"}
+        attributes = {
+            **start_attributes(model, provider),
+            "server.address": "api.openai.com" if provider == "openai" else "api.anthropic.com",
+        }
         span = self.tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
         span.set_attributes(
             end_attributes(messages, system=system, tools=tools, temperature=temperature)

@@ -255,7 +255,7 @@ def test_system_instructions_sent_as_a_message_are_not_called_none(store: Store)
     above the system message."""
     system_message = {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]}
     with recorder(store) as rec, run("inline-system"):
-        rec.chat([system_message, user("hi")], system=None)
+        rec.chat([system_message, user("hi")], system=None, provider="openai")
         spans = rec.records()
     (view,) = served_views(spans, store=store)
     assert view.system == ()

@@ -55,12 +55,12 @@ def test_each_call_is_rebuilt_as_sent(store: Store) -> None:
                 **request,
                 "params": {"temperature": 0.2},
                 "model": "gpt-4o-mini",
-                "provider": "openai",
+                "provider": "anthropic",
             }
         )
         assert view.request == expected
         assert view.model == "gpt-4o-mini"
-        assert view.provider == "openai"
+        assert view.provider == "anthropic"
         span = span_of(spans, view.epoch)
         assert (view.span_id, view.trace_id, view.name) == (span.span_id, span.trace_id, span.name)
         assert view.service == span.service_name

@@ -67,7 +67,8 @@ def call_attributes(
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "gpt-4o-mini",
-        "gen_ai.provider.name": "openai",
+        # The system prompt stays a field for this provider (for OpenAI it goes first).
+        "gen_ai.provider.name": "anthropic",
         "gen_ai.request.temperature": 0.2,
         "gen_ai.system_instructions": json.dumps(
             [{"type": "text", "content": f"You help {run}{tag}."}]

@@ -55,10 +55,42 @@ def _user(parts: list[Any], **extra: Any) -> dict[str, Any]:
             {"provider": "anthropic", "messages": [_user([U]), _system([S])]},
             {"provider": "anthropic", "messages": [_user([U]), _system([S])]},
         ),
+        (
+            {"provider": "openai", "system": [S], "messages": [_user([U])]},
+            {"provider": "openai", "system": [], "messages": [_system([S]), _user([U])]},
+        ),
+        (
+            {"provider": "openai", "system": [S1], "messages": [_system([S]), _user([U])]},
+            {
+                "provider": "openai",
+                "system": [],
+                "messages": [_system([S1]), _system([S]), _user([U])],
+            },
+        ),
+        (
+            {"provider": "langgraph", "system": [S], "messages": [_user([U])]},
+            {"provider": "langgraph", "system": [S], "messages": [_user([U])]},
+        ),
+        (
+            {"system": [S], "messages": [_user([U])]},
+            {"system": [S], "messages": [_user([U])]},
+        ),
     ],
 )
 def test_the_examples_of_the_spec(recorded: dict[str, Any], normalized: dict[str, Any]) -> None:
     assert wire_form(recorded) == normalized
+
+
+def test_the_responses_apis_instructions_stay_a_field() -> None:
+    """On the Responses API ``instructions`` is a field of its own on the wire: a record that
+    holds it as ``system`` keeps it there, whichever way the record shows the API."""
+    recorded = {"provider": "openai", "system": [S], "messages": [_user([U])]}
+    for attributes in (
+        {"openai.api.type": "responses"},
+        {"llm.invocation_parameters": '{"model": "gpt-5", "instructions": "Be brief."}'},
+    ):
+        assert wire_form(recorded, attributes) == recorded
+    assert wire_form(recorded, {"openai.api.type": "chat_completions"})["system"] == []
 
 
 _parts = st.lists(st.fixed_dictionaries({"type": st.just("text"), "content": st.text()}))
@@ -100,3 +132,27 @@ def test_openinference_omits_empty_arguments() -> None:
     assert omitted == explicit
     call = omitted["messages"][1]["parts"][0]
     assert call["arguments"] == "{}"
+
+
+@given(system=_parts.filter(bool), named=st.text(min_size=1))
+def test_an_openai_prompt_as_a_field_mints_the_leading_messages_receipt(
+    system: list[Any], named: str
+) -> None:
+    """An OpenAI Chat Completions request recorded with its prompt as ``system`` (OpenLLMetry's
+    LangChain instrumentation) mints the receipt of the record that holds it as the first message,
+    which is also what that record minted before the rule (its form does not change)."""
+    turns = [_user([U]), {"role": "tool", "name": named, "parts": [R]}]
+    as_field = {"provider": "openai", "system": system, "messages": turns}
+    as_message = {"provider": "openai", "system": [], "messages": [_system(system), *turns]}
+    unchanged = {
+        **as_message,
+        "messages": [_system(system), _user([U]), {"role": "tool", "parts": [R]}],
+    }
+    a = mint_receipt(wire_form(as_field), run_id="r", epoch=1)
+    b = mint_receipt(wire_form(as_message), run_id="r", epoch=1)
+    c = mint_receipt(unchanged, run_id="r", epoch=1)
+    assert wire_form(as_message) == unchanged
+    assert a.system_hash == b.system_hash == c.system_hash
+    assert a.messages_count == b.messages_count == len(turns) + 1
+    assert a.messages_chain == b.messages_chain == c.messages_chain
+    assert a.digest == b.digest == c.digest

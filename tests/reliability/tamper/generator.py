@@ -112,7 +112,8 @@ def _call(run: str, history: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "gpt-4o-mini",
-        "gen_ai.provider.name": "openai",
+        # The system prompt stays a field for this provider (for OpenAI it goes first).
+        "gen_ai.provider.name": "anthropic",
         "gen_ai.request.temperature": 0.2,
         "gen_ai.system_instructions": json.dumps([{"type": "text", "content": SYSTEM}]),
         "gen_ai.input.messages": json.dumps(history),
