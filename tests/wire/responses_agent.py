@@ -5,9 +5,10 @@ Sixteen calls in two conversations, then one that fails. The first is stateless 
 carries the whole history as input items, reasoning items replayed with their encrypted content.
 The second keeps its history on the server: each request names ``previous_response_id`` and
 carries only the new items. Between them: ``instructions`` and none, function tools with
-``strict``, every kind of ``tool_choice``, ``reasoning`` (effort, summary), a ``json_schema``
-text format, ``max_output_tokens`` low enough for an ``incomplete`` answer, ``truncation``,
-``parallel_tool_calls`` and streaming.
+``strict``, every kind of ``tool_choice`` for function tools (``auto``, ``none``, ``required``,
+a named function, ``allowed_tools`` in both modes), ``reasoning`` (effort, summary), a
+``json_schema`` text format, ``max_output_tokens`` low enough for an ``incomplete`` answer (one
+plain, one streamed), ``truncation``, ``parallel_tool_calls`` and streaming.
 """
 
 from __future__ import annotations
@@ -156,6 +157,11 @@ def responses_agent(client: Any) -> int:
         [{"role": "user", "content": "Is it raining in Oslo?"}],
         instructions=INSTRUCTIONS,
         reasoning={"effort": "high"},
+        tool_choice={
+            "type": "allowed_tools",
+            "mode": "required",
+            "tools": [{"type": "function", "name": "get_weather"}],
+        },
     )
     held([_tool_output(c, 13) for c in calls], text=ANSWER_FORMAT)  # 14
     held(  # 15
@@ -163,7 +169,10 @@ def responses_agent(client: Any) -> int:
         tool_choice={"type": "function", "name": "get_time"},
         parallel_tool_calls=True,
     )
-    held([_tool_output(c, 15) for c in calls], tool_choice="none", max_output_tokens=20)  # 16
+    # 16: incomplete, streamed (the stream ends with response.incomplete)
+    held(
+        [_tool_output(c, 15) for c in calls], stream=True, tool_choice="none", max_output_tokens=20
+    )
     try:  # 17: a response the server no longer holds: the request fails (HTTP 400)
         agent.call(previous_response_id="resp_gone", input="And tomorrow?")
     except Exception as exc:

@@ -26,11 +26,12 @@ from tests.wire.responses_server import Seen, input_items
 from tests.wire.server import WireServer
 
 CALLS: Final = 17
-# The calls whose answer is `incomplete` (max_output_tokens below the server's threshold).
+# The calls whose answer is `incomplete` (max_output_tokens below the server's threshold): the
+# first plain, the second streamed.
 INCOMPLETE: Final = (7, 16)
 FAILED: Final = 17  # names a response the server does not hold: HTTP 400
-# Calls OpenLLMetry writes no span for.
-_NO_SPAN: Final = INCOMPLETE
+# Calls OpenLLMetry writes no span for: an incomplete answer, unless it was streamed.
+_NO_SPAN: Final = INCOMPLETE[:1]
 # The stateless call that carries the incomplete answer of the call before it.
 AFTER_INCOMPLETE: Final = 8
 HELD_FROM: Final = 9  # the first call of the conversation continued by previous_response_id
@@ -181,6 +182,7 @@ class Epoch:
     minted: bool
     # The view's held history: (epoch or None, response id) per call the server held, oldest first.
     held: tuple[tuple[int | None, str], ...] = ()
+    opens_with: str = "message"  # the type of the request's first input item
 
 
 def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
@@ -233,6 +235,7 @@ def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
                 unnamed,
                 view.minted,
                 tuple((h.epoch, h.response_id) for h in view.held),
+                input_items(wire.body)[0]["type"],
             )
         )
     return count, epochs
@@ -256,8 +259,8 @@ def _account(epochs: Sequence[Epoch]) -> str:
 def test_no_responses_epoch_claims_more_than_the_model_saw(
     scenario: Scenario, tmp_path: Path
 ) -> None:
-    """Seventeen Responses calls, stateless and continued by previous_response_id, incomplete
-    and failed: no verified epoch differs from the context the model saw, every difference
+    """Seventeen Responses calls, stateless and continued by previous_response_id, plain and
+    streamed, incomplete and failed: no verified epoch differs from the context the model saw, every difference
     elsewhere is named by a gap, every span written carries a minted receipt, and a call that
     left no span is named on the call that carries its answer."""
     count, epochs = run_responses(scenario, tmp_path)
@@ -265,9 +268,10 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
     assert count == CALLS
     missing = scenario.instrumentation == "openllmetry-openai"
     if missing:
-        # OpenLLMetry writes no span for an incomplete response (docs/instrumentations.md).
+        # OpenLLMetry writes no span for a plain incomplete response, one for a streamed one
+        # (docs/instrumentations.md).
         assert sorted(e.wire_seq for e in epochs) == [
-            s for s in range(1, CALLS + 1) if s not in INCOMPLETE
+            s for s in range(1, CALLS + 1) if s not in _NO_SPAN
         ], account
     else:
         assert len(epochs) == CALLS, account
@@ -288,6 +292,18 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
     assert holes == expected | ({FAILED} if ids_on_record else set()), account
     held = [e for e in epochs if e.wire_seq > HELD_FROM]  # every call continued by its id
     assert all(e.status != VerdictStatus.VERIFIED for e in held), account
+    # The tell-tale every convention shows: a continued request that opens with a tool result
+    # carries server-held-history, whether or not the id is on record; a stateless one never.
+    telling = {e.wire_seq for e in held if e.opens_with == "function_call_output"}
+    assert len(telling) == 4, account  # calls 10, 12, 14 and 16 answer the call before them
+    marked = {e.wire_seq for e in epochs for k, _ in e.gaps if k == "server-held-history"}
+    assert telling <= marked, account
+    assert not {s for s in marked if s <= HELD_FROM}, account
+    if ids_on_record:
+        # The control: OpenInference records every field this agent sets, so each call that
+        # holds no history on the server verifies; nothing passes by verifying nothing.
+        stateless = [e for e in epochs if e.wire_seq <= HELD_FROM]
+        assert all(e.status == VerdictStatus.VERIFIED for e in stateless), account
     if ids_on_record:
         # the earlier response id is on record: the gap names it, and the call that answered
         details = [d for e in held for k, d in e.gaps if k == "server-held-history"]
