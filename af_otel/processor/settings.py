@@ -91,13 +91,13 @@ class Options(TypedDict, total=False):
     inline_limit: int | None
     key: bytes | str | None
     trusted_hosts: str | Iterable[str] | None
+    trusted_scope: str | None
 
 
 class AllOptions(Options, total=False):
     """`Options` and the tuning `resolve_settings` alone takes."""
 
     run_table_bytes: int | None
-    trusted_scope: str | None
 
 
 def resolve_settings(**options: Unpack[AllOptions]) -> Settings:

@@ -68,6 +68,7 @@ ENVIRONMENT = {
     "AF_OTEL_INLINE_LIMIT": ("77", "inline_limit", 77),
     "AF_OTEL_TRUSTED_HOSTS": (" GW.example.com, proxy.local ", "trusted_hosts", None),
     "AF_OTEL_KEY": ("sesame", "key", b"sesame"),
+    "AF_OTEL_TRUSTED_SCOPE": (" openinference.instrumentation.langchain ", "trusted_scope", None),
 }
 ARGUMENTS: dict[str, Any] = {
     "content": "none",
@@ -75,6 +76,7 @@ ARGUMENTS: dict[str, Any] = {
     "inline_limit": 5,
     "trusted_hosts": ["other.example"],
     "key": b"argument-key",
+    "trusted_scope": "opentelemetry.instrumentation.openai_v2",
 }
 
 
@@ -86,7 +88,11 @@ def test_environment_over_default_and_argument_over_environment(
     """Each variable configures both forms; the matching argument overrides it."""
     raw, option, want = ENVIRONMENT[variable]
     if want is None:
-        want = frozenset({"gw.example.com", "proxy.local"})
+        want = (
+            frozenset({"gw.example.com", "proxy.local"})
+            if option == "trusted_hosts"
+            else raw.strip()
+        )
     monkeypatch.setenv(variable, raw)
     build: Any = ReceiptSpanProcessor if form == "processor" else ReceiptSpanExporter
     inner: Any = SimpleSpanProcessor(InMemorySpanExporter()) if form == "processor" else None
