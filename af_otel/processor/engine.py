@@ -41,7 +41,7 @@ from af_otel.processor.guard import report
 from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
-from af_otel.semconv import Convention, Limits, is_llm_call, ledger, responses
+from af_otel.semconv import Convention, Limits, is_llm_call, ledger, record_of, responses
 from af_otel.store.items import StoredItems
 
 SpanKey = tuple[int, int]
@@ -262,7 +262,8 @@ class Engine:
         if supplied is None:
             limits = facts.limits if facts.limits is not None else environment_limits()
             # Only what is new since the run's last call is parsed (see incremental.py).
-            read = incremental.read(facts.attributes, facts.name, limits, run.seen)
+            recorded = record_of(facts.attributes, facts.name)
+            read = incremental.read(recorded, limits, run.seen)
             run.seen, adapted = read.seen, read.adapted
             shown, sealed, scanned, prefix = read.shown, read.sealed, read.scan, read.prefix
             request_in: Mapping[str, Any] | Request | None = read.request or adapted.request
