@@ -89,38 +89,34 @@ def _reader(attributes: Mapping[str, object], span_name: str) -> _Reader:
 
 @dataclass(frozen=True, slots=True)
 class Recorded:
-    """One pass over an ended span's attributes: them as a plain dict with exact ``str`` keys,
-    whether the span records an LLM call, and the convention that wrote it. `adapt` reads the
-    request from it, so a caller that decides on ``llm_call`` first reads the attributes once."""
+    """One pass over an ended span's attributes: them as a plain dict with exact ``str`` keys, and
+    whether the span records an LLM call. `adapt` reads the request from it, so a caller that
+    decides on ``llm_call`` first reads the attributes once."""
 
     attributes: dict[str, object]
     span_name: str
     llm_call: bool
-    # None: the caller's mapping could not be read (the request is then unreadable).
-    _reader: _Reader | None
-
-    @property
-    def convention(self) -> Convention:
-        return self._reader.name if self._reader is not None else "genai"
+    readable: bool = True  # False: the caller's mapping could not be read (nor its request)
 
     def with_content(self, key: str, value: object) -> Recorded:
-        """The record with the value of its content attribute ``key`` replaced. Neither whether
-        the span is an LLM call nor its convention reads a content value (they read which keys
-        there are and the identity keys' values), so both stand."""
+        """The record with the value of its content attribute ``key`` replaced. Whether the span
+        is an LLM call reads no content value (only the identity keys' values), so it stands."""
         if key not in self.attributes or not content_keys((key,)):
             raise ValueError(f"{key!r} is not a content attribute of this record")
         attributes = dict(self.attributes)
         attributes[key] = value
-        return Recorded(attributes, self.span_name, self.llm_call, self._reader)
+        return Recorded(attributes, self.span_name, self.llm_call, self.readable)
 
     def adapt(self, *, limits: Limits | None = None) -> Adapted:
         """See `adapt`."""
-        convention = self.convention
         attrs = self.attributes
+        convention: Convention = "genai"
         try:
-            if self._reader is None:
+            if not self.readable:
                 raise ValueError("the span's attributes could not be read")
-            adapted = self._reader.adapt(attrs)
+            reader = _reader(attrs, self.span_name)
+            convention = reader.name
+            adapted = reader.adapt(attrs)
             # A value cut at the length limit often no longer parses: say it was cut, not
             # unreadable.
             readable = (
@@ -147,17 +143,17 @@ def record_of(attributes: Mapping[str, object], span_name: str = "") -> Recorded
         attrs = _snapshot(attributes)
     except Exception:
         _log.debug("af_otel: reading a span's attributes failed", exc_info=True)
-        return Recorded({}, name, False, None)
+        return Recorded({}, name, False, readable=False)
     try:
         llm_call = (
             genai.is_llm_call(attrs, name)
             or openinference.is_llm_call(attrs)
             or openllmetry.is_llm_call(attrs)
         )
-        return Recorded(attrs, name, llm_call, _reader(attrs, name))
     except Exception:
-        _log.debug("af_otel: picking a span's convention failed", exc_info=True)
-        return Recorded(attrs, name, False, None)
+        _log.debug("af_otel: is_llm_call failed on a span's attributes", exc_info=True)
+        llm_call = False
+    return Recorded(attrs, name, llm_call)
 
 
 def is_llm_call(attributes: Mapping[str, object], span_name: str = "") -> bool:

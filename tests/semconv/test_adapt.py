@@ -122,14 +122,15 @@ def test_no_content_value_decides_the_call_or_the_convention(
     base: Any, data: Any, value: object, name: str
 ) -> None:
     """The incremental path adapts a record whose messages hold only the new ones
-    (`Recorded.with_content`): it keeps whether the span is an LLM call and its convention, which
-    must be what the changed attributes read afresh say, whatever the content value."""
+    (`Recorded.with_content`): it keeps whether the span is an LLM call, which must be what the
+    changed attributes read afresh say, whatever the content value; so must the convention."""
     attrs = base()
     recorded = record_of(attrs, name)
     key = data.draw(st.sampled_from(content_keys(recorded.attributes)))
     changed = recorded.with_content(key, value)
     fresh = record_of({**attrs, key: value}, name)
-    assert (changed.llm_call, changed.convention) == (fresh.llm_call, fresh.convention)
+    assert changed.llm_call == fresh.llm_call
+    assert changed.adapt().convention == adapt(attrs, name).convention
     assert changed.attributes[key] is value
     assert recorded.attributes[key] is attrs[key]  # the record it came from is unchanged
 
