@@ -269,11 +269,19 @@ class Request:
 
     def to_dict(self) -> dict[str, Any]:
         """The normalized plain form; its canonical JSON is what ``af.receipt.bytes`` measures."""
-        out: dict[str, Any] = {"messages": list(self.messages)}
+        return {
+            key: list(value) if isinstance(value, tuple) else value
+            for key, value in self.set_fields().items()
+        }
+
+    def set_fields(self) -> dict[str, Any]:
+        """The fields the plain form holds (``messages`` always, the others when set), sharing
+        this request's own tuples: `to_dict` without its copies, for a reader that only reads."""
+        out: dict[str, Any] = {"messages": self.messages}
         if self.system:
-            out["system"] = list(self.system)
+            out["system"] = self.system
         if self.tools:
-            out["tools"] = list(self.tools)
+            out["tools"] = self.tools
         if self.params:
             out["params"] = self.params
         if self.model is not None:

@@ -43,22 +43,6 @@ def state_of(request: Request) -> dict[str, Any]:
     return request.to_dict()
 
 
-def _state(request: Request) -> dict[str, Any]:
-    """`state_of` without copying the request's lists (the diff only reads them)."""
-    out: dict[str, Any] = {"messages": request.messages}
-    if request.system:
-        out["system"] = request.system
-    if request.tools:
-        out["tools"] = request.tools
-    if request.params:
-        out["params"] = request.params
-    if request.model is not None:
-        out["model"] = request.model
-    if request.provider is not None:
-        out["provider"] = request.provider
-    return out
-
-
 def changes(
     parent: Request | Mapping[str, Any] | None,
     new: Request,
@@ -74,8 +58,9 @@ def changes(
     new messages to the very tuple of the run's last call): when it is the parent's messages, the
     append is known without comparing them again.
     """
-    state = _state(new)
-    before_state = _state(parent) if isinstance(parent, Request) else parent
+    # The diff only reads the states: the requests' own tuples, no copies.
+    state = new.set_fields()
+    before_state = parent.set_fields() if isinstance(parent, Request) else parent
     out: list[Change] = []
     for key in REQUEST_KEYS:
         value = state.get(key)

@@ -41,7 +41,7 @@ from af_otel.processor.guard import report
 from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
-from af_otel.semconv import Convention, Limits, is_llm_call, ledger, responses
+from af_otel.semconv import Convention, Limits, Recorded, is_llm_call, ledger, record_of, responses
 from af_otel.store.items import StoredItems
 
 SpanKey = tuple[int, int]
@@ -67,6 +67,9 @@ class CallFacts:
     # them, or they are unknown and the environment's are used).
     limits: Limits | None = None
     parent: SpanKey | None = None  # the span's parent span, when it has one
+    # The attributes read once (`record_of`), when the caller read them to tell an LLM call:
+    # the request is read from it, not from ``attributes`` again.
+    recorded: Recorded | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,9 +197,6 @@ class Engine:
         with self._open_lock:
             return key in self._open
 
-    def is_llm_call(self, name: str, attributes: Mapping[str, Any]) -> bool:
-        return is_llm_call(attributes, name)
-
     def _remember(self, key: SpanKey, run_id: str) -> None:
         with self._open_lock:
             self._open[key] = run_id
@@ -261,8 +261,9 @@ class Engine:
         run = self.runs.get(run_id)
         if supplied is None:
             limits = facts.limits if facts.limits is not None else environment_limits()
+            recorded = facts.recorded or record_of(facts.attributes, facts.name)
             # Only what is new since the run's last call is parsed (see incremental.py).
-            read = incremental.read(facts.attributes, facts.name, limits, run.seen)
+            read = incremental.read(recorded, limits, run.seen)
             run.seen, adapted = read.seen, read.adapted
             shown, sealed, scanned, prefix = read.shown, read.sealed, read.scan, read.prefix
             request_in: Mapping[str, Any] | Request | None = read.request or adapted.request

@@ -44,6 +44,7 @@ from af_otel.processor.engine import CallFacts, Engine
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.processor import ForwardingProcessor, enrich_span, error_copy, facts_of
 from af_otel.processor.settings import Options, resolve_settings
+from af_otel.semconv import Recorded, record_of
 
 _logger = logging.getLogger("af_otel")
 
@@ -86,6 +87,8 @@ class ReceiptSpanExporter(SpanExporter):
         unplaced: set[tuple[int, int]] = set()
         later: set[tuple[int, int]] = set()
         minted = []
+        # Each span's attributes as read for numbering; enriching the span reuses the record.
+        records: dict[tuple[int, int], Recorded] = {}
         with guard("ReceiptSpanExporter.number"):
             runs_unseen = not self.tagged and run_context.run_entries() > self._entries_at_start
             for span in spans:
@@ -96,9 +99,11 @@ class ReceiptSpanExporter(SpanExporter):
                 key = (context.trace_id, context.span_id)
                 if names.RECEIPT_STATE in attributes:
                     if names.EPOCH in attributes:
-                        minted.append(facts_of(span, key, attributes))
-                elif self.engine.is_llm_call(span.name, attributes):
-                    calls.append(facts_of(span, key, attributes))
+                        minted.append(facts_of(span, key))
+                    continue
+                recorded = records[key] = record_of(attributes, span.name)
+                if recorded.llm_call:
+                    calls.append(facts_of(span, key, recorded))
                     if runs_unseen and self._unplaced(key, attributes):
                         unplaced.add(key)
             calls.sort(key=lambda facts: facts.start_time)
@@ -136,7 +141,9 @@ class ReceiptSpanExporter(SpanExporter):
             span = spans[index]
             key = _key_of(span)
             try:
-                done[index] = enrich_span(self.engine, span, run_unknown=key in unplaced)
+                done[index] = enrich_span(
+                    self.engine, span, run_unknown=key in unplaced, recorded=records.get(key)
+                )
             except Exception as exc:
                 failures.append(exc)
                 done[index] = error_copy(span)

@@ -39,7 +39,7 @@ from af_otel.model import FrozenDict, Request, fields
 from af_otel.model.fields import Shown
 from af_otel.processor import export_gaps
 from af_otel.receipts.memo import same_json
-from af_otel.semconv import Adapted, Limits, adapt, placement, responses
+from af_otel.semconv import Adapted, Limits, Recorded, placement, responses
 from af_otel.semconv.builders import Absent, content_value
 from af_otel.semconv.genai import MESSAGES, SLOTS
 from af_otel.semconv.ledger import cut_by
@@ -106,35 +106,33 @@ class Read:
     prefix: tuple[FrozenDict, ...] | None = None
 
 
-def read(
-    attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Remembered | None
-) -> Read:
-    """The call's request, reading only what follows ``seen`` when that is proven safe."""
+def read(recorded: Recorded, limits: Limits | None, seen: Remembered | None) -> Read:
+    """The call's request off its span's ``recorded`` attributes, reading only what follows
+    ``seen`` when that is proven safe."""
     if seen is not None:
         try:
-            found = _tail(attributes, span_name, limits, seen)
+            found = _tail(recorded, limits, seen)
         except Exception:  # anything unforeseen: the full path decides
             found = None
         if found is not None:
             return found
-    return full(attributes, span_name, limits)
+    return full(recorded, limits)
 
 
-def full(attributes: Mapping[str, Any], span_name: str, limits: Limits | None) -> Read:
+def full(recorded: Recorded, limits: Limits | None) -> Read:
     """The full path: adapt and parse everything."""
-    adapted = adapt(attributes, span_name, limits=limits)
+    adapted = recorded.adapt(limits=limits)
     request = _parse(adapted.request)
     if request is None:
         return Read(adapted, None, None)
     shown, sealed = fields.shown(request), export_gaps.sealed_messages(request.messages)
     scan = responses.scan(request.messages)
-    seen = _remember(attributes, adapted, request, shown, sealed, scan)
+    seen = _remember(recorded.attributes, adapted, request, shown, sealed, scan)
     return Read(adapted, request, seen, 0, shown, sealed, scan)
 
 
-def _tail(
-    attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Remembered
-) -> Read | None:
+def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read | None:
+    attributes = recorded.attributes
     text = attributes.get(MESSAGES.key)
     if not isinstance(text, str) or not seen.prefix_of(text):
         return None
@@ -143,9 +141,7 @@ def _tail(
         return None
     if limits is not None and cut_by(attributes, limits) is not None:
         return None
-    tail_attributes = dict(attributes)
-    tail_attributes[MESSAGES.key] = "[" + rest[1:]
-    adapted = adapt(tail_attributes, span_name)
+    adapted = recorded.with_content(MESSAGES.key, "[" + rest[1:]).adapt()
     if adapted.convention != seen.convention or adapted.request is None:
         return None
     tail = _parse(adapted.request)

@@ -13,7 +13,7 @@ from af_otel.processor.engine import CallFacts, Engine, environment_limits, erro
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import Options, resolve_settings
 from af_otel.processor.spancopy import copy_span
-from af_otel.semconv import Limits, adapt
+from af_otel.semconv import Limits, Recorded, content_keys, record_of
 
 
 class ForwardingProcessor(SpanProcessor):
@@ -98,11 +98,19 @@ class ReceiptSpanProcessor(ForwardingProcessor):
         super().shutdown()
 
 
-def enrich_span(engine: Engine, span: ReadableSpan, *, run_unknown: bool = False) -> ReadableSpan:
+def enrich_span(
+    engine: Engine,
+    span: ReadableSpan,
+    *,
+    run_unknown: bool = False,
+    recorded: Recorded | None = None,
+) -> ReadableSpan:
     """The span to forward: an enriched copy for an LLM call, the span itself otherwise.
 
     Shared by the processor and the exporter (which numbers a batch's calls before enriching
-    them). Raises on internal failure; the caller guards."""
+    them, and hands over the ``recorded`` attributes it read then). The span's attributes are
+    read once (`record_of`): that one record says whether it is an LLM call and gives its
+    request. Raises on internal failure; the caller guards."""
     context = span.context
     if context is None:
         return span
@@ -113,11 +121,11 @@ def enrich_span(engine: Engine, span: ReadableSpan, *, run_unknown: bool = False
         # Minted on the live span by the completion hook or `llm_call`: already complete.
         engine.forget(key)
         if engine.settings.strip_instrumentation_content:
-            keys = adapt(attributes, span.name).content_keys
+            keys = content_keys(record_of(attributes, span.name).attributes)
             if keys:
                 out = copy_span(span, drop=keys)
-    elif engine.is_llm_call(span.name, attributes):
-        facts = facts_of(span, key, attributes, run_unknown=run_unknown)
+    elif (recorded := recorded or record_of(attributes, span.name)).llm_call:
+        facts = facts_of(span, key, recorded, run_unknown=run_unknown)
         enrichment = engine.enrich(facts)
         drop = enrichment.content_keys if engine.settings.strip_instrumentation_content else ()
         out = copy_span(span, enrichment.attributes, enrichment.events, drop=drop)
@@ -130,19 +138,25 @@ def enrich_span(engine: Engine, span: ReadableSpan, *, run_unknown: bool = False
 
 
 def facts_of(
-    span: ReadableSpan, key: tuple[int, int], attributes: Any, *, run_unknown: bool = False
+    span: ReadableSpan,
+    key: tuple[int, int],
+    recorded: Recorded | None = None,
+    *,
+    run_unknown: bool = False,
 ) -> CallFacts:
+    """The call's facts; its attributes are the ``recorded`` ones when the caller read them."""
     return CallFacts(
         key=key,
         name=span.name,
         start_time=span.start_time or 0,
         end_time=span.end_time or 0,
-        attributes=attributes,
+        attributes=recorded.attributes if recorded is not None else span.attributes or {},
         scope=scope_name(span),
         dropped=bool(span.dropped_attributes or span.dropped_events),
         run_unknown=run_unknown,
         limits=limits_of(span),
         parent=parent_key(span),
+        recorded=recorded,
     )
 
 

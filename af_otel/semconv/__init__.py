@@ -37,8 +37,11 @@ __all__ = [
     "Adapted",
     "Convention",
     "Limits",
+    "Recorded",
     "adapt",
+    "content_keys",
     "is_llm_call",
+    "record_of",
 ]
 
 _log = logging.getLogger(__name__)
@@ -84,20 +87,79 @@ def _reader(attributes: Mapping[str, object], span_name: str) -> _Reader:
     return _READERS[-1]
 
 
-def is_llm_call(attributes: Mapping[str, object], span_name: str = "") -> bool:
-    """True for a span that records one LLM call (chat, completion, generate-content) in any
-    convention; embeddings, tool, agent and workflow spans are not LLM calls. Never raises."""
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """One pass over an ended span's attributes: them as a plain dict with exact ``str`` keys, and
+    whether the span records an LLM call. `adapt` reads the request from it, so a caller that
+    decides on ``llm_call`` first reads the attributes once."""
+
+    attributes: dict[str, object]
+    span_name: str
+    llm_call: bool
+    readable: bool = True  # False: the caller's mapping could not be read (nor its request)
+
+    def with_content(self, key: str, value: object) -> Recorded:
+        """The record with the value of its content attribute ``key`` replaced. Whether the span
+        is an LLM call reads no content value (only the identity keys' values), so it stands."""
+        if key not in self.attributes or not content_keys((key,)):
+            raise ValueError(f"{key!r} is not a content attribute of this record")
+        attributes = dict(self.attributes)
+        attributes[key] = value
+        return Recorded(attributes, self.span_name, self.llm_call, self.readable)
+
+    def adapt(self, *, limits: Limits | None = None) -> Adapted:
+        """See `adapt`."""
+        attrs = self.attributes
+        convention: Convention = "genai"
+        try:
+            if not self.readable:
+                raise ValueError("the span's attributes could not be read")
+            reader = _reader(attrs, self.span_name)
+            convention = reader.name
+            adapted = reader.adapt(attrs)
+            # A value cut at the length limit often no longer parses: say it was cut, not
+            # unreadable.
+            readable = (
+                adapted.request is not None or adapted.absent_reason == names.REASON_UNREADABLE
+            )
+            cut = cut_by(attrs, limits) if limits is not None and readable else None
+            if cut is not None:
+                return replace(adapted, request=None, absent_reason=names.REASON_CUT, cut=cut)
+            return adapted
+        except Exception:
+            _log.debug("af_otel: adapting a span's attributes failed", exc_info=True)
+            try:
+                keys = content_keys(attrs)
+            except Exception:
+                keys = ()
+            return Adapted(convention, None, names.REASON_UNREADABLE, keys, (NOTE_ADAPTER_ERROR,))
+
+
+def record_of(attributes: Mapping[str, object], span_name: str = "") -> Recorded:
+    """The span's attributes read once (`Recorded`). Never raises."""
+    name = ""
     try:
-        attrs = _snapshot(attributes)
         name = text(span_name) or ""
-        return (
+        attrs = _snapshot(attributes)
+    except Exception:
+        _log.debug("af_otel: reading a span's attributes failed", exc_info=True)
+        return Recorded({}, name, False, readable=False)
+    try:
+        llm_call = (
             genai.is_llm_call(attrs, name)
             or openinference.is_llm_call(attrs)
             or openllmetry.is_llm_call(attrs)
         )
     except Exception:
         _log.debug("af_otel: is_llm_call failed on a span's attributes", exc_info=True)
-        return False
+        llm_call = False
+    return Recorded(attrs, name, llm_call)
+
+
+def is_llm_call(attributes: Mapping[str, object], span_name: str = "") -> bool:
+    """True for a span that records one LLM call (chat, completion, generate-content) in any
+    convention; embeddings, tool, agent and workflow spans are not LLM calls. Never raises."""
+    return record_of(attributes, span_name).llm_call
 
 
 def adapt(
@@ -111,23 +173,4 @@ def adapt(
     ``content-unreadable`` with the note ``adapter-error`` (the fuzz tests prove no such input is
     known).
     """
-    attrs: dict[str, object] = {}
-    convention: Convention = "genai"
-    try:
-        attrs = _snapshot(attributes)
-        reader = _reader(attrs, text(span_name) or "")
-        convention = reader.name
-        adapted = reader.adapt(attrs)
-        # A value cut at the length limit often no longer parses: say it was cut, not unreadable.
-        readable = adapted.request is not None or adapted.absent_reason == names.REASON_UNREADABLE
-        cut = cut_by(attrs, limits) if limits is not None and readable else None
-        if cut is not None:
-            return replace(adapted, request=None, absent_reason=names.REASON_CUT, cut=cut)
-        return adapted
-    except Exception:
-        _log.debug("af_otel: adapting a span's attributes failed", exc_info=True)
-        try:
-            keys = content_keys(attrs)
-        except Exception:
-            keys = ()
-        return Adapted(convention, None, names.REASON_UNREADABLE, keys, (NOTE_ADAPTER_ERROR,))
+    return record_of(attributes, span_name).adapt(limits=limits)

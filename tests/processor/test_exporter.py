@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
-from af_otel import names
+from af_otel import names, semconv
 from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, RunTagger, run
 from af_otel.receipts import Receipt, receipt_digest
 from af_otel.store import Store
@@ -100,6 +100,26 @@ def _record(scenario: Any, store: Store, *, form: str, batch_size: int = 512) ->
     spans = list(memory.get_finished_spans())
     provider.shutdown()
     return spans
+
+
+@pytest.mark.parametrize(("form", "passes"), [("processor", 2), ("exporter-batch", 1)])
+def test_a_span_s_attributes_are_read_once_at_its_end(
+    store: Store, monkeypatch: pytest.MonkeyPatch, form: str, passes: int
+) -> None:
+    """Whether a span is an LLM call, its request and its content keys come from one pass over
+    its attributes at its end (`record_of`), which the exporter keeps from numbering the batch to
+    enriching it. The processor form also reads them at the span's start, a different moment."""
+    read: list[int] = []
+    snapshot = semconv._snapshot
+
+    def counted(attributes: Any) -> dict[str, object]:
+        read.append(1)
+        return snapshot(attributes)
+
+    monkeypatch.setattr(semconv, "_snapshot", counted)
+    spans = _record(_sequential, store, form=form)
+    assert len(llm_spans(spans)) == 5
+    assert len(read) == passes * len(spans)
 
 
 def _evidence(spans: Sequence[ReadableSpan]) -> list[tuple[Any, ...]]:

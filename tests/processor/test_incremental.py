@@ -19,7 +19,7 @@ from af_otel.processor import commits, incremental
 from af_otel.processor.engine import CallFacts, Engine, Enrichment
 from af_otel.processor.run_table import Finished, RunState
 from af_otel.processor.settings import resolve_settings
-from af_otel.semconv import Limits, responses
+from af_otel.semconv import Limits, record_of, responses
 
 LANE = "0123456789abcdef"
 RUN = "r-incremental"
@@ -221,7 +221,7 @@ def read_in_turn(texts_in_order: list[str]) -> list[incremental.Read]:
             "gen_ai.request.model": "m",
             "gen_ai.input.messages": text,
         }
-        read = incremental.read(attributes, "chat m", Limits(), seen)
+        read = incremental.read(record_of(attributes, "chat m"), Limits(), seen)
         reads.append(read)
         seen = read.seen
     return reads
@@ -274,7 +274,9 @@ def test_span_limits_that_may_have_cut_the_text_take_the_full_path() -> None:
     longer = json.dumps([user("a"), user("b")])
     first = read_in_turn([history])[0]
     attributes = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": longer}
-    cut = incremental.read(attributes, "chat m", Limits(max_value_length=len(longer)), first.seen)
+    cut = incremental.read(
+        record_of(attributes, "chat m"), Limits(max_value_length=len(longer)), first.seen
+    )
     assert cut.reused == 0
     assert cut.request is None
     assert cut.adapted.absent_reason == "content-cut"
@@ -293,12 +295,14 @@ def test_a_long_run_joins_its_remembered_pieces_and_still_reads_only_the_tail() 
     assert len(last.chunks) <= 32
     assert "".join(last.chunks) == texts[-1][:-1]
     full = incremental.full(
-        {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": "m",
-            "gen_ai.input.messages": texts[-1],
-        },
-        "chat m",
+        record_of(
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "m",
+                "gen_ai.input.messages": texts[-1],
+            },
+            "chat m",
+        ),
         Limits(),
     )
     assert reads[-1].request == full.request
@@ -337,9 +341,9 @@ def test_a_prompt_put_first_still_reads_only_the_tail() -> None:
     reads = []
     for text in texts:
         attributes = {**genai_attributes([], "spaced", 0.5), "gen_ai.input.messages": text}
-        reads.append(incremental.read(attributes, "chat m", Limits(), seen))
+        reads.append(incremental.read(record_of(attributes, "chat m"), Limits(), seen))
         seen = reads[-1].seen
-    full = incremental.full(attributes, "chat m", Limits())
+    full = incremental.full(record_of(attributes, "chat m"), Limits())
     assert reads[1].reused == 3
     assert reads[1].request == full.request
     assert full.request is not None

@@ -7,12 +7,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from af_otel import names, semconv
 from af_otel.model import Request
-from af_otel.semconv import NOTE_ADAPTER_ERROR, Limits, adapt, is_llm_call, ledger
+from af_otel.semconv import (
+    NOTE_ADAPTER_ERROR,
+    Limits,
+    adapt,
+    content_keys,
+    is_llm_call,
+    ledger,
+    record_of,
+)
 
 from .hostile import HostileMapping, attributes, hostile_value, span_name
 
@@ -93,6 +102,44 @@ def test_one_bad_value_in_a_real_span_never_raises(base: Any, data: Any, value: 
     target = data.draw(st.sampled_from(sorted(attrs)))
     attrs[target] = value
     _check(adapt(attrs))
+
+
+def _genai_by_name() -> dict[str, object]:
+    """A GenAI span that lost its operation name: told an LLM call by its name and model."""
+    attrs = _genai()
+    del attrs["gen_ai.operation.name"]
+    return attrs
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([_openinference, _legacy, _genai, _genai_by_name]),
+    st.data(),
+    hostile_value,
+    span_name,
+)
+def test_no_content_value_decides_the_call_or_the_convention(
+    base: Any, data: Any, value: object, name: str
+) -> None:
+    """The incremental path adapts a record whose messages hold only the new ones
+    (`Recorded.with_content`): it keeps whether the span is an LLM call, which must be what the
+    changed attributes read afresh say, whatever the content value; so must the convention."""
+    attrs = base()
+    recorded = record_of(attrs, name)
+    key = data.draw(st.sampled_from(content_keys(recorded.attributes)))
+    changed = recorded.with_content(key, value)
+    fresh = record_of({**attrs, key: value}, name)
+    assert changed.llm_call == fresh.llm_call
+    assert changed.adapt().convention == adapt(attrs, name).convention
+    assert changed.attributes[key] is value
+    assert recorded.attributes[key] is attrs[key]  # the record it came from is unchanged
+
+
+def test_only_a_content_value_is_replaced_in_a_record() -> None:
+    """An identity key's value decides the call check: replacing it is refused."""
+    recorded = record_of(_genai(), "chat m")
+    with pytest.raises(ValueError):
+        recorded.with_content("gen_ai.operation.name", "embeddings")
 
 
 def test_hostile_mapping_is_caught_by_the_guard() -> None:
