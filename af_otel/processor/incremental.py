@@ -11,8 +11,10 @@ call's, so the digest memo, the parent search and the commit diff match them by 
 
 This is exact, never a guess:
 
-* the prefix is compared byte for byte (``str.startswith``, memory speed) and must end where the
-  previous array closed, so the prefix holds exactly the previous call's messages;
+* the prefix is recognised by its SHA-256 (the text itself is not kept: it would cost as much
+  memory as the history again; hashing reads it once, at about 2 GB/s) and must end where the
+  previous array closed, so the prefix holds exactly the previous call's messages. A collision
+  would have to be found in SHA-256;
 * JSON arrays parse element by element, and the GenAI message shape (``genai_messages``) and the
   request model (``normalize_message``) map each message on its own, so the whole array reads as
   the prefix's messages followed by the tail's; the other request fields (system, tools, model,
@@ -29,6 +31,7 @@ every attribute again.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -48,9 +51,6 @@ _SYSTEM: Final = next(slot for slot in SLOTS if slot.target == "system")
 # Conventions whose message list is the GenAI JSON array read by `genai_messages`.
 _JSON_ARRAY: Final = frozenset({"genai", "openllmetry"})
 _JSON_SPACE: Final = " \t\n\r"
-# Pieces of remembered text before they are joined: checking a prefix costs one `startswith` a
-# piece, joining copies the whole text, so joining every 32 calls keeps both small.
-_MAX_CHUNKS: Final = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +58,9 @@ class Remembered:
     """What a run's last readable call was read from: enough to recognise its bytes again."""
 
     convention: str
-    # The attribute's text up to (not including) its closing bracket, in the pieces the calls
-    # added (each call copies only its own new text; pieces are joined now and then).
-    chunks: tuple[str, ...]
-    length: int
+    length: int  # characters of the attribute's text before its closing bracket
+    encoded: int  # the UTF-8 bytes of those characters
+    digest: bytes  # their SHA-256
     messages: tuple[FrozenDict, ...]
     system: tuple[FrozenDict, ...]
     tools: tuple[FrozenDict, ...]
@@ -73,18 +72,15 @@ class Remembered:
     @property
     def size(self) -> int:
         """Bytes this record holds of its own (the messages are shared with the run's calls)."""
-        return self.length + 8 * len(self.messages) + 64 * len(self.chunks) + 64
+        return 8 * len(self.messages) + 256
 
-    def prefix_of(self, text: str) -> bool:
-        """Whether ``text`` starts with exactly the remembered bytes."""
-        if len(text) <= self.length:
-            return False
-        at = 0
-        for chunk in self.chunks:
-            if not text.startswith(chunk, at):
-                return False
-            at += len(chunk)
-        return True
+    def prefix_of(self, data: bytes) -> hashlib._Hash | None:
+        """The SHA-256 of ``data``'s first `encoded` bytes, when they are the remembered ones and
+        more follows (to be continued over the new bytes), else None."""
+        if len(data) <= self.encoded:
+            return None
+        running = hashlib.sha256(memoryview(data)[: self.encoded])
+        return running if running.digest() == self.digest else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +132,13 @@ def _tail(
     attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Remembered
 ) -> Read | None:
     text = attributes.get(MESSAGES.key)
-    if not isinstance(text, str) or not seen.prefix_of(text):
+    if not isinstance(text, str) or len(text) <= seen.length:
         return None
+    data = _encode(text)
+    running = seen.prefix_of(data)
+    if running is None:
+        return None
+    # The bytes are the remembered ones, so their characters are too (UTF-8 is a prefix code).
     rest = text[seen.length :].lstrip(_JSON_SPACE)
     if not rest.startswith(","):
         return None
@@ -180,7 +181,9 @@ def _tail(
     shown = fields.Shown(seen.shown.kinds | new.kinds, seen.shown.fields | new.fields)
     sealed = seen.sealed or export_gaps.sealed_messages(tail.messages)
     scan = responses.scan(added, seen.scan)
-    after = _seen(adapted.convention, text, request, shown, sealed, scan, seen, first)
+    after = _seen(
+        adapted.convention, text, data, request, shown, sealed, scan, first, running, seen.encoded
+    )
     return Read(whole, request, after, len(seen.messages), shown, sealed, scan, seen.messages)
 
 
@@ -198,7 +201,7 @@ def _remember(
     if not isinstance(text, str) or not request.messages:
         return None
     first = _prompt_first(attributes, request.provider)
-    return _seen(adapted.convention, text, request, shown, sealed, scan, first=first)
+    return _seen(adapted.convention, text, _encode(text), request, shown, sealed, scan, first)
 
 
 def _prompt_first(attributes: Mapping[str, Any], provider: str | None) -> bool:
@@ -225,27 +228,32 @@ def _count(text: str) -> int | None:
 def _seen(
     convention: str,
     text: str,
+    data: bytes,
     request: Request,
     shown: Shown,
     sealed: bool,
     scan: responses.Scan,
-    before: Remembered | None = None,
-    first: bool = False,
+    first: bool,
+    running: hashlib._Hash | None = None,
+    hashed: int = 0,
 ) -> Remembered | None:
+    """What to remember of ``text`` (``data``: its bytes). ``running``: the hash over the first
+    ``hashed`` bytes (the prefix the call extends), continued here over the new bytes only."""
     body = text.rstrip(_JSON_SPACE)
     if not body.endswith("]"):
         return None
     length = len(body) - 1
-    if before is None:
-        chunks: tuple[str, ...] = (body[:-1],)
-    elif len(before.chunks) >= _MAX_CHUNKS:
-        chunks = ("".join((*before.chunks, body[before.length : length])),)
+    # What follows the prefix is the bracket and JSON space: one byte a character.
+    encoded = len(data) - (len(text) - length)
+    if running is None:
+        running = hashlib.sha256(memoryview(data)[:encoded])
     else:
-        chunks = (*before.chunks, body[before.length : length])
+        running.update(memoryview(data)[hashed:encoded])
     return Remembered(
         convention,
-        chunks,
         length,
+        encoded,
+        running.digest(),
         request.messages,
         request.system,
         request.tools,
@@ -254,6 +262,12 @@ def _seen(
         scan,
         first,
     )
+
+
+def _encode(text: str) -> bytes:
+    """The text's UTF-8 bytes; a lone surrogate is encoded as it stands, so no two texts share
+    their bytes."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _shared(before: tuple[FrozenDict, ...], now: tuple[FrozenDict, ...]) -> tuple[FrozenDict, ...]:

@@ -8,6 +8,7 @@ layout, in both attribute shapes (the GenAI JSON array and OpenInference's index
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -227,6 +228,10 @@ def read_in_turn(texts_in_order: list[str]) -> list[incremental.Read]:
     return reads
 
 
+def vars_of(record: Any) -> list[Any]:
+    return [getattr(record, name) for name in type(record).__slots__]
+
+
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "parts": [{"type": "text", "content": text}]}
 
@@ -280,7 +285,7 @@ def test_span_limits_that_may_have_cut_the_text_take_the_full_path() -> None:
     assert cut.adapted.absent_reason == "content-cut"
 
 
-def test_a_long_run_joins_its_remembered_pieces_and_still_reads_only_the_tail() -> None:
+def test_a_long_run_remembers_a_digest_of_its_text_and_still_reads_only_the_tail() -> None:
     history = [user("q0")]
     texts = []
     for turn in range(1, 80):
@@ -290,8 +295,10 @@ def test_a_long_run_joins_its_remembered_pieces_and_still_reads_only_the_tail() 
     assert [r.reused for r in reads[1:]] == [2 * n - 1 for n in range(1, len(texts))]
     last = reads[-1].seen
     assert last is not None
-    assert len(last.chunks) <= 32
-    assert "".join(last.chunks) == texts[-1][:-1]
+    # The text before the closing bracket, as its length and SHA-256: never the text itself.
+    assert (last.length, last.encoded) == (len(texts[-1]) - 1, len(texts[-1].encode()) - 1)
+    assert last.digest == hashlib.sha256(texts[-1][:-1].encode()).digest()
+    assert not any(isinstance(value, str) and len(value) > 100 for value in vars_of(last))
     full = incremental.full(
         {
             "gen_ai.operation.name": "chat",
