@@ -30,10 +30,9 @@ Where it is decided, in both forms:
   finished call, it is numbered at its end and says `no-run-log`, as any call numbered out of
   start order does.
 
-Memory is bounded: the last `RECENT` finished calls per run are kept for matching, and costs
-no copy of the history: a finished call keeps its messages as a count into the tuple of the
-latest call that was read as extending them (`remember`), so the calls of a growing conversation
-share one tuple.
+Memory is bounded: the last `RECENT` finished calls per run are kept for matching, and cost no
+copy of the history: a call keeps its messages as a count into a `History` that later calls
+extending it share (`remember`).
 """
 
 from __future__ import annotations
@@ -46,6 +45,7 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import Request
 from af_otel.processor.export_gaps import SDK_SCOPES
+from af_otel.processor.incremental import History
 
 SpanKey = tuple[int, int]
 RECENT: Final = 64
@@ -57,17 +57,17 @@ _MODEL_KEYS: Final = ("gen_ai.request.model", "llm.model_name")
 @dataclass(frozen=True, slots=True)
 class Conversation:
     """What `agree` compares of a request: its system parts, and its messages, which are the
-    first ``count`` items of ``messages`` (a later call's tuple that starts with them)."""
+    first ``count`` of its `History`'s (shared with later calls that extend it: `remember`)."""
 
     system: tuple[Any, ...]
-    messages: tuple[Any, ...]
+    history: History
     count: int
 
 
 def conversation(request: Request | None) -> Conversation | None:
     if request is None:
         return None
-    return Conversation(request.system, request.messages, len(request.messages))
+    return Conversation(request.system, History(request.messages), len(request.messages))
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,15 +85,15 @@ class Seen:
 
 def remember(recent: Any, seen: Seen, prefix: tuple[Any, ...] | None) -> None:
     """Append ``seen`` to ``recent``. ``prefix``: a tuple its messages were built to start with
-    (the run's last call's, incremental.py); the calls that keep their messages in that tuple
-    keep them in this call's from now on, which holds the very same items in front."""
+    (the run's last call's, incremental.py): the recent calls whose `History` holds it share it
+    with this call from now on."""
     held = seen.conversation
     if prefix is not None and held is not None:
-        for index in range(len(recent)):
-            old = recent[index].conversation
-            if old is not None and old.messages is prefix:
-                shared = Conversation(old.system, held.messages, old.count)
-                recent[index] = replace(recent[index], conversation=shared)
+        for old in reversed(recent):
+            shared = old.conversation.history if old.conversation is not None else None
+            if shared is not None and shared.extend(prefix, held.history.messages, None):
+                seen = replace(seen, conversation=Conversation(held.system, shared, held.count))
+                break
     recent.append(seen)
 
 
@@ -136,7 +136,7 @@ def _turns(held: Conversation) -> tuple[list[Any], list[Any]]:
     """The instructions and turns with system placement normalized: a leading system message and
     a ``system`` field describe the same request."""
     system = list(held.system)
-    messages = list(islice(held.messages, held.count))
+    messages = list(islice(held.history.messages, held.count))
     while messages and messages[0].get("role") == "system":
         system.extend(messages.pop(0).get("parts", ()))
     return system, messages

@@ -22,7 +22,7 @@ from typing import Any, Final
 from af_otel.model import Request
 from af_otel.model.prefix import identical_prefix
 from af_otel.processor.dedupe import RECENT, Opened, Seen
-from af_otel.processor.incremental import Remembered
+from af_otel.processor.incremental import History, Remembered
 from af_otel.receipts import Receipt, ReceiptDigests
 
 MAX_RUNS: Final = 10_000
@@ -35,21 +35,10 @@ STATE_DEPTH: Final = 16
 HISTORY_DEPTH: Final = 256
 
 
-class History:
-    """The messages (and message entry hashes) that recent calls of a run share: each call keeps
-    a count into the tuples of the latest call that extends it (`RunState.finish`), so a
-    growing conversation keeps one tuple, not one per call."""
-
-    __slots__ = ("entries", "messages")
-
-    def __init__(self, messages: tuple[Any, ...], entries: tuple[str, ...] | None) -> None:
-        self.messages = messages
-        self.entries = entries
-
-
 class Finished:
     """One finished call: when it ended, and (while recent) what it was sent and its receipt.
-    Its messages and entries are the first ``count`` of its `History`'s."""
+    Its messages and entries are the first ``count`` of its `History`'s, which later calls that
+    extend it share (`RunState.finish`)."""
 
     __slots__ = ("_history", "_receipt", "_request", "count", "end_time", "epoch")
 
@@ -187,7 +176,8 @@ class RunState:
         if not at:
             return None
         if request is not None:
-            found = _longest_prefix(self.finished[:at], request.messages, prefix)
+            kept = self.finished[max(0, len(self.finished) - STATE_DEPTH) : at]
+            found = _longest_prefix(kept, request.messages, prefix)
             if found is not None:
                 return found
         return self.finished[at - 1]
@@ -215,18 +205,9 @@ class RunState:
             return
         for old in reversed(self.finished[-STATE_DEPTH:]):
             shared = old._history
-            if shared is None or shared.messages is not prefix:
-                continue
-            theirs = shared.entries
-            if (theirs is None) != (mine.entries is None) or (
-                theirs is not None
-                and mine.entries is not None
-                and mine.entries[: len(theirs)] != theirs
-            ):
-                return  # the receipts do not agree on the shared messages: keep them apart
-            shared.messages, shared.entries = mine.messages, mine.entries
-            record._history = shared
-            return
+            if shared is not None and shared.extend(prefix, mine.messages, mine.entries):
+                record._history = shared
+                return
 
     def next_seq(self) -> int:
         self.last_seq += 1

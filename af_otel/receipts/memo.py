@@ -8,18 +8,20 @@ the square of its length. `ReceiptDigests` keeps, for the current run only:
   and entry hash. An item that is *the same* as the item at the same position last call costs no
   canonicalization and no hashing. "The same" is stricter than ``==`` (see `same_json`): Python
   says ``True == 1``, JCS writes ``true`` and ``1``;
-* the messages chain ``c_0..c_n`` of the previous call, so a call whose first k entries are unchanged
-  extends the chain from ``c_k`` instead of from ``c_0``;
+* the messages chain of the previous call: its last link ``c_n`` and every `CHECKPOINT`-th link
+  ``c_0, c_16, ...``, so a call whose first k entries are unchanged extends the chain from ``c_k``
+  (k = n, the usual append) or from the checkpoint before it (at most 15 links hashed again),
+  instead of from ``c_0``; all n + 1 links would cost a hash string a message;
 * a by-preimage memo of the system-list hash (its preimage is re-assembled from the pieces' kept
   canonical bytes, so a long system prompt is neither re-canonicalized nor re-hashed).
 
 A mint updates the memo only when it completes: a call that turns out unreadable (a NaN deep in a
 tool argument) leaves the memo as the last good call left it.
 
-Bounds. After a completed mint of a request with S system parts, M messages and T
-tools, the memo holds exactly S + M + T sequence records, M + 1 chain links and at most 2 preimage
-records (a ``current`` and a ``previous`` generation of one system hash each, rotated at every
-mint, so a value that stops repeating is gone after the next call)::
+Bounds. After a completed mint of a request with S system parts, M messages and T tools, the
+memo holds exactly S + M + T sequence records, at most M // 16 + 2 chain links and at most 2
+preimage records (a ``current`` and a ``previous`` generation of one system hash each, rotated at
+every mint, so a value that stops repeating is gone after the next call)::
 
     retained() <= S + T + 2 * M + 3
 
@@ -48,6 +50,8 @@ from af_otel.model import FrozenDict
 from af_otel.model.prefix import equal_prefix, identical_prefix
 
 CHAIN_SEED: Final = "af.messages.v1"
+# Every CHECKPOINT-th chain link is kept (with the last): see the module docstring.
+CHECKPOINT: Final = 16
 # Containers longer than this are compared by their orjson bytes (C speed) rather than item by
 # item in Python; shorter ones item by item, so that a shared 1,000-row payload one level down is
 # matched by identity in O(1).
@@ -94,7 +98,7 @@ class _Pending:
     """What one mint will leave in the memo once it completes."""
 
     sequences: dict[str, tuple[Piece, ...]] = field(default_factory=dict)
-    chain: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (entries, links)
+    chain: tuple[tuple[str, ...], tuple[str, ...], str] | None = None  # (entries, marks, last)
 
 
 class ReceiptDigests:
@@ -111,8 +115,9 @@ class ReceiptDigests:
 
     def _reset(self) -> None:
         self._sequences: dict[str, tuple[Piece, ...]] = {}
-        self._chain: tuple[str, ...] = ()
         self._chain_entries: tuple[str, ...] = ()
+        self._marks: tuple[str, ...] = ()  # c_0, c_16, c_32, ... of `_chain_entries`
+        self._last = ""  # c_n, n = len(_chain_entries)
         self._current: dict[bytes, str] = {}
         self._previous: dict[bytes, str] = {}
         self._pending: _Pending | None = None
@@ -143,7 +148,7 @@ class ReceiptDigests:
             return
         self._sequences.update(pending.sequences)
         if pending.chain is not None:
-            self._chain_entries, self._chain = pending.chain
+            self._chain_entries, self._marks, self._last = pending.chain
 
     def hash_memo(self, hasher: _Hasher, preimage: bytes) -> str:
         """``H(preimage)``, computed at most once while the preimage keeps recurring."""
@@ -192,26 +197,41 @@ class ReceiptDigests:
             self._sequences[name] = pieces
         return pieces
 
-    def chain(self, hasher: _Hasher, entries: tuple[str, ...]) -> tuple[str, ...]:
-        """The chain links ``c_0..c_n`` for ``entries``, extended from last call's common prefix."""
-        links = chain_links(hasher, entries, self._chain_prefix(entries))
+    def chain(self, hasher: _Hasher, entries: tuple[str, ...]) -> str:
+        """The last chain link ``c_n`` for ``entries``, extended from last call's common prefix."""
+        at, link, marks = self._chain_from(hasher, entries)
+        kept = list(marks)
+        for index in range(at, len(entries)):
+            link = chain_step(link, entries[index], hasher.hash_text)
+            if (index + 1) % CHECKPOINT == 0:
+                kept.append(link)
+        state = (entries, tuple(kept), link)
         if self._pending is not None:
-            self._pending.chain = (entries, links)
+            self._pending.chain = state
         else:
-            self._chain_entries = entries
-            self._chain = links
-        return links
+            self._chain_entries, self._marks, self._last = state
+        return link
 
-    def _chain_prefix(self, entries: tuple[str, ...]) -> tuple[str, ...]:
-        if not self._chain:
-            return ()
-        return self._chain[: equal_prefix(self._chain_entries, entries) + 1]
+    def _chain_from(
+        self, hasher: _Hasher, entries: tuple[str, ...]
+    ) -> tuple[int, str, tuple[str, ...]]:
+        """Where to extend the chain from: ``(i, c_i, checkpoints up to c_i)``."""
+        if not self._marks:
+            first = chain_start(hasher.hash_text)
+            return 0, first, (first,)
+        same = equal_prefix(self._chain_entries, entries)
+        if same == len(self._chain_entries):
+            return same, self._last, self._marks[: same // CHECKPOINT + 1]
+        mark = same // CHECKPOINT
+        return mark * CHECKPOINT, self._marks[mark], self._marks[: mark + 1]
 
     def retained(self) -> int:
         """How many memo records are held now (see the module docstring for the bound)."""
         with self._lock:
             records = sum(len(seq) for seq in self._sequences.values())
-            return records + len(self._chain) + len(self._current) + len(self._previous)
+            # The checkpoints, and the last link when it is not one of them.
+            links = len(self._marks) + bool(len(self._chain_entries) % CHECKPOINT)
+            return records + links + len(self._current) + len(self._previous)
 
 
 def make_piece(hasher: _Hasher, value: Any, keep_limit: int | None) -> Piece:
@@ -229,16 +249,6 @@ def chain_start(hash_text: Callable[[str], str]) -> str:
 def chain_step(link: str, entry: str, hash_text: Callable[[str], str]) -> str:
     """The link after ``link`` for message entry ``entry``: ``c_i = H(c_{i-1} + "\\x1f" + e_i)``."""
     return hash_text(link + "\x1f" + entry)
-
-
-def chain_links(
-    hasher: _Hasher, entries: tuple[str, ...], prefix: tuple[str, ...] = ()
-) -> tuple[str, ...]:
-    """The links ``c_0..c_n`` of ``entries`` (`chain_start`, `chain_step`); ``prefix`` is reused."""
-    links = list(prefix) if prefix else [chain_start(hasher.hash_text)]
-    for entry in entries[len(links) - 1 :]:
-        links.append(chain_step(links[-1], entry, hasher.hash_text))
-    return tuple(links)
 
 
 def same_json(old: Any, new: Any) -> bool:

@@ -98,7 +98,7 @@ def _mint(
     messages = memo.pieces(hasher, "messages", request.messages, keep_body=False)
     tools = memo.pieces(hasher, "tools", request.tools, keep_body=False)
     entries = tuple(map(_DIGEST, messages))
-    chain = memo.chain(hasher, entries)[-1]
+    chain = memo.chain(hasher, entries)
     system_hash = memo.hash_memo(hasher, _assemble(hasher, system))
     params = hasher.canonical(request.params)
     kept = _kept(entries, parent.entries if isinstance(parent, Receipt) else None)

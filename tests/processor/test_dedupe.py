@@ -209,11 +209,11 @@ def test_remembered_calls_share_the_latest_tuple_and_still_match_exactly(
             number * 10, number * 10 + 5, number + 1, "lane", SDK, "m", dedupe.conversation(request)
         )
         dedupe.remember(recent, seen, before if extends else None)
-    tuples = {id(seen.conversation.messages) for seen in recent if seen.conversation}
+    tuples = {id(seen.conversation.history.messages) for seen in recent if seen.conversation}
     assert len(tuples) == (2 if 0 < edit_at < len(turns) else 1)
     for seen, request in zip(recent, requests, strict=True):
         held = seen.conversation
         assert held is not None
-        assert held.messages[: held.count] == request.messages
+        assert held.history.messages[: held.count] == request.messages
         found = dedupe.match(recent, seen.start, seen.end, FRAMEWORK, "m", request, None)
         assert found is seen
