@@ -7,7 +7,9 @@ the square of its length. `ReceiptDigests` keeps, for the current run only:
 * per sequence (system parts, messages, tools), the previous call's items with their canonical size
   and entry hash. An item that is *the same* as the item at the same position last call costs no
   canonicalization and no hashing. "The same" is stricter than ``==`` (see `same_json`): Python
-  says ``True == 1``, JCS writes ``true`` and ``1``;
+  says ``True == 1``, JCS writes ``true`` and ``1``. The messages, which a run has thousands of,
+  are kept lean (`_Messages`): the request's own tuple, the receipt's tuple of entry hashes and
+  one machine integer a message, no object per message;
 * the messages chain of the previous call: its last link ``c_n`` and every `CHECKPOINT`-th link
   ``c_0, c_16, ...``, so a call whose first k entries are unchanged extends the chain from ``c_k``
   (k = n, the usual append) or from the checkpoint before it (at most 15 links hashed again),
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import operator
 import threading
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -93,11 +96,25 @@ class _Hasher:
         return canonical_json(value)
 
 
+@dataclass(frozen=True, slots=True)
+class _Messages:
+    """The last call's messages, their entry hashes and ``ends[i]``, the canonical bytes of
+    ``values[: i + 1]`` (the tuples are the request's and the receipt's own: shared)."""
+
+    values: tuple[Any, ...] = ()
+    digests: tuple[str, ...] = ()
+    ends: array[int] = field(default_factory=lambda: array("q"))
+
+    def size(self, index: int) -> int:
+        return self.ends[index] - (self.ends[index - 1] if index else 0)
+
+
 @dataclass(slots=True)
 class _Pending:
     """What one mint will leave in the memo once it completes."""
 
     sequences: dict[str, tuple[Piece, ...]] = field(default_factory=dict)
+    messages: _Messages | None = None
     chain: tuple[tuple[str, ...], tuple[str, ...], str] | None = None  # (entries, marks, last)
 
 
@@ -115,6 +132,7 @@ class ReceiptDigests:
 
     def _reset(self) -> None:
         self._sequences: dict[str, tuple[Piece, ...]] = {}
+        self._messages = _Messages()
         self._chain_entries: tuple[str, ...] = ()
         self._marks: tuple[str, ...] = ()  # c_0, c_16, c_32, ... of `_chain_entries`
         self._last = ""  # c_n, n = len(_chain_entries)
@@ -147,6 +165,8 @@ class ReceiptDigests:
         if pending is None:
             return
         self._sequences.update(pending.sequences)
+        if pending.messages is not None:
+            self._messages = pending.messages
         if pending.chain is not None:
             self._chain_entries, self._marks, self._last = pending.chain
 
@@ -197,6 +217,34 @@ class ReceiptDigests:
             self._sequences[name] = pieces
         return pieces
 
+    def message_entries(
+        self, hasher: _Hasher, values: tuple[Any, ...]
+    ) -> tuple[tuple[str, ...], int]:
+        """The entry hash of each message and their canonical bytes in all, reusing last call's
+        for a message that is the same JSON at the same position (`same_json`), as `pieces`."""
+        before = self._messages
+        # The leading messages that are last call's very objects, found at C speed.
+        same = identical_prefix(before.values, values) if before.values else 0
+        ends = before.ends[:same]
+        total = ends[-1] if same else 0
+        added: list[str] = []
+        for index in range(same, len(values)):
+            value = values[index]
+            if index < len(before.values) and same_json(before.values[index], value):
+                digest, size = before.digests[index], before.size(index)
+            else:
+                data = hasher.canonical(value)
+                digest, size = hasher.hash_bytes(data), len(data)
+            added.append(digest)
+            total += size
+            ends.append(total)
+        kept = _Messages(values, before.digests[:same] + tuple(added), ends)
+        if self._pending is not None:
+            self._pending.messages = kept
+        else:
+            self._messages = kept
+        return kept.digests, total
+
     def chain(self, hasher: _Hasher, entries: tuple[str, ...]) -> str:
         """The last chain link ``c_n`` for ``entries``, extended from last call's common prefix."""
         at, link, marks = self._chain_from(hasher, entries)
@@ -229,6 +277,7 @@ class ReceiptDigests:
         """How many memo records are held now (see the module docstring for the bound)."""
         with self._lock:
             records = sum(len(seq) for seq in self._sequences.values())
+            records += len(self._messages.digests)
             # The checkpoints, and the last link when it is not one of them.
             links = len(self._marks) + bool(len(self._chain_entries) % CHECKPOINT)
             return records + links + len(self._current) + len(self._previous)
