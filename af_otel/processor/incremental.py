@@ -51,6 +51,7 @@ _SYSTEM: Final = next(slot for slot in SLOTS if slot.target == "system")
 # Conventions whose message list is the GenAI JSON array read by `genai_messages`.
 _JSON_ARRAY: Final = frozenset({"genai", "openllmetry"})
 _JSON_SPACE: Final = " \t\n\r"
+_PIECE: Final = 1 << 15  # characters hashed at a time (`_hashed`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +60,7 @@ class Remembered:
 
     convention: str
     length: int  # characters of the attribute's text before its closing bracket
-    encoded: int  # the UTF-8 bytes of those characters
-    digest: bytes  # their SHA-256
+    digest: bytes  # the SHA-256 of their UTF-8 bytes (`_hashed`)
     messages: tuple[FrozenDict, ...]
     system: tuple[FrozenDict, ...]
     tools: tuple[FrozenDict, ...]
@@ -74,12 +74,12 @@ class Remembered:
         """Bytes this record holds of its own (the messages are shared with the run's calls)."""
         return 8 * len(self.messages) + 256
 
-    def prefix_of(self, data: bytes) -> hashlib._Hash | None:
-        """The SHA-256 of ``data``'s first `encoded` bytes, when they are the remembered ones and
-        more follows (to be continued over the new bytes), else None."""
-        if len(data) <= self.encoded:
+    def prefix_of(self, text: str) -> hashlib._Hash | None:
+        """The running SHA-256 of ``text``'s first `length` characters, when they are the
+        remembered ones and more follows (to be continued over the new characters), else None."""
+        if len(text) <= self.length:
             return None
-        running = hashlib.sha256(memoryview(data)[: self.encoded])
+        running = _hashed(hashlib.sha256(), text, 0, self.length)
         return running if running.digest() == self.digest else None
 
 
@@ -158,13 +158,11 @@ def _tail(
     attributes: Mapping[str, Any], span_name: str, limits: Limits | None, seen: Remembered
 ) -> Read | None:
     text = attributes.get(MESSAGES.key)
-    if not isinstance(text, str) or len(text) <= seen.length:
+    if not isinstance(text, str):
         return None
-    data = _encode(text)
-    running = seen.prefix_of(data)
+    running = seen.prefix_of(text)
     if running is None:
         return None
-    # The bytes are the remembered ones, so their characters are too (UTF-8 is a prefix code).
     rest = text[seen.length :].lstrip(_JSON_SPACE)
     if not rest.startswith(","):
         return None
@@ -208,7 +206,7 @@ def _tail(
     sealed = seen.sealed or export_gaps.sealed_messages(tail.messages)
     scan = responses.scan(added, seen.scan)
     after = _seen(
-        adapted.convention, text, data, request, shown, sealed, scan, first, running, seen.encoded
+        adapted.convention, text, request, shown, sealed, scan, first, running, seen.length
     )
     return Read(whole, request, after, len(seen.messages), shown, sealed, scan, seen.messages)
 
@@ -227,7 +225,7 @@ def _remember(
     if not isinstance(text, str) or not request.messages:
         return None
     first = _prompt_first(attributes, request.provider)
-    return _seen(adapted.convention, text, _encode(text), request, shown, sealed, scan, first)
+    return _seen(adapted.convention, text, request, shown, sealed, scan, first)
 
 
 def _prompt_first(attributes: Mapping[str, Any], provider: str | None) -> bool:
@@ -254,7 +252,6 @@ def _count(text: str) -> int | None:
 def _seen(
     convention: str,
     text: str,
-    data: bytes,
     request: Request,
     shown: Shown,
     sealed: bool,
@@ -263,22 +260,16 @@ def _seen(
     running: hashlib._Hash | None = None,
     hashed: int = 0,
 ) -> Remembered | None:
-    """What to remember of ``text`` (``data``: its bytes). ``running``: the hash over the first
-    ``hashed`` bytes (the prefix the call extends), continued here over the new bytes only."""
+    """What to remember of ``text``. ``running``: the hash over its first ``hashed`` characters
+    (the prefix the call extends), continued here over the new characters only."""
     body = text.rstrip(_JSON_SPACE)
     if not body.endswith("]"):
         return None
     length = len(body) - 1
-    # What follows the prefix is the bracket and JSON space: one byte a character.
-    encoded = len(data) - (len(text) - length)
-    if running is None:
-        running = hashlib.sha256(memoryview(data)[:encoded])
-    else:
-        running.update(memoryview(data)[hashed:encoded])
+    running = _hashed(running or hashlib.sha256(), text, hashed, length)
     return Remembered(
         convention,
         length,
-        encoded,
         running.digest(),
         request.messages,
         request.system,
@@ -290,10 +281,13 @@ def _seen(
     )
 
 
-def _encode(text: str) -> bytes:
-    """The text's UTF-8 bytes; a lone surrogate is encoded as it stands, so no two texts share
-    their bytes."""
-    return text.encode("utf-8", "surrogatepass")
+def _hashed(running: hashlib._Hash, text: str, start: int, end: int) -> hashlib._Hash:
+    """``running`` continued over the UTF-8 bytes of ``text[start:end]`` (a lone surrogate as it
+    stands, so no two texts hash alike by encoding), a piece at a time: a piece is copied in the
+    cache, a whole long text would be copied into fresh pages at every call."""
+    for at in range(start, end, _PIECE):
+        running.update(text[at : min(at + _PIECE, end)].encode("utf-8", "surrogatepass"))
+    return running
 
 
 def _shared(before: tuple[FrozenDict, ...], now: tuple[FrozenDict, ...]) -> tuple[FrozenDict, ...]:

@@ -296,7 +296,7 @@ def test_a_long_run_remembers_a_digest_of_its_text_and_still_reads_only_the_tail
     last = reads[-1].seen
     assert last is not None
     # The text before the closing bracket, as its length and SHA-256: never the text itself.
-    assert (last.length, last.encoded) == (len(texts[-1]) - 1, len(texts[-1].encode()) - 1)
+    assert last.length == len(texts[-1]) - 1
     assert last.digest == hashlib.sha256(texts[-1][:-1].encode()).digest()
     assert not any(isinstance(value, str) and len(value) > 100 for value in vars_of(last))
     full = incremental.full(
@@ -351,3 +351,30 @@ def test_a_prompt_put_first_still_reads_only_the_tail() -> None:
     assert reads[1].request == full.request
     assert full.request is not None
     assert [m["role"] for m in full.request.messages] == ["system", "user", "user", "user"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(at=st.integers(0, 3 * 20_000 - 1), ascii_only=st.booleans())
+def test_a_long_history_is_recognised_across_hashed_pieces_and_an_edit_anywhere_is_not(
+    at: int, ascii_only: bool
+) -> None:
+    """Texts longer than the pieces the prefix is hashed in, with characters of every width: the
+    appended call reads only its tail, and a call with one character changed anywhere (here in
+    the content of the earlier messages) is read in full."""
+    alphabet = "ab" if ascii_only else "aé€😀"
+    contents = [
+        "".join(alphabet[(i * 7 + k) % len(alphabet)] for i in range(20_000)) for k in range(3)
+    ]
+    history = [user(c) for c in contents]
+    text = json.dumps(history, ensure_ascii=False)
+    appended = json.dumps([*history, user("next")], ensure_ascii=False)
+    edited = list(contents)
+    which, where = divmod(at, 20_000)
+    edited[which] = edited[which][:where] + "Z" + edited[which][where + 1 :]
+    changed = json.dumps([user(c) for c in edited] + [user("next")], ensure_ascii=False)
+    _, second = read_in_turn([text, appended])
+    assert second.reused == 3
+    _, third = read_in_turn([text, changed])
+    assert third.reused == 0
+    assert third.request is not None
+    assert [m["parts"][0]["content"] for m in third.request.messages][:3] == edited
