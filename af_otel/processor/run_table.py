@@ -123,16 +123,15 @@ class RunState:
 
     def weight(self) -> int:
         """The bytes this run holds, estimated from what it keeps: its calls share one copy of
-        the history (incremental.py), counted at 2.5 times the canonical size of its longest
-        request kept (Python objects and digests, as benchmarks/processor.py measures them) plus
-        the raw text it recognises the next call by."""
+        the history (`History`), counted at 2.5 times the canonical size of its longest request
+        kept (Python objects and digests: under 2 times at 120 turns, more in a short run, as
+        benchmarks/processor.py measures them); what it recognises the next call by is a digest."""
         largest = 0
         for record in self.finished[-STATE_DEPTH:]:
             largest = max(largest, record.size)
         if self.base is not None and self.base.receipt is not None:
             largest = max(largest, self.base.receipt.bytes or 0)
-        seen = self.seen.size if self.seen is not None else 0
-        return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2 + seen
+        return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2
 
     # The last finished calls, for folding a second record of one call (dedupe.py).
     recent: deque[Seen] = field(default_factory=lambda: deque(maxlen=RECENT))
