@@ -264,7 +264,7 @@ def _seen(
     if not body.endswith("]"):
         return None
     length = len(body) - 1
-    running = _hashed(running or blake3.blake3(), text, hashed, length)
+    running = _hashed(running if running is not None else blake3.blake3(), text, hashed, length)
     return Remembered(
         convention,
         length,

@@ -53,17 +53,19 @@ class Finished:
         # Kept without the tuples the history holds, which are later calls' soon.
         self._request = replace(request, messages=()) if request is not None else None
         self._receipt = receipt
-        if receipt is not None and entries is not None:
+        if receipt is not None and entries is not None and self._history is not None:
             self._receipt = replace(receipt, entries=None)
 
     @property
     def request(self) -> Request | None:
+        """The request the call was sent, with its own messages."""
         if self._request is None or self._history is None:
             return None
         return replace(self._request, messages=_first(self._history.messages, self.count))
 
     @property
     def receipt(self) -> Receipt | None:
+        """The call's receipt, with its own entries."""
         if self._receipt is None or self._history is None or self._history.entries is None:
             return self._receipt
         return replace(self._receipt, entries=_first(self._history.entries, self.count))
