@@ -22,6 +22,10 @@ def identical_prefix(before: Sequence[Any], now: Sequence[Any]) -> int:
 
 def equal_prefix(before: Sequence[str], now: Sequence[str]) -> int:
     """How many leading strings of ``now`` equal those at the same place in ``before``."""
+    size = min(len(before), len(now))
+    # The common case, one tuple comparison (identity first, then ``==``, as below) in C.
+    if type(before) is tuple and type(now) is tuple and before[:size] == now[:size]:
+        return size
     return _first_false(list(map(operator.eq, before, now)))
 
 

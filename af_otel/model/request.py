@@ -37,6 +37,7 @@ shared with the caller, who must not mutate it after handing it over.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TypeVar
@@ -142,7 +143,7 @@ def read_part(part: object, where: str) -> dict[str, Any]:
 def normalize_part(part: object, where: str) -> FrozenDict:
     """One content part, normalized: `read_part`, then the values rules 2 and 5 fix."""
     body = read_part(part, where)
-    kind = body["type"]
+    kind = body["type"] = _word(body["type"])
     if kind == "tool_call":
         arguments = body.get("arguments")
         if isinstance(arguments, str):
@@ -181,8 +182,15 @@ def read_message(
 def normalize_message(message: object, where: str) -> FrozenDict:
     """One chat message, normalized."""
     body = read_message(message, where, normalize_part)
+    body["role"] = _word(body["role"])
     body["parts"] = tuple(body["parts"])
     return FrozenDict(body)
+
+
+def _word(value: str) -> str:
+    """A role or a part type, held once however many messages carry it (a run keeps thousands of
+    messages and a handful of such words)."""
+    return sys.intern(value) if type(value) is str else value
 
 
 def read_tool(tool: object, where: str) -> dict[str, Any]:

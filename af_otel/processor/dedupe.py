@@ -30,24 +30,44 @@ Where it is decided, in both forms:
   finished call, it is numbered at its end and says `no-run-log`, as any call numbered out of
   start order does.
 
-Memory is bounded: the last `RECENT` finished calls per run are kept for matching.
+Memory is bounded: the last `RECENT` finished calls per run are kept for matching, and cost no
+copy of the history: a call keeps its messages as a count into a `History` that later calls
+extending it share (`remember`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import Request
 from af_otel.processor.export_gaps import SDK_SCOPES
+from af_otel.processor.incremental import History
 
 SpanKey = tuple[int, int]
 RECENT: Final = 64
 # Provider SDKs that write spans of their own (the anthropic SDK 2.x, on by default).
 PROVIDER_OWN_SCOPES: Final = frozenset({"com.anthropic.sdk.python"})
 _MODEL_KEYS: Final = ("gen_ai.request.model", "llm.model_name")
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """What `agree` compares of a request: its system parts, and its messages, which are the
+    first ``count`` of its `History`'s (shared with later calls that extend it: `remember`)."""
+
+    system: tuple[Any, ...]
+    history: History
+    count: int
+
+
+def conversation(request: Request | None) -> Conversation | None:
+    if request is None:
+        return None
+    return Conversation(request.system, History(request.messages), len(request.messages))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +80,21 @@ class Seen:
     lane: str
     scope: str | None
     model: str | None
-    request: Request | None
+    conversation: Conversation | None
+
+
+def remember(recent: Any, seen: Seen, prefix: tuple[Any, ...] | None) -> None:
+    """Append ``seen`` to ``recent``. ``prefix``: a tuple its messages were built to start with
+    (the run's last call's, incremental.py): the recent calls whose `History` holds it share it
+    with this call from now on."""
+    held = seen.conversation
+    if prefix is not None and held is not None:
+        for old in reversed(recent):
+            shared = old.conversation.history if old.conversation is not None else None
+            if shared is not None and shared.extend(prefix, held.history.messages, None):
+                seen = replace(seen, conversation=Conversation(held.system, shared, held.count))
+                break
+    recent.append(seen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +132,11 @@ def nests(a_start: int, a_end: int, b_start: int, b_end: int) -> bool:
     return (a_start <= b_start and b_end <= a_end) or (b_start <= a_start and a_end <= b_end)
 
 
-def _conversation(request: Request) -> tuple[list[Any], list[Any]]:
-    """The request's instructions and turns with system placement normalized: a leading system
-    message and a ``system`` field describe the same request."""
-    system = list(request.system)
-    messages = list(request.messages)
+def _turns(held: Conversation) -> tuple[list[Any], list[Any]]:
+    """The instructions and turns with system placement normalized: a leading system message and
+    a ``system`` field describe the same request."""
+    system = list(held.system)
+    messages = list(islice(held.history.messages, held.count))
     while messages and messages[0].get("role") == "system":
         system.extend(messages.pop(0).get("parts", ()))
     return system, messages
@@ -121,7 +155,9 @@ def _same_parts(a: Any, b: Any) -> bool:
     return True
 
 
-def agree(a_model: str | None, a: Request | None, b_model: str | None, b: Request | None) -> bool:
+def agree(
+    a_model: str | None, a: Conversation | None, b_model: str | None, b: Conversation | None
+) -> bool:
     """Two records agree on what both recorded: the model when both name one, and the
     conversation when both carry a request. System placement is normalized, and of a message
     only its role and parts are compared (fields a convention adds, such as ``name`` on tool
@@ -130,8 +166,8 @@ def agree(a_model: str | None, a: Request | None, b_model: str | None, b: Reques
         return False
     if a is None or b is None:
         return True
-    a_system, a_turns = _conversation(a)
-    b_system, b_turns = _conversation(b)
+    a_system, a_turns = _turns(a)
+    b_system, b_turns = _turns(b)
     if len(a_turns) != len(b_turns) or not _same_parts(a_system, b_system):
         return False
     return all(
@@ -164,13 +200,14 @@ def match(
     """The finished call this one duplicates, if any: the innermost nesting, agreeing call of
     another scope that ranks at least as high."""
     mine = rank(scope, trusted)
+    mine_held = conversation(request)
     best: Seen | None = None
     for seen in recent:
         if seen.scope == scope or rank(seen.scope, trusted) < mine:
             continue
         if not nests(start, end, seen.start, seen.end):
             continue
-        if not agree(model, request, seen.model, seen.request):
+        if not agree(model, mine_held, seen.model, seen.conversation):
             continue
         if best is None or seen.start > best.start:
             best = seen

@@ -329,11 +329,11 @@ class Engine:
                 prefix=prefix,
             )
             epoch = enrichment.attributes[names.EPOCH]
-            run.recent.append(
-                dedupe.Seen(
-                    facts.start_time, facts.end_time, epoch, run.lane, facts.scope, model, request
-                )
+            conversation = dedupe.conversation(request)
+            seen = dedupe.Seen(
+                facts.start_time, facts.end_time, epoch, run.lane, facts.scope, model, conversation
             )
+            dedupe.remember(run.recent, seen, prefix)
         self.runs.settle(run)
         metrics.count_receipt(
             enrichment.state, enrichment.attributes.get(names.RECEIPT_ABSENT_REASON)
@@ -408,6 +408,7 @@ class Engine:
                 request if minted else None,
                 receipt if minted else None,
             ),
+            prefix,
         )
         # A payload the store refused leaves its commit without value or ref: this epoch's
         # changes are incomplete, so the span says `no-run-log` itself, not only the reader.

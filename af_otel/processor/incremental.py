@@ -3,16 +3,21 @@
 An instrumentation that captures content writes the whole history on every call: call k's
 ``gen_ai.input.messages`` is call k-1's JSON array with the new messages appended. Parsed and
 normalized afresh, a run of n calls costs O(n^2). A run therefore remembers, from its last
-readable call, the raw text of that attribute (up to its closing bracket) and the normalized
-messages read from it (`Remembered`). When the new text starts with exactly those bytes and continues
-with a comma, only the rest is parsed: ``"[" + rest`` holds the new messages, and the request is
-the remembered messages followed by them. The remembered messages are the same objects as last
-call's, so the digest memo, the parent search and the commit diff match them by identity.
+readable call, the length and digest of that attribute's text up to its closing bracket, and the
+normalized messages read from it (`Remembered`). When the new text starts with text of that
+length and digest and continues with a comma, only the rest is parsed: ``"[" + rest`` holds the
+new messages, and the request is the remembered messages followed by them. The remembered
+messages are the same objects as last call's, so the digest memo, the parent search and the
+commit diff match them by identity, and the run's recent calls share one tuple of them
+(`History`).
 
 This is exact, never a guess:
 
-* the prefix is compared byte for byte (``str.startswith``, memory speed) and must end where the
-  previous array closed, so the prefix holds exactly the previous call's messages;
+* the prefix is recognised by its BLAKE3 digest (the text itself is not kept: it would cost as
+  much memory as the history again). The new text is hashed once a call, a piece at a time, at
+  several GB/s (SHA-256 runs at under 2 GB/s, as much as all the rest of a 1,000-turn call); a
+  collision would have to be found in BLAKE3. The prefix must end where the previous array
+  closed, so it holds exactly the previous call's messages;
 * JSON arrays parse element by element, and the GenAI message shape (``genai_messages``) and the
   request model (``normalize_message``) map each message on its own, so the whole array reads as
   the prefix's messages followed by the tail's; the other request fields (system, tools, model,
@@ -33,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+import blake3
 import orjson
 
 from af_otel.model import FrozenDict, Request, fields
@@ -48,9 +54,7 @@ _SYSTEM: Final = next(slot for slot in SLOTS if slot.target == "system")
 # Conventions whose message list is the GenAI JSON array read by `genai_messages`.
 _JSON_ARRAY: Final = frozenset({"genai", "openllmetry"})
 _JSON_SPACE: Final = " \t\n\r"
-# Pieces of remembered text before they are joined: checking a prefix costs one `startswith` a
-# piece, joining copies the whole text, so joining every 32 calls keeps both small.
-_MAX_CHUNKS: Final = 32
+_PIECE: Final = 1 << 15  # characters hashed at a time (`_hashed`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +62,8 @@ class Remembered:
     """What a run's last readable call was read from: enough to recognise its bytes again."""
 
     convention: str
-    # The attribute's text up to (not including) its closing bracket, in the pieces the calls
-    # added (each call copies only its own new text; pieces are joined now and then).
-    chunks: tuple[str, ...]
-    length: int
+    length: int  # characters of the attribute's text before its closing bracket
+    digest: bytes  # the BLAKE3 digest of their UTF-8 bytes (`_hashed`)
     messages: tuple[FrozenDict, ...]
     system: tuple[FrozenDict, ...]
     tools: tuple[FrozenDict, ...]
@@ -70,20 +72,38 @@ class Remembered:
     scan: responses.Scan  # the server-held-history tell-tales in them
     first: bool = False  # the one form put the system prompt first (`_prompt_first`)
 
-    @property
-    def size(self) -> int:
-        """Bytes this record holds of its own (the messages are shared with the run's calls)."""
-        return self.length + 8 * len(self.messages) + 64 * len(self.chunks) + 64
-
-    def prefix_of(self, text: str) -> bool:
-        """Whether ``text`` starts with exactly the remembered bytes."""
+    def prefix_of(self, text: str) -> blake3.blake3 | None:
+        """The running BLAKE3 hash of ``text``'s first `length` characters, when they are the
+        remembered ones and more follows (to be continued over the new characters), else None."""
         if len(text) <= self.length:
+            return None
+        running = _hashed(blake3.blake3(), text, 0, self.length)
+        return running if running.digest() == self.digest else None
+
+
+class History:
+    """Messages (and their entry hashes) that a run's recent calls share. A call read as
+    extending the run's last call (`Read.prefix`) holds that call's messages in front, the very
+    same objects, so the calls before it can keep theirs as a count into its tuples: a growing
+    conversation keeps one tuple, not one per call (run_table.Finished, dedupe.Seen)."""
+
+    __slots__ = ("entries", "messages")
+
+    def __init__(self, messages: tuple[Any, ...], entries: tuple[str, ...] | None = None) -> None:
+        self.messages = messages
+        self.entries = entries
+
+    def extend(
+        self, prefix: tuple[Any, ...], messages: tuple[Any, ...], entries: tuple[str, ...] | None
+    ) -> bool:
+        """Hold the tuples of a call whose ``messages`` were built to start with ``prefix``, when
+        this history holds ``prefix`` and ``entries`` start with its entries; whether it does."""
+        theirs = self.entries
+        if self.messages is not prefix or (theirs is None) != (entries is None):
             return False
-        at = 0
-        for chunk in self.chunks:
-            if not text.startswith(chunk, at):
-                return False
-            at += len(chunk)
+        if theirs is not None and entries is not None and entries[: len(theirs)] != theirs:
+            return False
+        self.messages, self.entries = messages, entries
         return True
 
 
@@ -134,7 +154,10 @@ def full(recorded: Recorded, limits: Limits | None) -> Read:
 def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read | None:
     attributes = recorded.attributes
     text = attributes.get(MESSAGES.key)
-    if not isinstance(text, str) or not seen.prefix_of(text):
+    if not isinstance(text, str):
+        return None
+    running = seen.prefix_of(text)
+    if running is None:
         return None
     rest = text[seen.length :].lstrip(_JSON_SPACE)
     if not rest.startswith(","):
@@ -176,7 +199,9 @@ def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read |
     shown = fields.Shown(seen.shown.kinds | new.kinds, seen.shown.fields | new.fields)
     sealed = seen.sealed or export_gaps.sealed_messages(tail.messages)
     scan = responses.scan(added, seen.scan)
-    after = _seen(adapted.convention, text, request, shown, sealed, scan, seen, first)
+    after = _seen(
+        adapted.convention, text, request, shown, sealed, scan, first, running, seen.length
+    )
     return Read(whole, request, after, len(seen.messages), shown, sealed, scan, seen.messages)
 
 
@@ -194,7 +219,7 @@ def _remember(
     if not isinstance(text, str) or not request.messages:
         return None
     first = _prompt_first(attributes, request.provider)
-    return _seen(adapted.convention, text, request, shown, sealed, scan, first=first)
+    return _seen(adapted.convention, text, request, shown, sealed, scan, first)
 
 
 def _prompt_first(attributes: Mapping[str, Any], provider: str | None) -> bool:
@@ -225,23 +250,21 @@ def _seen(
     shown: Shown,
     sealed: bool,
     scan: responses.Scan,
-    before: Remembered | None = None,
-    first: bool = False,
+    first: bool,
+    running: blake3.blake3 | None = None,
+    hashed: int = 0,
 ) -> Remembered | None:
+    """What to remember of ``text``. ``running``: the hash over its first ``hashed`` characters
+    (the prefix the call extends), continued here over the new characters only."""
     body = text.rstrip(_JSON_SPACE)
     if not body.endswith("]"):
         return None
     length = len(body) - 1
-    if before is None:
-        chunks: tuple[str, ...] = (body[:-1],)
-    elif len(before.chunks) >= _MAX_CHUNKS:
-        chunks = ("".join((*before.chunks, body[before.length : length])),)
-    else:
-        chunks = (*before.chunks, body[before.length : length])
+    running = _hashed(running if running is not None else blake3.blake3(), text, hashed, length)
     return Remembered(
         convention,
-        chunks,
         length,
+        running.digest(),
         request.messages,
         request.system,
         request.tools,
@@ -250,6 +273,15 @@ def _seen(
         scan,
         first,
     )
+
+
+def _hashed(running: blake3.blake3, text: str, start: int, end: int) -> blake3.blake3:
+    """``running`` continued over the UTF-8 bytes of ``text[start:end]`` (a lone surrogate as it
+    stands, so no two texts hash alike by encoding), a piece at a time: a piece is copied in the
+    cache, a whole long text would be copied into fresh pages at every call."""
+    for at in range(start, end, _PIECE):
+        running.update(text[at : min(at + _PIECE, end)].encode("utf-8", "surrogatepass"))
+    return running
 
 
 def _shared(before: tuple[FrozenDict, ...], now: tuple[FrozenDict, ...]) -> tuple[FrozenDict, ...]:

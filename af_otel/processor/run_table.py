@@ -16,13 +16,13 @@ import secrets
 import threading
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from af_otel.model import Request
 from af_otel.model.prefix import identical_prefix
 from af_otel.processor.dedupe import RECENT, Opened, Seen
-from af_otel.processor.incremental import Remembered
+from af_otel.processor.incremental import History, Remembered
 from af_otel.receipts import Receipt, ReceiptDigests
 
 MAX_RUNS: Final = 10_000
@@ -35,14 +35,59 @@ STATE_DEPTH: Final = 16
 HISTORY_DEPTH: Final = 256
 
 
-@dataclass(frozen=True, slots=True)
 class Finished:
-    """One finished call: when it ended, and (while recent) what it was sent and its receipt."""
+    """One finished call: when it ended, and (while recent) what it was sent and its receipt.
+    Its messages and entries are the first ``count`` of its `History`'s, which later calls that
+    extend it share (`RunState.finish`)."""
 
-    end_time: int
-    epoch: int
-    request: Request | None
-    receipt: Receipt | None
+    __slots__ = ("_history", "_receipt", "_request", "count", "end_time", "epoch")
+
+    def __init__(
+        self, end_time: int, epoch: int, request: Request | None, receipt: Receipt | None
+    ) -> None:
+        self.end_time = end_time
+        self.epoch = epoch
+        entries = receipt.entries if receipt is not None else None
+        self._history = History(request.messages, entries) if request is not None else None
+        self.count = len(request.messages) if request is not None else 0
+        # Kept without the tuples the history holds, which are later calls' soon.
+        self._request = replace(request, messages=()) if request is not None else None
+        self._receipt = receipt
+        if receipt is not None and entries is not None and self._history is not None:
+            self._receipt = replace(receipt, entries=None)
+
+    @property
+    def request(self) -> Request | None:
+        """The request the call was sent, with its own messages."""
+        if self._request is None or self._history is None:
+            return None
+        return replace(self._request, messages=_first(self._history.messages, self.count))
+
+    @property
+    def receipt(self) -> Receipt | None:
+        """The call's receipt, with its own entries."""
+        if self._receipt is None or self._history is None or self._history.entries is None:
+            return self._receipt
+        return replace(self._receipt, entries=_first(self._history.entries, self.count))
+
+    @property
+    def size(self) -> int:
+        """The canonical bytes of the call's request (0 when it keeps none)."""
+        return self._receipt.bytes if self._receipt is not None else 0
+
+    def messages(self) -> tuple[tuple[Any, ...], int] | None:
+        """The tuple holding the call's messages in front, and how many they are."""
+        if self._request is None or self._history is None:
+            return None
+        return self._history.messages, self.count
+
+    def forget(self) -> Finished:
+        """The record without its request and receipt."""
+        return Finished(self.end_time, self.epoch, None, None)
+
+
+def _first(items: tuple[Any, ...], count: int) -> tuple[Any, ...]:
+    return items if len(items) == count else items[:count]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,17 +125,15 @@ class RunState:
 
     def weight(self) -> int:
         """The bytes this run holds, estimated from what it keeps: its calls share one copy of
-        the history (incremental.py), counted at 2.5 times the canonical size of its longest
-        request kept (Python objects and digests, as benchmarks/processor.py measures them) plus
-        the raw text it recognises the next call by."""
+        the history (`History`), counted at 2.5 times the canonical size of its longest request
+        kept (Python objects and digests: under 2 times at 120 turns, more in a short run, as
+        benchmarks/processor.py measures them); what it recognises the next call by is a digest."""
         largest = 0
         for record in self.finished[-STATE_DEPTH:]:
-            if record.receipt is not None and record.receipt.bytes is not None:
-                largest = max(largest, record.receipt.bytes)
+            largest = max(largest, record.size)
         if self.base is not None and self.base.receipt is not None:
             largest = max(largest, self.base.receipt.bytes or 0)
-        seen = self.seen.size if self.seen is not None else 0
-        return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2 + seen
+        return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2
 
     # The last finished calls, for folding a second record of one call (dedupe.py).
     recent: deque[Seen] = field(default_factory=lambda: deque(maxlen=RECENT))
@@ -134,21 +177,38 @@ class RunState:
         if not at:
             return None
         if request is not None:
-            found = _longest_prefix(self.finished[:at], request.messages, prefix)
+            kept = self.finished[max(0, len(self.finished) - STATE_DEPTH) : at]
+            found = _longest_prefix(kept, request.messages, prefix)
             if found is not None:
                 return found
         return self.finished[at - 1]
 
-    def finish(self, key: tuple[int, int], record: Finished) -> None:
+    def finish(
+        self, key: tuple[int, int], record: Finished, prefix: tuple[Any, ...] | None = None
+    ) -> None:
+        """Keep ``record``. ``prefix``: a tuple its messages were built to start with (the run's
+        last call's, incremental.py): the recent calls whose `History` holds that tuple share
+        it with this call, which holds the very same messages in front (and its entries, when
+        they start with theirs)."""
         self.open_calls.pop(key, None)
+        if prefix is not None:
+            self._share(record, prefix)
         bisect.insort_right(self.finished, record, key=_end_time)
         if len(self.finished) > HISTORY_DEPTH:
             del self.finished[0]
         # Only the newest STATE_DEPTH records keep requests; forget the one that just fell out.
         if len(self.finished) > STATE_DEPTH:
-            old = self.finished[-STATE_DEPTH - 1]
-            if old.request is not None or old.receipt is not None:
-                self.finished[-STATE_DEPTH - 1] = Finished(old.end_time, old.epoch, None, None)
+            self.finished[-STATE_DEPTH - 1] = self.finished[-STATE_DEPTH - 1].forget()
+
+    def _share(self, record: Finished, prefix: tuple[Any, ...]) -> None:
+        mine = record._history
+        if mine is None:
+            return
+        for old in reversed(self.finished[-STATE_DEPTH:]):
+            shared = old._history
+            if shared is not None and shared.extend(prefix, mine.messages, mine.entries):
+                record._history = shared
+                return
 
     def next_seq(self) -> int:
         self.last_seq += 1
@@ -166,20 +226,20 @@ def _longest_prefix(
     best: Finished | None = None
     best_size = -1
     for record in reversed(finished):  # latest first, so a tie keeps the latest
-        if record.request is None:
+        found = record.messages()
+        if found is None:
             continue
-        theirs = record.request.messages
-        size = len(theirs)
+        theirs, size = found  # the record's messages are theirs[:size]
         if size <= best_size or size > len(messages):
             continue
-        if theirs is prefix:
+        if theirs is prefix and size == len(prefix):
             best, best_size = record, size
             continue
         # The last message first: a sibling branch differs there, and most candidates go.
-        if size and not _same(theirs[-1], messages[size - 1]):
+        if size and not _same(theirs[size - 1], messages[size - 1]):
             continue
-        if identical_prefix(theirs, messages) == size or all(
-            _same(a, b) for a, b in zip(theirs, messages, strict=False)
+        if identical_prefix(theirs[:size], messages) == size or all(
+            _same(a, b) for a, b in zip(theirs[:size], messages, strict=False)
         ):
             best, best_size = record, size
     return best

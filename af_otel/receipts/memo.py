@@ -7,19 +7,23 @@ the square of its length. `ReceiptDigests` keeps, for the current run only:
 * per sequence (system parts, messages, tools), the previous call's items with their canonical size
   and entry hash. An item that is *the same* as the item at the same position last call costs no
   canonicalization and no hashing. "The same" is stricter than ``==`` (see `same_json`): Python
-  says ``True == 1``, JCS writes ``true`` and ``1``;
-* the messages chain ``c_0..c_n`` of the previous call, so a call whose first k entries are unchanged
-  extends the chain from ``c_k`` instead of from ``c_0``;
+  says ``True == 1``, JCS writes ``true`` and ``1``. The messages, which a run has thousands of,
+  are kept lean (`_Messages`): the request's own tuple, the receipt's tuple of entry hashes and
+  one machine integer a message, no object per message;
+* the messages chain of the previous call: its last link ``c_n`` and every `CHECKPOINT`-th link
+  ``c_0, c_16, ...``, so a call whose first k entries are unchanged extends the chain from ``c_k``
+  (k = n, the usual append) or from the checkpoint before it (at most 15 links hashed again),
+  instead of from ``c_0``; all n + 1 links would cost a hash string a message;
 * a by-preimage memo of the system-list hash (its preimage is re-assembled from the pieces' kept
   canonical bytes, so a long system prompt is neither re-canonicalized nor re-hashed).
 
 A mint updates the memo only when it completes: a call that turns out unreadable (a NaN deep in a
 tool argument) leaves the memo as the last good call left it.
 
-Bounds. After a completed mint of a request with S system parts, M messages and T
-tools, the memo holds exactly S + M + T sequence records, M + 1 chain links and at most 2 preimage
-records (a ``current`` and a ``previous`` generation of one system hash each, rotated at every
-mint, so a value that stops repeating is gone after the next call)::
+Bounds. After a completed mint of a request with S system parts, M messages and T tools, the
+memo holds exactly S + M + T sequence records, at most M // 16 + 2 chain links and at most 2
+preimage records (a ``current`` and a ``previous`` generation of one system hash each, rotated at
+every mint, so a value that stops repeating is gone after the next call)::
 
     retained() <= S + T + 2 * M + 3
 
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import operator
 import threading
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -48,6 +53,8 @@ from af_otel.model import FrozenDict
 from af_otel.model.prefix import equal_prefix, identical_prefix
 
 CHAIN_SEED: Final = "af.messages.v1"
+# Every CHECKPOINT-th chain link is kept (with the last): see the module docstring.
+CHECKPOINT: Final = 16
 # Containers longer than this are compared by their orjson bytes (C speed) rather than item by
 # item in Python; shorter ones item by item, so that a shared 1,000-row payload one level down is
 # matched by identity in O(1).
@@ -89,12 +96,26 @@ class _Hasher:
         return canonical_json(value)
 
 
+@dataclass(frozen=True, slots=True)
+class _Messages:
+    """The last call's messages, their entry hashes and ``ends[i]``, the canonical bytes of
+    ``values[: i + 1]`` (the tuples are the request's and the receipt's own: shared)."""
+
+    values: tuple[Any, ...] = ()
+    digests: tuple[str, ...] = ()
+    ends: array[int] = field(default_factory=lambda: array("q"))
+
+    def size(self, index: int) -> int:
+        return self.ends[index] - (self.ends[index - 1] if index else 0)
+
+
 @dataclass(slots=True)
 class _Pending:
     """What one mint will leave in the memo once it completes."""
 
     sequences: dict[str, tuple[Piece, ...]] = field(default_factory=dict)
-    chain: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (entries, links)
+    messages: _Messages | None = None
+    chain: tuple[tuple[str, ...], tuple[str, ...], str] | None = None  # (entries, marks, last)
 
 
 class ReceiptDigests:
@@ -111,8 +132,10 @@ class ReceiptDigests:
 
     def _reset(self) -> None:
         self._sequences: dict[str, tuple[Piece, ...]] = {}
-        self._chain: tuple[str, ...] = ()
+        self._messages = _Messages()
         self._chain_entries: tuple[str, ...] = ()
+        self._marks: tuple[str, ...] = ()  # c_0, c_16, c_32, ... of `_chain_entries`
+        self._last = ""  # c_n, n = len(_chain_entries)
         self._current: dict[bytes, str] = {}
         self._previous: dict[bytes, str] = {}
         self._pending: _Pending | None = None
@@ -142,8 +165,10 @@ class ReceiptDigests:
         if pending is None:
             return
         self._sequences.update(pending.sequences)
+        if pending.messages is not None:
+            self._messages = pending.messages
         if pending.chain is not None:
-            self._chain_entries, self._chain = pending.chain
+            self._chain_entries, self._marks, self._last = pending.chain
 
     def hash_memo(self, hasher: _Hasher, preimage: bytes) -> str:
         """``H(preimage)``, computed at most once while the preimage keeps recurring."""
@@ -192,26 +217,70 @@ class ReceiptDigests:
             self._sequences[name] = pieces
         return pieces
 
-    def chain(self, hasher: _Hasher, entries: tuple[str, ...]) -> tuple[str, ...]:
-        """The chain links ``c_0..c_n`` for ``entries``, extended from last call's common prefix."""
-        links = chain_links(hasher, entries, self._chain_prefix(entries))
+    def message_entries(
+        self, hasher: _Hasher, values: tuple[Any, ...]
+    ) -> tuple[tuple[str, ...], int]:
+        """The entry hash of each message and their canonical bytes in all, reusing last call's
+        for a message that is the same JSON at the same position (`same_json`), as `pieces`."""
+        before = self._messages
+        # The leading messages that are last call's very objects, found at C speed.
+        same = identical_prefix(before.values, values) if before.values else 0
+        ends = before.ends[:same]
+        total = ends[-1] if same else 0
+        added: list[str] = []
+        for index in range(same, len(values)):
+            value = values[index]
+            if index < len(before.values) and same_json(before.values[index], value):
+                digest, size = before.digests[index], before.size(index)
+            else:
+                data = hasher.canonical(value)
+                digest, size = hasher.hash_bytes(data), len(data)
+            added.append(digest)
+            total += size
+            ends.append(total)
+        kept = _Messages(values, before.digests[:same] + tuple(added), ends)
         if self._pending is not None:
-            self._pending.chain = (entries, links)
+            self._pending.messages = kept
         else:
-            self._chain_entries = entries
-            self._chain = links
-        return links
+            self._messages = kept
+        return kept.digests, total
 
-    def _chain_prefix(self, entries: tuple[str, ...]) -> tuple[str, ...]:
-        if not self._chain:
-            return ()
-        return self._chain[: equal_prefix(self._chain_entries, entries) + 1]
+    def chain(self, hasher: _Hasher, entries: tuple[str, ...]) -> str:
+        """The last chain link ``c_n`` for ``entries``, extended from last call's common prefix."""
+        at, link, marks = self._chain_from(hasher, entries)
+        kept = list(marks)
+        for index in range(at, len(entries)):
+            link = chain_step(link, entries[index], hasher.hash_text)
+            if (index + 1) % CHECKPOINT == 0:
+                kept.append(link)
+        state = (entries, tuple(kept), link)
+        if self._pending is not None:
+            self._pending.chain = state
+        else:
+            self._chain_entries, self._marks, self._last = state
+        return link
+
+    def _chain_from(
+        self, hasher: _Hasher, entries: tuple[str, ...]
+    ) -> tuple[int, str, tuple[str, ...]]:
+        """Where to extend the chain from: ``(i, c_i, checkpoints up to c_i)``."""
+        if not self._marks:
+            first = chain_start(hasher.hash_text)
+            return 0, first, (first,)
+        same = equal_prefix(self._chain_entries, entries)
+        if same == len(self._chain_entries):
+            return same, self._last, self._marks[: same // CHECKPOINT + 1]
+        mark = same // CHECKPOINT
+        return mark * CHECKPOINT, self._marks[mark], self._marks[: mark + 1]
 
     def retained(self) -> int:
         """How many memo records are held now (see the module docstring for the bound)."""
         with self._lock:
             records = sum(len(seq) for seq in self._sequences.values())
-            return records + len(self._chain) + len(self._current) + len(self._previous)
+            records += len(self._messages.digests)
+            # The checkpoints, and the last link when it is not one of them.
+            links = len(self._marks) + bool(len(self._chain_entries) % CHECKPOINT)
+            return records + links + len(self._current) + len(self._previous)
 
 
 def make_piece(hasher: _Hasher, value: Any, keep_limit: int | None) -> Piece:
@@ -229,16 +298,6 @@ def chain_start(hash_text: Callable[[str], str]) -> str:
 def chain_step(link: str, entry: str, hash_text: Callable[[str], str]) -> str:
     """The link after ``link`` for message entry ``entry``: ``c_i = H(c_{i-1} + "\\x1f" + e_i)``."""
     return hash_text(link + "\x1f" + entry)
-
-
-def chain_links(
-    hasher: _Hasher, entries: tuple[str, ...], prefix: tuple[str, ...] = ()
-) -> tuple[str, ...]:
-    """The links ``c_0..c_n`` of ``entries`` (`chain_start`, `chain_step`); ``prefix`` is reused."""
-    links = list(prefix) if prefix else [chain_start(hasher.hash_text)]
-    for entry in entries[len(links) - 1 :]:
-        links.append(chain_step(links[-1], entry, hasher.hash_text))
-    return tuple(links)
 
 
 def same_json(old: Any, new: Any) -> bool:

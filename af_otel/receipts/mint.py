@@ -22,7 +22,6 @@ from af_otel.model.prefix import equal_prefix
 from af_otel.receipts.memo import Piece, ReceiptDigests, _Hasher
 from af_otel.receipts.receipt import Receipt
 
-_DIGEST = operator.attrgetter("digest")
 _SIZE: Callable[[Piece], int] = operator.attrgetter("size")
 
 
@@ -95,10 +94,9 @@ def _mint(
     lane: str | None = None,
 ) -> Receipt:
     system = memo.pieces(hasher, "system", request.system, keep_body=True)
-    messages = memo.pieces(hasher, "messages", request.messages, keep_body=False)
+    entries, messages_size = memo.message_entries(hasher, request.messages)
     tools = memo.pieces(hasher, "tools", request.tools, keep_body=False)
-    entries = tuple(map(_DIGEST, messages))
-    chain = memo.chain(hasher, entries)[-1]
+    chain = memo.chain(hasher, entries)
     system_hash = memo.hash_memo(hasher, _assemble(hasher, system))
     params = hasher.canonical(request.params)
     kept = _kept(entries, parent.entries if isinstance(parent, Receipt) else None)
@@ -120,7 +118,9 @@ def _mint(
         tools_hashes=tuple(piece.digest for piece in tools),
         tools_forced=request.forced_tool(),
         params=params.decode("utf-8"),
-        bytes=request_size(request, system, messages, tools, len(params)),
+        bytes=request_size(
+            request, system, list_bytes(len(entries), messages_size), tools, len(params)
+        ),
         entries=entries,
         lane=lane,
     )
@@ -164,13 +164,14 @@ def list_bytes(count: int, total: int) -> int:
 def request_size(
     request: Request,
     system: tuple[Piece, ...],
-    messages: tuple[Piece, ...],
+    messages: int,
     tools: tuple[Piece, ...],
     params_size: int,
 ) -> int:
-    """``len(canonical_json(request.to_dict()))`` from the pieces' sizes, without re-serializing."""
+    """``len(canonical_json(request.to_dict()))`` from the pieces' sizes (``messages``: the
+    canonical size of the messages list), without re-serializing."""
     return request_bytes(
-        _list_size(messages),
+        messages,
         model=request.model,
         provider=request.provider,
         params=params_size if request.params else None,

@@ -149,6 +149,15 @@ class TestNormalization:
         once = Request.from_dict(request)
         assert Request.from_dict(once.to_dict()) == once
 
+    def test_roles_and_part_types_are_held_once(self) -> None:
+        """Two requests parsed from separate JSON share their role and part type strings (a run
+        holds thousands of messages), and stay equal to the values they were read from."""
+        text = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+        one, other = (Request.from_dict(json.loads(text)) for _ in range(2))
+        assert one == other
+        assert one.messages[0]["role"] is other.messages[0]["role"] == "user"
+        assert one.messages[0]["parts"][0]["type"] is other.messages[0]["parts"][0]["type"]
+
     def test_openai_tools_flatten(self) -> None:
         """{"type":"function","function":{...}} becomes {"type":"function","name",...}."""
         nested = {

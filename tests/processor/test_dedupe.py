@@ -4,6 +4,7 @@ SDK span's epoch, across traces; a nested call that disagrees, or of the same sc
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -108,7 +109,7 @@ def test_the_rule(a: str, b: str, sa: int, ea: int, sb: int, eb: int) -> None:
     agrees on the model alone."""
     ra = Request.from_dict({"messages": [user(a)], "model": "m"})
     rb = Request.from_dict({"messages": [user(b)], "model": "m"})
-    seen = dedupe.Seen(sb, sb + eb, 1, "lane", SDK, "m", rb)
+    seen = dedupe.Seen(sb, sb + eb, 1, "lane", SDK, "m", dedupe.conversation(rb))
     found = dedupe.match([seen], sa, sa + ea, FRAMEWORK, "m", ra, None)
     nested = (sa <= sb and sb + eb <= sa + ea) or (sb <= sa and sa + ea <= sb + eb)
     assert (found is seen) == (nested and a == b)
@@ -183,3 +184,36 @@ def test_every_call_is_one_epoch_and_the_numbers_have_no_gap(
     folded = [af(s) for s in spans if names.EPOCH_SAME_AS in af(s)]
     assert len(folded) == sum(shape in ("start", "end") for shape in shapes)
     assert all(names.EPOCH not in a for a in folded)
+
+
+@given(turns=st.lists(_text, min_size=1, max_size=12), edit_at=st.integers(0, 12))
+def test_remembered_calls_share_the_latest_tuple_and_still_match_exactly(
+    turns: list[str], edit_at: int
+) -> None:
+    """Calls whose messages extend the last call's keep them as a count into the newest tuple;
+    an edited history starts a tuple of its own. Each call still agrees with its own request
+    and with no other length."""
+    recent: deque[dedupe.Seen] = deque(maxlen=dedupe.RECENT)
+    requests: list[Request] = []
+    messages: tuple[Any, ...] = ()
+    for number, text in enumerate(turns):
+        added = Request.from_dict({"messages": [user(text)]}).messages
+        extends = number != edit_at and bool(messages)
+        before = messages
+        if not extends:  # read in full: equal messages, new objects
+            before = Request.from_dict({"messages": [dict(m) for m in before]}).messages
+        messages = before + added
+        request = Request(system=(), messages=messages, model="m")
+        requests.append(request)
+        seen = dedupe.Seen(
+            number * 10, number * 10 + 5, number + 1, "lane", SDK, "m", dedupe.conversation(request)
+        )
+        dedupe.remember(recent, seen, before if extends else None)
+    tuples = {id(seen.conversation.history.messages) for seen in recent if seen.conversation}
+    assert len(tuples) == (2 if 0 < edit_at < len(turns) else 1)
+    for seen, request in zip(recent, requests, strict=True):
+        held = seen.conversation
+        assert held is not None
+        assert held.history.messages[: held.count] == request.messages
+        found = dedupe.match(recent, seen.start, seen.end, FRAMEWORK, "m", request, None)
+        assert found is seen

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import blake3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -227,6 +228,10 @@ def read_in_turn(texts_in_order: list[str]) -> list[incremental.Read]:
     return reads
 
 
+def vars_of(record: Any) -> list[Any]:
+    return [getattr(record, name) for name in type(record).__slots__]
+
+
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "parts": [{"type": "text", "content": text}]}
 
@@ -282,7 +287,7 @@ def test_span_limits_that_may_have_cut_the_text_take_the_full_path() -> None:
     assert cut.adapted.absent_reason == "content-cut"
 
 
-def test_a_long_run_joins_its_remembered_pieces_and_still_reads_only_the_tail() -> None:
+def test_a_long_run_remembers_a_digest_of_its_text_and_still_reads_only_the_tail() -> None:
     history = [user("q0")]
     texts = []
     for turn in range(1, 80):
@@ -292,8 +297,10 @@ def test_a_long_run_joins_its_remembered_pieces_and_still_reads_only_the_tail() 
     assert [r.reused for r in reads[1:]] == [2 * n - 1 for n in range(1, len(texts))]
     last = reads[-1].seen
     assert last is not None
-    assert len(last.chunks) <= 32
-    assert "".join(last.chunks) == texts[-1][:-1]
+    # The text before the closing bracket, as its length and SHA-256: never the text itself.
+    assert last.length == len(texts[-1]) - 1
+    assert last.digest == blake3.blake3(texts[-1][:-1].encode()).digest()
+    assert not any(isinstance(value, str) and len(value) > 100 for value in vars_of(last))
     full = incremental.full(
         record_of(
             {
@@ -348,3 +355,30 @@ def test_a_prompt_put_first_still_reads_only_the_tail() -> None:
     assert reads[1].request == full.request
     assert full.request is not None
     assert [m["role"] for m in full.request.messages] == ["system", "user", "user", "user"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(at=st.integers(0, 3 * 20_000 - 1), ascii_only=st.booleans())
+def test_a_long_history_is_recognised_across_hashed_pieces_and_an_edit_anywhere_is_not(
+    at: int, ascii_only: bool
+) -> None:
+    """Texts longer than the pieces the prefix is hashed in, with characters of every width: the
+    appended call reads only its tail, and a call with one character changed anywhere (here in
+    the content of the earlier messages) is read in full."""
+    alphabet = "ab" if ascii_only else "aé€😀"
+    contents = [
+        "".join(alphabet[(i * 7 + k) % len(alphabet)] for i in range(20_000)) for k in range(3)
+    ]
+    history = [user(c) for c in contents]
+    text = json.dumps(history, ensure_ascii=False)
+    appended = json.dumps([*history, user("next")], ensure_ascii=False)
+    edited = list(contents)
+    which, where = divmod(at, 20_000)
+    edited[which] = edited[which][:where] + "Z" + edited[which][where + 1 :]
+    changed = json.dumps([user(c) for c in edited] + [user("next")], ensure_ascii=False)
+    _, second = read_in_turn([text, appended])
+    assert second.reused == 3
+    _, third = read_in_turn([text, changed])
+    assert third.reused == 0
+    assert third.request is not None
+    assert [m["parts"][0]["content"] for m in third.request.messages][:3] == edited

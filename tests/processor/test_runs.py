@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from af_otel.model import Request
 from af_otel.processor.run_table import HISTORY_DEPTH, STATE_DEPTH, Finished, RunState, RunTable
+from af_otel.receipts import Receipt
 
 
 def test_least_recently_used_run_is_evicted_past_the_bound() -> None:
@@ -145,3 +146,62 @@ def test_calls_starting_together_on_two_threads_are_no_break_of_order() -> None:
     assert run.number((1, 1), 100, at_start=True) == (1, False)
     assert run.number((1, 2), 99, at_start=True) == (2, False)
     assert run.number((1, 3), 98) == (3, True)
+
+
+def _receipt(epoch: int, entries: tuple[str, ...]) -> Receipt:
+    return Receipt("minted", "r", epoch, 0, entries=entries, bytes=len(entries))
+
+
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["extend", "branch", "odd"]), st.integers(0, 40), st.integers(1, 3)
+        ),
+        min_size=1,
+        max_size=3 * STATE_DEPTH,
+    )
+)
+def test_recent_calls_share_their_history_and_give_it_back_exactly(
+    steps: list[tuple[str, int, int]],
+) -> None:
+    """Calls that extend the last call's messages share one tuple with it (and their entries, when
+    the receipts agree); each record still gives back its own request and receipt, and the parent
+    rule names the same calls as for records that share nothing. ``odd``: an extension whose
+    receipt disagrees on the shared entries (kept apart)."""
+    shared, apart = RunState("r"), RunState("r")
+    made: list[tuple[Request, Receipt]] = []
+    for epoch, (kind, pick, added) in enumerate(steps, start=1):
+        if kind == "branch" or not made:
+            base = made[pick % len(made)][0].messages if made else ()
+            prefix = None
+            # A full read: equal messages, new objects.
+            base = _request(*[m["parts"][0]["content"] for m in base]).messages
+        else:
+            base = made[-1][0].messages
+            prefix = base
+        new = _request(*[f"m{epoch}.{i}" for i in range(added)]).messages
+        request = Request(messages=base + new)
+        entries = tuple(m["parts"][0]["content"] for m in request.messages)
+        if kind == "odd":
+            entries = ("x", *entries[1:])
+        receipt = _receipt(epoch, entries)
+        made.append((request, receipt))
+        shared.finish((1, epoch), Finished(epoch * 10, epoch, request, receipt), prefix)
+        apart.finish((1, epoch), Finished(epoch * 10, epoch, request, receipt))
+        for record in shared.finished[-STATE_DEPTH:]:
+            want_request, want_receipt = made[record.epoch - 1]
+            assert record.request == want_request
+            got = record.request
+            assert got is not None
+            assert all(a is b for a, b in zip(got.messages, want_request.messages, strict=True))
+            assert record.receipt == want_receipt
+            assert record.receipt is not None
+            assert record.receipt.entries == want_receipt.entries
+        probe = Request(messages=request.messages + new)
+        found = shared.parent_of(10**9, probe, None)
+        other = apart.parent_of(10**9, probe, None)
+        assert (found and found.epoch) == (other and other.epoch)
+    # A conversation that only grows keeps one tuple for all its recent calls.
+    if all(kind == "extend" for kind, _, _ in steps):
+        tuples = {id(f.messages()[0]) for f in shared.finished[-STATE_DEPTH:] if f.messages()}
+        assert len(tuples) == 1

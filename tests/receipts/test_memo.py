@@ -215,6 +215,26 @@ class TestBounds:
             hashes.append(calls[0] - before)
         assert set(hashes[2:]) == {3}  # the new entry, its chain link, the digest
 
+    @given(length=st.integers(1, 70), edit=st.integers(0, 69), added=st.integers(0, 3))
+    @settings(max_examples=60, deadline=None)
+    def test_an_edit_rehashes_the_chain_from_the_checkpoint_before_it(
+        self, length: int, edit: int, added: int
+    ) -> None:
+        """The memo keeps every 16th chain link: an edited message at index i costs the links
+        from the checkpoint before it, and the receipt is the one minted without the memo."""
+        memo = ReceiptDigests()
+        messages = [_message(i, [i]) for i in range(length)]
+        mint_receipt({"messages": messages}, run_id="r", epoch=1, digests=memo)
+        at = edit % length
+        messages[at] = _message(at, ["edited"])
+        messages += [_message(length + i, [i]) for i in range(added)]
+        with_memo = mint_receipt({"messages": messages}, run_id="r", epoch=2, digests=memo)
+        without = mint_receipt({"messages": messages}, run_id="r", epoch=2)
+        assert with_memo == without
+        assert with_memo.messages_chain == without.messages_chain
+        # its pieces, the checkpoints and the last link, two generations of the system hash
+        assert memo.retained() <= len(messages) + len(messages) // 16 + 4
+
 
 class TestSameJson:
     @pytest.mark.parametrize(
