@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import af_otel
-from tests.without_otel import run_without_opentelemetry
+from tests.without_otel import run_without
 
 # The names the receipt core provides; others add theirs to __all__.
 CORE = ("canonical_json", "receipt_hash", "mint_receipt", "ReceiptDigests")
@@ -167,13 +167,13 @@ PURE_CORE = """
 
 def test_pure_core_imports_without_opentelemetry() -> None:
     """With every opentelemetry import failing, the pure core imports, mints and hashes."""
-    result = run_without_opentelemetry(PURE_CORE)
+    result = run_without(PURE_CORE)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
 
 
 def test_blocking_really_blocks() -> None:
     """The blocker used above does make an OpenTelemetry import fail (so the test can fail)."""
-    result = run_without_opentelemetry("import opentelemetry.trace")
+    result = run_without("import opentelemetry.trace")
     assert result.returncode != 0
     assert "blocked for this test: opentelemetry" in result.stderr

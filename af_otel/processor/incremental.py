@@ -13,10 +13,10 @@ commit diff match them by identity, and the run's recent calls share one tuple o
 
 This is exact, never a guess:
 
-* the prefix is recognised by its BLAKE3 digest (the text itself is not kept: it would cost as
-  much memory as the history again). The new text is hashed once a call, a piece at a time, at
-  several GB/s (SHA-256 runs at under 2 GB/s, as much as all the rest of a 1,000-turn call); a
-  collision would have to be found in BLAKE3. The prefix must end where the previous array
+* the prefix is recognised by its digest (the text itself is not kept: it would cost as much
+  memory as the history again): BLAKE3 with the ``fast`` extra, several GB/s, else SHA-256, under
+  2 GB/s (as much as all the rest of a 1,000-turn call). The new text is hashed once a call, a
+  piece at a time; a collision would have to be found in the hash. The prefix must end where the previous array
   closed, so it holds exactly the previous call's messages;
 * JSON arrays parse element by element, and the GenAI message shape (``genai_messages``) and the
   request model (``normalize_message``) map each message on its own, so the whole array reads as
@@ -34,11 +34,11 @@ every attribute again.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-import blake3
 import orjson
 
 from af_otel.model import FrozenDict, Request, fields
@@ -57,13 +57,31 @@ _JSON_SPACE: Final = " \t\n\r"
 _PIECE: Final = 1 << 15  # characters hashed at a time (`_hashed`)
 
 
+class Running(Protocol):
+    """A hash being fed a text piece by piece (`_hashed`)."""
+
+    def update(self, data: bytes, /) -> object: ...
+    def digest(self) -> bytes: ...
+
+
+# The digest never leaves the process, so either hash recognises a prefix; BLAKE3 is several
+# times faster than SHA-256 on a long history.
+new_hash: Any = hashlib.sha256
+try:
+    import blake3
+
+    new_hash = blake3.blake3  # the `fast` extra
+except ImportError:  # pragma: no cover - the test extra installs it
+    pass
+
+
 @dataclass(frozen=True, slots=True)
 class Remembered:
     """What a run's last readable call was read from: enough to recognise its bytes again."""
 
     convention: str
     length: int  # characters of the attribute's text before its closing bracket
-    digest: bytes  # the BLAKE3 digest of their UTF-8 bytes (`_hashed`)
+    digest: bytes  # the digest of their UTF-8 bytes (`_hashed`, `new_hash`)
     messages: tuple[FrozenDict, ...]
     system: tuple[FrozenDict, ...]
     tools: tuple[FrozenDict, ...]
@@ -72,12 +90,12 @@ class Remembered:
     scan: responses.Scan  # the server-held-history tell-tales in them
     first: bool = False  # the one form put the system prompt first (`_prompt_first`)
 
-    def prefix_of(self, text: str) -> blake3.blake3 | None:
-        """The running BLAKE3 hash of ``text``'s first `length` characters, when they are the
+    def prefix_of(self, text: str) -> Running | None:
+        """The running hash of ``text``'s first `length` characters, when they are the
         remembered ones and more follows (to be continued over the new characters), else None."""
         if len(text) <= self.length:
             return None
-        running = _hashed(blake3.blake3(), text, 0, self.length)
+        running = _hashed(new_hash(), text, 0, self.length)
         return running if running.digest() == self.digest else None
 
 
@@ -251,7 +269,7 @@ def _seen(
     sealed: bool,
     scan: responses.Scan,
     first: bool,
-    running: blake3.blake3 | None = None,
+    running: Running | None = None,
     hashed: int = 0,
 ) -> Remembered | None:
     """What to remember of ``text``. ``running``: the hash over its first ``hashed`` characters
@@ -260,7 +278,7 @@ def _seen(
     if not body.endswith("]"):
         return None
     length = len(body) - 1
-    running = _hashed(running if running is not None else blake3.blake3(), text, hashed, length)
+    running = _hashed(running if running is not None else new_hash(), text, hashed, length)
     return Remembered(
         convention,
         length,
@@ -275,7 +293,7 @@ def _seen(
     )
 
 
-def _hashed(running: blake3.blake3, text: str, start: int, end: int) -> blake3.blake3:
+def _hashed(running: Running, text: str, start: int, end: int) -> Running:
     """``running`` continued over the UTF-8 bytes of ``text[start:end]`` (a lone surrogate as it
     stands, so no two texts hash alike by encoding), a piece at a time: a piece is copied in the
     cache, a whole long text would be copied into fresh pages at every call."""

@@ -52,7 +52,6 @@ OPENLLMETRY: Final = Env(
         "opentelemetry-sdk==1.45.2",
         "opentelemetry-exporter-otlp-json-file==0.66b1",
         "orjson>=3.10",
-        "blake3>=1.0",
         "opentelemetry-exporter-otlp>=1.38",
     ),
 )

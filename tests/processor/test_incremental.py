@@ -8,10 +8,12 @@ layout, in both attribute shapes (the GenAI JSON array and OpenInference's index
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 import blake3
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +23,7 @@ from af_otel.processor.engine import CallFacts, Engine, Enrichment
 from af_otel.processor.run_table import Finished, RunState
 from af_otel.processor.settings import resolve_settings
 from af_otel.semconv import Limits, record_of, responses
+from tests.without_otel import run_without
 
 LANE = "0123456789abcdef"
 RUN = "r-incremental"
@@ -287,7 +290,12 @@ def test_span_limits_that_may_have_cut_the_text_take_the_full_path() -> None:
     assert cut.adapted.absent_reason == "content-cut"
 
 
-def test_a_long_run_remembers_a_digest_of_its_text_and_still_reads_only_the_tail() -> None:
+@pytest.mark.parametrize("new_hash", [blake3.blake3, hashlib.sha256], ids=["blake3", "sha256"])
+def test_a_long_run_remembers_a_digest_of_its_text_and_still_reads_only_the_tail(
+    new_hash: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the ``fast`` extra's BLAKE3 and with the standard library's SHA-256 alike."""
+    monkeypatch.setattr(incremental, "new_hash", new_hash)
     history = [user("q0")]
     texts = []
     for turn in range(1, 80):
@@ -297,9 +305,9 @@ def test_a_long_run_remembers_a_digest_of_its_text_and_still_reads_only_the_tail
     assert [r.reused for r in reads[1:]] == [2 * n - 1 for n in range(1, len(texts))]
     last = reads[-1].seen
     assert last is not None
-    # The text before the closing bracket, as its length and SHA-256: never the text itself.
+    # The text before the closing bracket, as its length and digest: never the text itself.
     assert last.length == len(texts[-1]) - 1
-    assert last.digest == blake3.blake3(texts[-1][:-1].encode()).digest()
+    assert last.digest == new_hash(texts[-1][:-1].encode()).digest()
     assert not any(isinstance(value, str) and len(value) > 100 for value in vars_of(last))
     full = incremental.full(
         record_of(
@@ -382,3 +390,28 @@ def test_a_long_history_is_recognised_across_hashed_pieces_and_an_edit_anywhere_
     assert third.reused == 0
     assert third.request is not None
     assert [m["parts"][0]["content"] for m in third.request.messages][:3] == edited
+
+
+def test_without_the_fast_extra_the_prefix_is_recognised_by_sha256() -> None:
+    """``blake3`` is optional: without it a run's calls still read only their tail."""
+    done = run_without(
+        """
+        import hashlib, json
+        from af_otel.processor import incremental
+        from af_otel.semconv import Limits, record_of
+        assert incremental.new_hash is hashlib.sha256, incremental.new_hash
+        history = [{"role": "user", "content": "q0"}]
+        seen, reused = None, []
+        for turn in range(1, 5):
+            attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                          "gen_ai.input.messages": json.dumps(history)}
+            read = incremental.read(record_of(attributes, "chat m"), Limits(), seen)
+            seen = read.seen
+            reused.append(read.reused)
+            history = [*history, {"role": "user", "content": f"q{turn}"}]
+        print(reused)
+        """,
+        blocked="blake3",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[0,", "1,", "2,", "3]"]

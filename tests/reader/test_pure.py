@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.without_otel import run_without_opentelemetry
+from tests.without_otel import run_without
 
 READ = """
     from af_otel import served_views, verify, SERVED_GAPS
@@ -25,6 +25,6 @@ READ = """
 def test_the_reader_needs_no_opentelemetry(tmp_path: Path) -> None:
     """With every opentelemetry import refused, spans still become verified views and a page."""
     root = Path(__file__).resolve().parents[2]
-    done = run_without_opentelemetry(READ, cwd=tmp_path, env={"PYTHONPATH": str(root), "PATH": ""})
+    done = run_without(READ, cwd=tmp_path, env={"PYTHONPATH": str(root), "PATH": ""})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"

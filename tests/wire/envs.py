@@ -22,7 +22,6 @@ _AGENT_NEEDS: Final = (
     "opentelemetry-sdk==1.45.2",
     "opentelemetry-exporter-otlp-json-file==0.66b1",
     "orjson>=3.10",
-    "blake3>=1.0",
 )
 
 
