@@ -38,7 +38,7 @@ from af_otel.processor import export_gaps
 from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for, error_enrichment
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
-from af_otel.semconv import adapt, is_llm_call
+from af_otel.semconv import record_of
 
 GROUP: Final = "opentelemetry_genai_completion_hook"
 ENTRY_POINT: Final = "af_otel"
@@ -138,10 +138,11 @@ def mint_on_span(
     key = (context.trace_id, context.span_id)
     name = str(getattr(span, "name", ""))
     engine = engine_for(key)
-    if not is_llm_call(attributes, name):
-        return
     content = content_attributes(inputs, system_instruction, tool_definitions)
-    adapted = adapt({**attributes, **content}, name)
+    recorded = record_of({**attributes, **content}, name)  # content never decides an LLM call
+    if not recorded.llm_call:
+        return
+    adapted = recorded.adapt()
     scope = getattr(span, "instrumentation_scope", None)
     provider = adapted.request.get("provider") if adapted.request else None
     supplied = Supplied(
