@@ -34,23 +34,9 @@ DIALS: Final = tuple(key for key in FIELDS if key in PARAM_KEYS)
 # A field the provider does not have cannot have been sent, so neither a missing record of it nor
 # a default for it says anything. A provider not listed is read as having every field.
 PROVIDER_FIELDS: Final[Mapping[str, frozenset[str]]] = {
+    # Chat Completions: every sampling dial but top_k, every steering setting but thinking.
     "openai": frozenset(
-        {
-            TOOLS,
-            MESSAGE_NAME,
-            "tool_choice",
-            "parallel_tool_calls",
-            "response_format",
-            "reasoning_effort",
-            "temperature",
-            "max_tokens",
-            "top_p",
-            "stop_sequences",
-            "seed",
-            "frequency_penalty",
-            "presence_penalty",
-            "choice_count",
-        }
+        {TOOLS, MESSAGE_NAME, *SAMPLING_KEYS, *STEERING_KEYS} - {"top_k", "thinking"}
     ),
     "anthropic": frozenset(
         {

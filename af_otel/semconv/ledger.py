@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from af_otel.model import fields
-from af_otel.model.request import PARAM_KEYS, Request
+from af_otel.model.request import PARAM_KEYS, STEERING_KEYS, Request
 from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
@@ -27,12 +27,9 @@ from af_otel.semconv.adapted import (
 
 _ALL: Final = frozenset(fields.FIELDS)
 # OpenAI's sampling dials: the settings it has, less those that steer tools and output.
-_OPENAI_DIALS: Final = (fields.PROVIDER_FIELDS["openai"] & frozenset(fields.DIALS)) - {
-    "tool_choice",
-    "parallel_tool_calls",
-    "response_format",
-    "reasoning_effort",
-}
+_OPENAI_DIALS: Final = (fields.PROVIDER_FIELDS["openai"] & frozenset(fields.DIALS)) - frozenset(
+    STEERING_KEYS
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from typing import Any, Final
 import orjson
 
 from af_otel.model.fields import order_fields
-from af_otel.model.request import Request
+from af_otel.model.request import RESPONSES_KEYS, STEERING_KEYS, Request
 
 # genai-openai's marker of a Responses call.
 API_TYPE: Final = "openai.api.type"
@@ -55,13 +55,8 @@ RESPONSES_FIELDS: Final = (
     REASONING_ITEMS,
     TOOL_STRICT,
     CALL_ID,
-    "tool_choice",
-    "parallel_tool_calls",
-    "response_format",
-    "reasoning_effort",
-    "reasoning_summary",
-    "truncation",
-    "store",
+    *(key for key in STEERING_KEYS if key != "thinking"),  # Anthropic's, not OpenAI's
+    *RESPONSES_KEYS,
 )
 # What each instrumentation records of a Responses call (beyond system, messages, tools, model).
 _RECORDED: Final[Mapping[str, frozenset[str]]] = {
