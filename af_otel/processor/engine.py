@@ -42,6 +42,7 @@ from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, mint_receipt
 from af_otel.semconv import Convention, Limits, Recorded, is_llm_call, ledger, record_of, responses
+from af_otel.semconv.adapted import CUT_COUNT, CUT_LENGTH
 from af_otel.store.items import StoredItems
 
 SpanKey = tuple[int, int]
@@ -534,7 +535,7 @@ def _parse(request: Mapping[str, Any] | Request) -> Request | None:
 ENV_COUNT_LIMIT: Final = "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT"
 ENV_LENGTH_LIMIT: Final = "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"
 _ENV_LENGTH_FALLBACK: Final = "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"
-_RAISE: Final = {ledger.CUT_COUNT: ENV_COUNT_LIMIT, ledger.CUT_LENGTH: ENV_LENGTH_LIMIT}
+_RAISE: Final = {CUT_COUNT: ENV_COUNT_LIMIT, CUT_LENGTH: ENV_LENGTH_LIMIT}
 _logger = logging.getLogger("af_otel")
 _warned: set[str] = set()  # at most one entry per limit: bounded
 _warned_lock = threading.Lock()
@@ -569,7 +570,7 @@ def warn_cut(cut: str, limits: Limits) -> None:
             names.REASON_CUT,
         )
         return
-    now = limits.max_attributes if cut == ledger.CUT_COUNT else limits.max_value_length
+    now = limits.max_attributes if cut == CUT_COUNT else limits.max_value_length
     _logger.warning(
         "af_otel: the SDK's span limits cut an LLM call's record, so it gets no receipt (%s); "
         "raise %s (in force: %s)",

@@ -29,6 +29,13 @@ NOTE_ADAPTER_ERROR: Final = "adapter-error"
 """The adapter failed on an input it did not foresee; the request is treated as unreadable."""
 
 
+# What may have cut a record (`Adapted.cut`): the attribute count limit, the value-length limit, or
+# a hole in an indexed family (`af_otel.semconv.ledger.cut_by` tells the first two).
+CUT_COUNT: Final = "count"
+CUT_LENGTH: Final = "length"
+CUT_HOLES: Final = "holes"
+
+
 @dataclass(frozen=True, slots=True)
 class Adapted:
     """One span's request as its convention recorded it, or why none can be had.
@@ -98,6 +105,6 @@ def conclude(
     except RequestShapeError:
         return Adapted(convention, None, names.REASON_UNREADABLE, keys)
     except Absent as absent:
-        cut = "holes" if absent.reason == names.REASON_CUT else None
+        cut = CUT_HOLES if absent.reason == names.REASON_CUT else None
         return Adapted(convention, None, absent.reason, keys, cut=cut)
     return Adapted(convention, request, None, keys, tuple(notes))

@@ -19,6 +19,8 @@ from typing import Final
 from af_otel.model import fields
 from af_otel.model.request import PARAM_KEYS, STEERING_KEYS, Request
 from af_otel.semconv.adapted import (
+    CUT_COUNT,
+    CUT_LENGTH,
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_OUTPUT_TYPE,
@@ -176,10 +178,6 @@ class Limits:
     max_value_length: int | None = None
     dropped_attributes: int = 0
 
-
-CUT_COUNT: Final = "count"
-CUT_LENGTH: Final = "length"
-CUT_HOLES: Final = "holes"
 
 # Keys that hold the response, not the request: a cut there does not touch the receipt.
 _OUTPUT_EXACT: Final = frozenset({"gen_ai.output.messages", "gen_ai.completion", "output.value"})

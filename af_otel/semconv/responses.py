@@ -31,8 +31,6 @@ from af_otel.model.request import RESPONSES_KEYS, STEERING_KEYS, Request
 API_TYPE: Final = "openai.api.type"
 # OpenLLMetry names the span of a Responses call so (it records no API type).
 OPENLLMETRY_SPAN: Final = "openai.response"
-# OpenInference's span name for a Responses call.
-OPENINFERENCE_SPAN: Final = "Response"
 INVOCATION_PARAMETERS: Final = "llm.invocation_parameters"
 # Keys of a Responses request that no Chat Completions request has.
 _RESPONSES_ONLY: Final = frozenset(
