@@ -193,9 +193,7 @@ def _span_cut(span: SpanRecord) -> list[str]:
     dropped_in_events = sum(e.dropped_attributes_count for e in span.events)
     if dropped_in_events:
         cut.append(f"{dropped_in_events} event attribute(s) dropped")
-    for owner, attrs in [("", span.attributes)] + [
-        (f"event {e.name} ", e.attributes) for e in span.events
-    ]:
+    for event, attrs in [(None, span.attributes)] + [(e, e.attributes) for e in span.events]:
         for key, value in attrs.items():
             # UTF-8 holds 1 to 4 bytes a character: most strings are ruled out by length alone.
             if (
@@ -204,6 +202,7 @@ def _span_cut(span: SpanRecord) -> list[str]:
                 and len(value) <= _HIGH
                 and _at_limit(value)
             ):
+                owner = f"event {event.name} " if event is not None else ""
                 cut.append(f"{owner}{key} stops at {len(value.encode('utf-8'))} bytes")
     return cut
 
