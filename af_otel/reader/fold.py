@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from af_otel.model import FrozenDict
+from af_otel.model.prefix import common_prefix
 from af_otel.names import CommitVerb
 
 __all__ = [
@@ -59,46 +60,60 @@ class ChainedTuple(Sequence[Any]):
 
     Epoch k's messages are its parent's plus the few it added; a tuple per epoch would hold the
     conversation once per epoch (the square of its length in memory, and in garbage-collector
-    work). A chain holds only its tail, so a run's views cost about its unique messages. Every
-    `FLATTEN_DEPTH` links the earlier list is copied once into a tuple, which bounds indexing at
-    that many steps. It reads like a tuple: ``len``, indexing, slices (returned as tuples),
-    iteration, ``==`` with tuples and chains, ``hash``, ``+`` a tuple."""
+    work). A chain holds only its tail. Tails are merged as a binary counter carries: extending a
+    chain whose top tail stands for no more extensions than the new one joins the two (and so on
+    down), so a chain built by m extensions is as many links deep as m has one bits (at most
+    about log2(m)), and over the whole run each item is copied at most about log2(m) times.
+    Copying the earlier list every few links instead bounds the depth too, but copies the run's
+    history once per few epochs: the square of its length again. It reads like a tuple: ``len``,
+    indexing, slices (returned as tuples), iteration, ``==`` with tuples and chains, ``hash``,
+    ``+`` a tuple."""
 
-    __slots__ = ("_depth", "_head", "_size", "_split", "_tail")
-    FLATTEN_DEPTH: Final = 16
+    __slots__ = ("_head", "_size", "_split", "_tail", "_weight")
     _head: tuple[Any, ...] | ChainedTuple
     _tail: tuple[Any, ...]
     _split: int
     _size: int
-    _depth: int
+    _weight: int  # how many extensions ``_tail`` holds: always a power of two
 
-    def __init__(self, head: tuple[Any, ...] | ChainedTuple, tail: tuple[Any, ...]) -> None:
-        depth = head._depth + 1 if isinstance(head, ChainedTuple) else 1
+    def __init__(
+        self, head: tuple[Any, ...] | ChainedTuple, tail: tuple[Any, ...], weight: int
+    ) -> None:
         for name, value in (
             ("_head", head),
             ("_tail", tail),
             ("_split", len(head)),
             ("_size", len(head) + len(tail)),
-            ("_depth", depth),
+            ("_weight", weight),
         ):
             object.__setattr__(self, name, value)
 
     @staticmethod
     def extend(before: Sequence[Any], tail: tuple[Any, ...]) -> tuple[Any, ...] | ChainedTuple:
-        """``before`` followed by ``tail``, sharing ``before``."""
+        """``before`` followed by ``tail``, sharing ``before`` but for the top tails the new one
+        is merged with."""
         if not tail:
             return before if isinstance(before, tuple | ChainedTuple) else tuple(before)
         if not before:
             return tail
-        if isinstance(before, ChainedTuple):
-            if before._depth >= ChainedTuple.FLATTEN_DEPTH:
-                return ChainedTuple(tuple(before), tail)
-            return ChainedTuple(before, tail)
-        return ChainedTuple(before if isinstance(before, tuple) else tuple(before), tail)
+        if not isinstance(before, ChainedTuple):
+            return ChainedTuple(before if isinstance(before, tuple) else tuple(before), tail, 1)
+        head: tuple[Any, ...] | ChainedTuple = before
+        weight = 1
+        pieces = [tail]
+        while isinstance(head, ChainedTuple) and head._weight <= weight:
+            pieces.append(head._tail)
+            weight += head._weight
+            head = head._head
+        if len(pieces) > 1:
+            pieces.reverse()
+            tail = tuple(itertools.chain.from_iterable(pieces))
+        return ChainedTuple(head, tail, weight)
 
     @property
     def head(self) -> tuple[Any, ...] | ChainedTuple:
-        """The list this one extends."""
+        """The list this one's tail follows: the one it extended, or an earlier one whose
+        followers' tails were merged into this one's."""
         return self._head
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -110,9 +125,9 @@ class ChainedTuple(Sequence[Any]):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             start, stop, step = index.indices(self._size)
-            if step == 1 and start >= self._split:
-                return self._tail[start - self._split : max(start, stop) - self._split]
-            return tuple(self)[index]
+            if step != 1:
+                return tuple(self)[index]
+            return self._part(start, max(start, stop))
         if index < 0:
             index += self._size
         if not 0 <= index < self._size:
@@ -123,6 +138,35 @@ class ChainedTuple(Sequence[Any]):
                 return node._tail[index - node._split]
             node = node._head
         return node[index]
+
+    def _part(self, start: int, stop: int) -> tuple[Any, ...]:
+        """Items ``start`` to ``stop``, copying only the tails that hold them."""
+        pieces: list[tuple[Any, ...]] = []
+        node: Any = self
+        while isinstance(node, ChainedTuple) and stop > start:
+            if stop > node._split:
+                pieces.append(node._tail[max(start - node._split, 0) : stop - node._split])
+                stop = node._split
+            node = node._head
+        if stop > start:
+            pieces.append(node[start:stop])
+        if len(pieces) == 1:
+            return pieces[0]
+        pieces.reverse()
+        return tuple(itertools.chain.from_iterable(pieces))
+
+    @staticmethod
+    def common_prefix(new: Sequence[Any], old: Sequence[Any]) -> int:
+        """`af_otel.model.prefix.common_prefix` of two lists, chains or not, comparing only what
+        they do not hold by reference in common: an epoch's list and its parent's share all but
+        the top tails the extension merged, so this costs about what that merge copied, not the
+        conversation."""
+        held = {id(link): link for link in _links(old)}
+        known = next((len(link) for link in _links(new) if held.get(id(link)) is link), 0)
+        size = min(len(new), len(old))
+        if known >= size:
+            return size
+        return known + common_prefix(_part(new, known, size), _part(old, known, size))
 
     def __iter__(self) -> Iterator[Any]:
         segments: list[tuple[Any, ...]] = []
@@ -138,7 +182,8 @@ class ChainedTuple(Sequence[Any]):
         if other is self:
             return True
         if isinstance(other, ChainedTuple | tuple):
-            return len(other) == self._size and tuple(self) == tuple(other)
+            size = self._size
+            return len(other) == size and ChainedTuple.common_prefix(self, other) == size
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -159,6 +204,20 @@ class ChainedTuple(Sequence[Any]):
 
     def __repr__(self) -> str:
         return f"ChainedTuple({tuple(self)!r})"
+
+
+def _links(value: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    """``value``, then each list it holds by reference, down to the tuple it starts from."""
+    while isinstance(value, ChainedTuple):
+        yield value
+        value = value.head
+    yield value
+
+
+def _part(value: Sequence[Any], start: int, stop: int) -> tuple[Any, ...]:
+    if isinstance(value, ChainedTuple):
+        return value._part(start, stop)
+    return tuple(value[start:stop])
 
 
 _LEAVES: Final = frozenset({str, int, float, bool, type(None)})

@@ -193,9 +193,7 @@ def _span_cut(span: SpanRecord) -> list[str]:
     dropped_in_events = sum(e.dropped_attributes_count for e in span.events)
     if dropped_in_events:
         cut.append(f"{dropped_in_events} event attribute(s) dropped")
-    for owner, attrs in [("", span.attributes)] + [
-        (f"event {e.name} ", e.attributes) for e in span.events
-    ]:
+    for event, attrs in [(None, span.attributes)] + [(e, e.attributes) for e in span.events]:
         for key, value in attrs.items():
             # UTF-8 holds 1 to 4 bytes a character: most strings are ruled out by length alone.
             if (
@@ -204,6 +202,7 @@ def _span_cut(span: SpanRecord) -> list[str]:
                 and len(value) <= _HIGH
                 and _at_limit(value)
             ):
+                owner = f"event {event.name} " if event is not None else ""
                 cut.append(f"{owner}{key} stops at {len(value.encode('utf-8'))} bytes")
     return cut
 
@@ -327,17 +326,29 @@ def _seq_problems(records: Sequence[EpochRecord]) -> dict[int, list[str]]:
     to the one holding the number just above. A run with an epoch number missing blames the
     missing span (its children find it); otherwise a neighbour that reports dropped events is
     blamed, else both neighbours (either may have lost it, and neither can be cleared)."""
-    owners: dict[int, list[int]] = {}
+    # The record holding each number, and every record holding a number held more than once
+    # (one number a commit: no list per number, a run's record holds thousands).
+    first: dict[int, int] = {}
+    again: dict[int, set[int]] = {}
     for index, record in enumerate(records):
-        for commit in record.commits:
-            owners.setdefault(commit.seq, []).append(index)
+        last = None
+        for commit in record.commits:  # in seq order
+            held = first.setdefault(commit.seq, index)
+            if held != index or commit.seq == last:
+                again.setdefault(commit.seq, {held}).add(index)
+            last = commit.seq
     out: dict[int, list[str]] = {}
-    for seq, holders in owners.items():
-        if len(holders) > 1:
-            for index in set(holders):
-                out.setdefault(index, []).append(f"commit seq {seq} appears more than once")
-    if not owners:
+    for seq in first:
+        for index in again.get(seq, ()):
+            out.setdefault(index, []).append(f"commit seq {seq} appears more than once")
+    if not first:
         return out
+
+    def holders(seq: int) -> set[int]:
+        if seq in again:
+            return set(again[seq])
+        return {first[seq]} if seq in first else set()
+
     numbers = {r.epoch for r in records}
     spans_missing = len(numbers) < max(numbers)
     ranges = [
@@ -345,11 +356,11 @@ def _seq_problems(records: Sequence[EpochRecord]) -> dict[int, list[str]]:
         for r in records
     ]
     previous = 0
-    for seq in sorted(owners):
+    for seq in sorted(first):
         if seq > previous + 1:
             low, high = previous + 1, seq - 1
             text = f"commit seq {low}" if low == high else f"commit seqs {low}-{high}"
-            blamed = set(owners.get(previous, ())) | set(owners[seq])
+            blamed = holders(previous) | holders(seq)
             blamed |= {i for i, r in enumerate(ranges) if r and r[0] < low and r[1] > high}
             # A span that reports dropped events and holds none of the numbers nearby is a
             # suspect too: it may have lost all of its commits.

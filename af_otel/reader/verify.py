@@ -26,7 +26,6 @@ from af_otel import names
 from af_otel.canonical import canonical_json, receipt_hash
 from af_otel.errors import ReaderError
 from af_otel.model import FrozenDict, forced_tool
-from af_otel.model.prefix import common_prefix
 from af_otel.reader.arguments import first_of, only
 from af_otel.reader.fold import ChainedTuple
 from af_otel.reader.gaps import Gap, covers
@@ -113,7 +112,7 @@ class _State:
     def most_kept(self, basis: Sequence[str]) -> int:
         """The leading entries this epoch has in common with ``basis``."""
         if basis is not self.before:
-            return common_prefix(tuple(self.entries), tuple(basis))
+            return ChainedTuple.common_prefix(self.entries, basis)
         most, end = self.shared, min(len(self.entries), len(basis))
         while most < end and self.entries[most] == basis[most]:
             most += 1

@@ -22,7 +22,6 @@ from af_otel.errors import CanonicalJSONError
 from af_otel.model import FrozenDict, Request, sealed_reasoning
 from af_otel.model.fields import order_fields
 from af_otel.model.gap_rules import request_gaps, sealed_messages
-from af_otel.model.prefix import common_prefix
 from af_otel.model.request import REQUEST_KEYS, normalize_params
 from af_otel.reader.arguments import spans_only
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
@@ -91,13 +90,11 @@ class RunContext:
         found = self.memo.get(key)
         if found is not None and found[0] is new and found[1] is old:
             return int(found[2])
-        # A chain built on ``old``, or a list the fold says it only appended to, starts with all
-        # of ``old``: no need to compare.
-        built_on = isinstance(new, ChainedTuple) and new.head is old
-        if built_on or (extends and len(new) >= len(old)):
+        # A list the fold says it only appended to starts with all of ``old``: no need to compare.
+        if extends and len(new) >= len(old):
             shared = len(old)
         else:
-            shared = common_prefix(tuple(new), tuple(old))
+            shared = ChainedTuple.common_prefix(new, old)
         self.memo[key] = (new, old, shared)
         return shared
 

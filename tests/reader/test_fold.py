@@ -234,32 +234,78 @@ def test_a_tree_with_a_parent_after_its_child_is_refused() -> None:
 # -- ChainedTuple ----------------------------------------------------------------------------
 
 
-@given(st.lists(st.lists(st.integers(), max_size=4), max_size=40), st.integers(-60, 60))
-@settings(max_examples=100, deadline=None)
-def test_a_chain_reads_exactly_like_the_tuple_it_stands_for(
-    parts: list[list[int]], index: int
-) -> None:
-    """Length, indexing (negative too), slices, iteration, equality and hash agree with the tuple
-    built by concatenation, however many links (flattening included)."""
-    chain: Any = ()
-    flat: tuple[int, ...] = ()
+def _chain_of(parts: list[list[int]], start: Any = ()) -> Any:
+    chain: Any = start
     for part in parts:
         chain = ChainedTuple.extend(chain, tuple(part))
-        flat += tuple(part)
+    return chain
+
+
+def _depth(chain: Any) -> int:
+    depth = 0
+    while isinstance(chain, ChainedTuple):
+        depth, chain = depth + 1, chain.head
+    return depth
+
+
+@given(
+    st.lists(st.lists(st.integers(), max_size=4), max_size=80),
+    st.integers(-100, 100),
+    st.integers(-100, 100),
+    st.integers(-100, 100),
+    st.sampled_from([None, 1, 2, 3, -1, -2]),
+)
+@settings(max_examples=200, deadline=None)
+def test_a_chain_reads_exactly_like_the_tuple_it_stands_for(
+    parts: list[list[int]], index: int, start: int, stop: int, step: int | None
+) -> None:
+    """Length, indexing (negative too), slices of every kind, iteration, equality and hash agree
+    with the tuple built by concatenation, however the tails were merged."""
+    chain = _chain_of(parts)
+    flat = tuple(item for part in parts for item in part)
     assert len(chain) == len(flat)
     assert tuple(chain) == flat
+    assert list(chain) == list(flat)
     assert chain == flat
     assert flat == chain
     assert hash(chain) == hash(flat)
+    assert chain != (*flat, 0)
     if -len(flat) <= index < len(flat):
         assert chain[index] == flat[index]
     else:
         with pytest.raises(IndexError):
             chain[index]
-    assert chain[2:] == flat[2:]
-    assert chain[len(flat) - 3 :] == flat[len(flat) - 3 :]
-    assert chain[::2] == flat[::2]
-    assert list(chain) == list(flat)
+    assert chain[start:stop:step] == flat[start:stop:step]
+    assert chain[start:] == flat[start:]
+    assert chain[:stop] == flat[:stop]
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 3), max_size=3), max_size=40),
+    st.lists(st.lists(st.integers(0, 3), max_size=3), max_size=20),
+    st.lists(st.lists(st.integers(0, 3), max_size=3), max_size=20),
+)
+@settings(max_examples=200, deadline=None)
+def test_chains_that_branch_stay_exact_and_share_their_trunk(
+    trunk: list[list[int]], left: list[list[int]], right: list[list[int]]
+) -> None:
+    """Two chains extending one trunk (an epoch's two children) each equal their tuple, compare
+    with each other as tuples do, and `ChainedTuple.common_prefix` gives the tuples' common
+    prefix: at least the whole trunk, which they hold by reference."""
+    base = _chain_of(trunk)
+    one, two = _chain_of(left, base), _chain_of(right, base)
+    flat_one, flat_two = tuple(one), tuple(two)
+    assert flat_one == tuple(item for part in trunk + left for item in part)
+    assert flat_two == tuple(item for part in trunk + right for item in part)
+    assert (one == two) == (flat_one == flat_two)
+    assert (one == base) == (flat_one == tuple(base))
+    expected = next(
+        (i for i, (a, b) in enumerate(zip(flat_one, flat_two, strict=False)) if a != b),
+        min(len(flat_one), len(flat_two)),
+    )
+    assert ChainedTuple.common_prefix(one, two) == expected
+    assert ChainedTuple.common_prefix(two, flat_one) == expected
+    assert ChainedTuple.common_prefix(one, base) == len(base)
 
 
 def test_a_chain_is_immutable_and_shares_its_head() -> None:
@@ -279,21 +325,26 @@ def test_a_chain_is_immutable_and_shares_its_head() -> None:
     assert (0,) + chain == (0, 1, 2, 3, 4)  # noqa: RUF005
 
 
-def test_a_long_chain_is_flattened_so_reads_stay_short() -> None:
-    """After `FLATTEN_DEPTH` links the earlier list is copied once, bounding every lookup."""
+def test_a_long_chain_stays_shallow_and_copies_each_item_a_few_times() -> None:
+    """Tails merge as a binary counter carries: after m extensions the chain is as many links
+    deep as m has one bits, and no item was copied more than log2(m) times (copying the earlier
+    list every few links copies the run's history once per few epochs: the square of it)."""
+    copies = [0] * 1024
     chain: Any = (0,)
-    for step in range(1, 100):
+    for step in range(1, 1024):
         chain = ChainedTuple.extend(chain, (step,))
-        depth, node = 0, chain
-        while isinstance(node, ChainedTuple):
-            depth, node = depth + 1, node.head
-        assert depth <= ChainedTuple.FLATTEN_DEPTH
+        assert _depth(chain) == bin(step).count("1")
+        for item in chain[len(chain.head) : -1]:  # copied into the new tail by its merges
+            copies[item] += 1
+    assert max(copies) <= 10
+    assert tuple(chain) == tuple(range(1024))
     assert chain[0] == 0
-    assert chain[99] == 99
+    assert chain[1023] == 1023
 
 
 def test_the_fold_shares_appended_lists_between_epochs() -> None:
-    """An epoch that appended holds its parent's list by reference, not a copy."""
+    """An epoch that appended holds its parent's list by reference, not a copy (or, when its
+    tail merged with its parent's, the list its parent's tail follows)."""
     commits = {e: [Commit(e, "messages", "append", (e,))] for e in range(1, 4)}
     fold = KeyedFold({"messages": ("base",)}, chain(3), commits)
     second, third = fold.value_at("messages", 2), fold.value_at("messages", 3)
