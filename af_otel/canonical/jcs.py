@@ -97,6 +97,44 @@ class _Found(enum.Enum):
 _PLAIN: Final = frozenset({dict, list, tuple, str, int, bool, float, type(None)})
 
 
+# Containers `_scan_small` walks in Python before the level-at-a-time walk is the cheaper one.
+_SMALL: Final = 48
+
+
+def _bare_mapping(kind: type) -> bool:
+    """A dict, or a subclass that adds no storage to its instances (no slots, no ``__dict__``:
+    its instance is as large as a dict, like the request model's frozen dict), so its items are
+    all it holds."""
+    return kind is dict or (issubclass(kind, dict) and kind.__basicsize__ == dict.__basicsize__)
+
+
+def _scan_small(value: object) -> _Found | None:
+    """`_scan` for a small tree of plain JSON types (dicts as `_bare_mapping` says), walked in
+    Python: a message or a tool schema, where the level-at-a-time walk costs more than the walk.
+    None for a larger tree or any other type: `_scan` then decides."""
+    stack: list[Any] = [value]
+    floats = False
+    containers = 0
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is float:
+            floats = True
+            continue
+        containers += 1
+        if containers > _SMALL:
+            return None
+        if kind is list or kind is tuple:
+            stack.extend(item)
+        elif _bare_mapping(kind):
+            stack.extend(dict.values(item))
+        else:
+            return None
+    return _Found.FLOATS if floats else _Found.NOTHING
+
+
 def _scan(value: object) -> _Found:
     """Which kinds of value orjson wrote (only called after it succeeded: no cycles, at most
     `MAX_DEPTH` levels, only types it knows).
@@ -106,6 +144,12 @@ def _scan(value: object) -> _Found:
     A Python loop over every value would cost several times orjson's own time on a 1,000-row
     tool result.
     """
+    small = _scan_small(value)
+    return small if small is not None else _scan_levels(value)
+
+
+def _scan_levels(value: object) -> _Found:
+    """`_scan` one level of the tree at a time (see there)."""
     level: list[Any] = [value]
     floats = False
     for _ in range(MAX_DEPTH + 2):

@@ -23,7 +23,15 @@ from hypothesis import strategies as st
 
 from af_otel import CanonicalJSONError, canonical_json
 from af_otel.canonical import fix_surrogates, format_number
-from af_otel.canonical.jcs import MAX_DEPTH, _exact
+from af_otel.canonical.jcs import (
+    _FAST_OPTIONS,
+    MAX_DEPTH,
+    _exact,
+    _refuse,
+    _scan_levels,
+    _scan_small,
+)
+from af_otel.model import FrozenDict
 
 GOLDEN = Path(__file__).parent / "golden"
 SAFE_INT = 2**53 - 1
@@ -339,6 +347,43 @@ anything = st.recursive(
 )
 
 
+class _Bare(dict[str, Any]):
+    __slots__ = ()
+
+
+class _Slotted(dict[str, Any]):
+    __slots__ = ("extra",)
+
+
+class _WithDict(dict[str, Any]):
+    pass
+
+
+def _mapping(items: dict[str, Any], kind: type, extra: object) -> dict[str, Any]:
+    made = kind(items)
+    if kind in (_Slotted, _WithDict):
+        made.extra = extra
+    return made
+
+
+# Trees whose mappings are dicts, the request model's frozen dict, and dict subclasses that do
+# (or do not) hold more than their items; with long lists, so both walks of `_scan` are taken.
+mapped_values = st.recursive(
+    st.one_of(_scalars, st.sampled_from([Color.RED, Color.HALF, Text("t"), uuid.UUID(int=5)])),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=60),
+        st.tuples(inner, inner),
+        st.builds(
+            _mapping,
+            st.dictionaries(_text, inner, max_size=4),
+            st.sampled_from([dict, FrozenDict, _Bare, _Slotted, _WithDict]),
+            st.one_of(_floats, st.just(object())),
+        ),
+    ),
+    max_leaves=80,
+)
+
+
 def _outcome(write: Any, value: object) -> bytes | str:
     try:
         out: bytes = write(value)
@@ -381,6 +426,20 @@ class TestProperties:
     @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
     def test_fast_and_exact_paths_agree(self, value: Any) -> None:
         """The orjson fast path and the exact path give the same bytes or both refuse."""
+        assert _outcome(canonical_json, value) == _outcome(_exact, value)
+
+    @given(value=mapped_values)
+    @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+    def test_the_small_walk_agrees_with_the_level_walk(self, value: Any) -> None:
+        """Where the Python walk answers, the level-at-a-time walk says the same; the bytes are
+        the exact path's either way."""
+        try:
+            orjson.dumps(value, default=_refuse, option=_FAST_OPTIONS)
+        except orjson.JSONEncodeError:
+            return  # `_scan` runs only on what orjson wrote
+        small = _scan_small(value)
+        if small is not None:
+            assert small is _scan_levels(value)
         assert _outcome(canonical_json, value) == _outcome(_exact, value)
 
     @given(value=anything)
