@@ -164,7 +164,10 @@ def _double(value: object, what: str) -> float:
     if isinstance(value, bool):
         raise Problem(f"{what} must be a number, got a bool")
     if isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer past a double's range
+            raise Problem(f"{what} is a number beyond a double's range") from None
     if isinstance(value, str):
         if value in _NON_FINITE:
             return _NON_FINITE[value]

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 
+from af_otel.errors import SourceError
 from af_otel.reader.records import SpanKind, SpanRecord, StatusCode
 from af_otel.reader.sources import read_spans
 
@@ -164,3 +165,10 @@ def test_an_all_zero_parent_is_no_parent() -> None:
         doc = copy.deepcopy(BASE)
         doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["parentSpanId"] = parent
         assert _one(doc).parent_span_id is None
+
+
+def test_a_double_past_its_range_is_a_named_error() -> None:
+    """An integer too large for a double (a hand-edited or hostile file) fails with the
+    attribute's name, not an OverflowError."""
+    with pytest.raises(SourceError, match=r"'v' is a number beyond a double's range"):
+        _one(_with_value({"doubleValue": 10**400}))
