@@ -158,9 +158,8 @@ def test_each_epoch_shows_verdict_gaps_and_changes(store: Store) -> None:
     assert 'id="run-1-e2-m2"' in second
 
 
-def test_a_damaged_epoch_names_its_first_difference(store: Store) -> None:
-    """The report of an edited recording shows the damaged badge and the field and message."""
-    spans = hostile_run(store)
+def _report_with_epoch_2_edited(spans: Any, store: Store) -> str:
+    """The report of the recording with the last message epoch 2 committed edited."""
     span = span_of(spans, 2, HOSTILE)
 
     def edit(event: Any) -> Any:
@@ -171,7 +170,13 @@ def test_a_damaged_epoch_names_its_first_difference(store: Store) -> None:
         return event_with(event, af__commit__value=json.dumps(payload))
 
     views = served_views(replace_span(spans, span, edit_events(span, edit)), store=store)
-    page = render_report(views, [verify(v) for v in views])
+    return render_report(views, [verify(v) for v in views])
+
+
+def test_a_damaged_epoch_names_its_first_difference(store: Store) -> None:
+    """The report of an edited recording shows the damaged badge and the field and message."""
+    spans = hostile_run(store)
+    page = _report_with_epoch_2_edited(spans, store)
     assert 'data-verdict="damaged"' in page
     assert "First difference: messages.added, message 2 (looks altered)." in page
 
@@ -234,17 +239,7 @@ def test_each_epoch_shows_its_digest_and_the_hashes_that_matched(store: Store) -
     assert first.count("class='ok'>matches") == 5
     assert "differs" not in first
 
-    span = span_of(spans, 2, HOSTILE)
-
-    def edit(event: Any) -> Any:
-        if event.attributes.get(names.COMMIT_KEY) != "messages":
-            return event
-        payload = json.loads(event.attributes[names.COMMIT_VALUE])
-        payload[-1]["parts"][0]["content"] = "edited"
-        return event_with(event, af__commit__value=json.dumps(payload))
-
-    views = served_views(replace_span(spans, span, edit_events(span, edit)), store=store)
-    page = render_report(views, [verify(v) for v in views])
+    page = _report_with_epoch_2_edited(spans, store)
     second = page[page.index('data-epoch="2"') : page.index('data-epoch="3"')]
     row = second[second.index('data-hash="messages.added"') :]
     assert row.index("differs") < row.index("</tr>")

@@ -222,6 +222,18 @@ _AF_NAMES: Final = {
 }
 
 
+def unnamed_differences(
+    found: tuple[Difference, ...], gaps: tuple[tuple[str, str], ...], status: VerdictStatus
+) -> tuple[Difference, ...]:
+    """The differences from the wire that no gap names (`names_field`), where the verdict is not
+    `verified` (a verified epoch's differences are all overclaims)."""
+    if status == VerdictStatus.VERIFIED:
+        return ()
+    return tuple(
+        d for d in found if not any(names_field(k, detail, d.field, d.aspect) for k, detail in gaps)
+    )
+
+
 def names_field(kind: str, detail: str, name: str, aspect: str = "") -> bool:
     """Whether a gap of ``kind`` with ``detail`` names the difference in view field ``name``
     (``params.seed``, or ``messages`` with an ``aspect``): the gap must cover the field, and if
@@ -321,13 +333,7 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
         wire = from_wire(request.path, request.body)
         found = tuple(differences(wire, from_view(view)))
         gaps = tuple((g.kind, g.detail) for g in view.gaps)
-        unnamed = ()
-        if verdict.status != VerdictStatus.VERIFIED:
-            unnamed = tuple(
-                d
-                for d in found
-                if not any(names_field(k, detail, d.field, d.aspect) for k, detail in gaps)
-            )
+        unnamed = unnamed_differences(found, gaps, verdict.status)
         receipt = view.receipt
         epochs.append(
             Epoch(

@@ -21,7 +21,7 @@ import pytest
 import af_otel
 from af_otel.reader.verify import VerdictStatus
 from tests.wire.convert import Comparable, Difference, _choice, differences, from_view
-from tests.wire.harness import _GENAI_CONTENT, Scenario, names_field, run_agent
+from tests.wire.harness import _GENAI_CONTENT, Scenario, run_agent, unnamed_differences
 from tests.wire.responses_server import Seen, input_items
 from tests.wire.server import WireServer
 
@@ -218,13 +218,7 @@ def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
         found = tuple(compare(full, only, served, wire.body.get("tools") or (), view.tools))
         verdict = af_otel.verify(view)
         gaps = tuple((g.kind, g.detail) for g in view.gaps)
-        unnamed = ()
-        if verdict.status != VerdictStatus.VERIFIED:
-            unnamed = tuple(
-                d
-                for d in found
-                if not any(names_field(k, detail, d.field, d.aspect) for k, detail in gaps)
-            )
+        unnamed = unnamed_differences(found, gaps, verdict.status)
         epochs.append(
             Epoch(
                 view.epoch,
