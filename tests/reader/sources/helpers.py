@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from urllib.parse import urlsplit
 
-from af_otel.reader.records import AttrValue, SpanRecord
+from af_otel.reader.records import AttrValue, EventRecord, SpanRecord
 from af_otel.reader.sources import ARRAY_KEYS, read_spans
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -61,13 +61,21 @@ def as_jaeger_v1_sees_it(record: SpanRecord) -> SpanRecord:
         attributes=_arrays_as_text(record.attributes),
         dropped_attributes_count=0,
         dropped_events_count=0,
-        events=tuple(
-            dataclasses.replace(
-                e, attributes=_arrays_as_text(e.attributes), dropped_attributes_count=0
-            )
-            for e in record.events
-        ),
+        events=tuple(_event_as_jaeger_v1_sees_it(e) for e in record.events),
     )
+
+
+def _event_as_jaeger_v1_sees_it(event: EventRecord) -> EventRecord:
+    """An event as a Jaeger log: the translator writes the name as the field ``event`` only when
+    no attribute has that key, so such an attribute stands in for the name (a string is read as
+    the name, anything else stays an attribute beside no name)."""
+    attributes = _arrays_as_text(event.attributes)
+    name = event.name
+    if "event" in attributes:
+        name = ""
+        if isinstance(attributes["event"], str):
+            name = str(attributes.pop("event"))
+    return dataclasses.replace(event, name=name, attributes=attributes, dropped_attributes_count=0)
 
 
 def _arrays_as_text(attributes: Mapping[str, AttrValue]) -> dict[str, AttrValue]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from af_otel import names
 from af_otel.errors import SourceError, TraceNotFoundError, UnknownFormatError
@@ -24,6 +24,7 @@ V1: dict[str, Any] = orjson.loads((FIXTURES / "jaeger-v1.json").read_bytes())
 
 
 @given(attributes=attribute_maps)
+@example(attributes={"event": ""})  # an attribute in the field that carries the event's name
 @SETTINGS
 def test_attributes_round_trip_through_the_ui_json(attributes: dict[str, Any]) -> None:
     """Scalars, binary and the af_otel arrays come back as they were; other arrays and maps as JSON text."""
