@@ -115,7 +115,7 @@ def _drop_none(mapping: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in mapping.items() if value is not None}
 
 
-def _each(value: object, where: str, read: Callable[[object, str], _T]) -> list[_T]:
+def each(value: object, where: str, read: Callable[[object, str], _T]) -> list[_T]:
     """``read`` over the items of the list ``value``. Reading is pure, so the items are read
     without naming each one's place, and read again, each named, only to say where one failed."""
     items = _items(value, where)
@@ -170,7 +170,7 @@ def read_message(
         given = [given]
     elif given is not None and not isinstance(given, list | tuple):
         _fail(f"{where}.{key}", "expected a string or a list of parts")
-    body: dict[str, Any] = {"role": role, "parts": _each(given, where + ".parts", part)}
+    body: dict[str, Any] = {"role": role, "parts": each(given, where + ".parts", part)}
     name = raw.get("name")
     if name is not None:
         if not isinstance(name, str):
@@ -179,9 +179,12 @@ def read_message(
     return body
 
 
-def normalize_message(message: object, where: str) -> FrozenDict:
-    """One chat message, normalized."""
-    body = read_message(message, where, normalize_part)
+def normalize_message(
+    message: object, where: str, part: Callable[[object, str], FrozenDict] = normalize_part
+) -> FrozenDict:
+    """One chat message, normalized (each part by ``part``: `normalize_part`, or a reader's
+    variant of it that also freezes the part's content)."""
+    body = read_message(message, where, part)
     body["role"] = _word(body["role"])
     body["parts"] = tuple(body["parts"])
     return FrozenDict(body)
@@ -218,7 +221,7 @@ def normalize_tool(tool: object, where: str) -> FrozenDict:
 def _system(value: object, part: Callable[[object, str], _T]) -> list[_T]:
     if isinstance(value, str):  # rule 4: one text part, none for an empty string
         value = [value] if value else []
-    return _each(value, "system", part)
+    return each(value, "system", part)
 
 
 def shape_request(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -228,9 +231,9 @@ def shape_request(data: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(_mapping(data, "request"))
     if "system" in out:
         out["system"] = _system(out["system"], read_part)
-    out["messages"] = _each(out.get("messages"), "messages", read_message)
+    out["messages"] = each(out.get("messages"), "messages", read_message)
     if "tools" in out:
-        out["tools"] = _each(out["tools"], "tools", read_tool)
+        out["tools"] = each(out["tools"], "tools", read_tool)
     return out
 
 
@@ -266,8 +269,8 @@ class Request:
         """Build from a GenAI-shaped dict; raises :class:`RequestShapeError` naming the field."""
         raw = _mapping(data, "request")
         system = tuple(_system(raw.get("system"), normalize_part))
-        messages = tuple(_each(raw.get("messages"), "messages", normalize_message))
-        tools = tuple(_each(raw.get("tools"), "tools", normalize_tool))
+        messages = tuple(each(raw.get("messages"), "messages", normalize_message))
+        tools = tuple(each(raw.get("tools"), "tools", normalize_tool))
         model = raw.get("model")
         provider = raw.get("provider")
         for name, value in (("model", model), ("provider", provider)):

@@ -25,7 +25,8 @@ import orjson
 from af_otel import names
 from af_otel.canonical import canonical_json
 from af_otel.errors import AfOtelError
-from af_otel.model.request import normalize_message, normalize_part, normalize_tool
+from af_otel.model import FrozenDict
+from af_otel.model.request import each, normalize_message, normalize_part, normalize_tool
 from af_otel.reader.fold import UNKNOWN, ChainedTuple, Commit, KeyedFold, freeze
 from af_otel.reader.records import AttrValue, SpanRecord
 from af_otel.store import Store
@@ -46,7 +47,23 @@ EMPTY_STATE: Final[Mapping[str, Any]] = MappingProxyType({"messages": ()})
 # Attribute sizes at which trace backends cut values by default (Tempo: 2,048 bytes). A value
 # that stops exactly there was probably cut, even when nothing else says so.
 BACKEND_LIMITS: Final = frozenset({2048})
-_ITEMS: Final = {"system": normalize_part, "messages": normalize_message, "tools": normalize_tool}
+
+
+# The request model's normalizers, with what they leave open (tool arguments and results, schemas)
+# frozen: a part as it is normalized, so a message is built once, not built and then rebuilt.
+def _frozen_part(part: object, where: str) -> FrozenDict:
+    return freeze(normalize_part(part, where))  # type: ignore[no-any-return]
+
+
+def _frozen_message(message: object, where: str) -> FrozenDict:
+    return normalize_message(message, where, _frozen_part)
+
+
+def _frozen_tool(tool: object, where: str) -> FrozenDict:
+    return freeze(normalize_tool(tool, where))  # type: ignore[no-any-return]
+
+
+_ITEMS: Final = {"system": _frozen_part, "messages": _frozen_message, "tools": _frozen_tool}
 _VERBS: Final[Mapping[str, names.CommitVerb]] = {verb: verb for verb in names.COMMIT_VERBS}
 
 
@@ -67,7 +84,7 @@ class Blobs:
         for index, raw in enumerate(load_items(store, items, self.fetched)):
             found = self.normal.get(id(raw))
             if found is None or found[0] is not raw:
-                found = (raw, freeze(normalize_message(raw, f"{where}: messages[{index}]")))
+                found = (raw, _frozen_message(raw, f"{where}: messages[{index}]"))
                 self.normal[id(raw)] = found
             out.append(found[1])
         return tuple(out)
@@ -150,9 +167,7 @@ def normalize_value(key: str, value: Any, where: str) -> Any:
         return freeze(value)
     if not isinstance(value, list | tuple):
         raise _Bad(f"{where}: {key} must be a list, got {type(value).__name__}")
-    # Normalize the decoded items, then freeze what normalizing left open (tool arguments,
-    # schemas): one pass over each message, not a copy before and another after.
-    return tuple(freeze(item(v, f"{where}: {key}[{i}]")) for i, v in enumerate(value))
+    return tuple(each(value, f"{where}: {key}", item))
 
 
 class _Bad(Exception):
@@ -227,8 +242,9 @@ def _decode_commit(
     size = _int(attrs.get(names.COMMIT_BYTES))
     payload: Any
     if isinstance(value, str):
-        written = len(value.encode("utf-8"))
-        if size is not None and written < size:
+        # UTF-8 takes at least a byte a character: only a value shorter than its size is measured.
+        if size is not None and len(value) < size and len(value.encode("utf-8")) < size:
+            written = len(value.encode("utf-8"))
             raise _Bad(f"{where}: commit {seq} value was cut ({written} of {size} bytes)")
         try:
             payload = orjson.loads(value)

@@ -464,7 +464,9 @@ def _run_views(
         extends = fold.extends_parent("messages", epoch)
         shared = context.shared_prefix(messages, before[0], extends=extends) if before else 0
         kept = tuple(i for i in before[1] if i < shared) if before else ()
-        added = tuple(i for i in range(shared, len(messages)) if sealed_reasoning(messages[i]))
+        added = tuple(
+            i for i, message in enumerate(messages[shared:], shared) if sealed_reasoning(message)
+        )
         scans[epoch] = (messages, kept + added)
         return bool(kept or added)
 
@@ -559,8 +561,8 @@ def model_turns(messages: Sequence[Mapping[str, Any]], start: int = 0) -> list[i
     after new input is."""
     starts: list[int] = []
     fresh = True
-    for index in range(start, len(messages)):
-        message = messages[index]
+    # One slice, not an index per message: a fold's list is a chain that an index walks down.
+    for index, message in enumerate(messages[start:], start):
         if message.get("role") in _MODEL_ROLES:
             if fresh:
                 starts.append(index)
