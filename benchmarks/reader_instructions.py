@@ -1,0 +1,110 @@
+"""The keyed reader's work in machine instructions at 100 and 1,000 turns, counted by Valgrind.
+
+`benchmarks/reader.py` times the reader; time also counts the memory the work waits for, which
+grows with the heap (a 1,000-turn run's messages no longer fit in the caches, and the garbage
+collector walks more of them). Instructions count the work alone, so their ratio says whether
+the reader's own work is linear. Needs ``valgrind`` on PATH (Debian's ``valgrind`` package); not
+run by ``make bench`` (it takes several minutes). Prints the ratio with the collector on and off.
+
+Each run is built once here and written to a temporary file; Valgrind runs a child that loads
+it, reads it ``reads`` times, and the same child reading it zero times: the difference is the
+reads' instructions alone.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import reader as bench
+
+from af_otel.store import LocalStore
+
+VALGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
+CHILD = """
+import gc, pickle, sys
+sys.path.insert(0, {bench_dir!r})
+import reader as bench
+from af_otel.reader.records import EventRecord, SpanRecord
+from af_otel.store import LocalStore
+store = LocalStore({store!r})
+with open({spans!r}, "rb") as stream:
+    rows = pickle.load(stream)
+spans = tuple(
+    SpanRecord(*row[:8], tuple(EventRecord(*event) for event in row[8]), row[9]) for row in rows
+)
+bench.keyed_reader(spans, store)  # imports and first-call work, in both counts alike
+for _ in range({reads}):
+    gc.collect()
+    if {collector_off}:
+        gc.disable()
+    bench.keyed_reader(spans, store)
+    gc.enable()
+"""
+
+
+def instructions(script: str) -> int:
+    done = subprocess.run(
+        [*VALGRIND, sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"valgrind printed no instruction count:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def per_read(directory: Path, turns: int, reads: int, collector_off: bool) -> float:
+    store = directory / f"store-{turns}"
+    spans = directory / f"spans-{turns}.pickle"
+    if not spans.exists():
+        built = bench.build_run(turns, LocalStore(store))
+        rows = [
+            (
+                *(s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_ns, s.end_ns),
+                dict(s.attributes),
+                [(e.name, e.time_ns, dict(e.attributes)) for e in s.events],
+                dict(s.resource),
+            )
+            for s in built
+        ]
+        spans.write_bytes(pickle.dumps(rows))
+    fields = {
+        "bench_dir": str(Path(__file__).parent),
+        "store": str(store),
+        "spans": str(spans),
+        "collector_off": collector_off,
+    }
+    base = instructions(CHILD.format(reads=0, **fields))
+    return (instructions(CHILD.format(reads=reads, **fields)) - base) / reads
+
+
+def main() -> int:
+    if shutil.which("valgrind") is None:
+        print("needs valgrind on PATH (apt-get install valgrind)")
+        return 2
+    print("af_otel keyed reader: instructions per read (Valgrind), 1,000 turns vs 100")
+    with tempfile.TemporaryDirectory() as name:
+        directory = Path(name)
+        for collector_off in (False, True):
+            small = per_read(directory, 100, 10, collector_off)
+            large = per_read(directory, 1000, 1, collector_off)
+            label = "collector off" if collector_off else "collector on "
+            print(
+                f"  {label}: 100 turns {small / 1e6:8.1f} M, 1,000 turns {large / 1e6:8.1f} M:"
+                f" {large / small:.2f}x"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
