@@ -286,10 +286,6 @@ class RunTable:
             self._expire(now)
             return run
 
-    def peek(self, run_id: str) -> RunState | None:
-        with self._lock:
-            return self._runs.get(run_id)
-
     def release(self, run_id: str) -> None:
         """Free a run whose root span ended (or whose `af_otel.run` block exited); a run with
         calls still open is freed when its last open call finishes."""
