@@ -21,10 +21,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
-import orjson
 from opentelemetry import trace
 
 from af_otel import names
+from af_otel.canonical import canonical_json
 from af_otel.model import Request
 from af_otel.processor.context import current_run, declare_base, run_entered
 from af_otel.processor.engine import CallFacts, Supplied, engine_for, live_engines
@@ -101,7 +101,7 @@ class LLMCall:
             message = {"role": "assistant", "parts": [{"type": "text", "content": content}]}
             if finish_reason is not None:
                 message["finish_reason"] = finish_reason
-            attributes["gen_ai.output.messages"] = _json([message])
+            attributes["gen_ai.output.messages"] = canonical_json([message]).decode()
         self.span.set_attributes(attributes)
 
 
@@ -187,13 +187,9 @@ def _mint(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -
 def _content(request: Mapping[str, Any]) -> dict[str, str]:
     """The GenAI content attributes of the call, written only when asked."""
     normalized = Request.from_dict(request).to_dict()
-    out = {"gen_ai.input.messages": _json(normalized["messages"])}
+    out = {"gen_ai.input.messages": canonical_json(normalized["messages"]).decode()}
     if "system" in normalized:
-        out["gen_ai.system_instructions"] = _json(normalized["system"])
+        out["gen_ai.system_instructions"] = canonical_json(normalized["system"]).decode()
     if "tools" in normalized:
-        out["gen_ai.tool.definitions"] = _json(normalized["tools"])
+        out["gen_ai.tool.definitions"] = canonical_json(normalized["tools"]).decode()
     return out
-
-
-def _json(value: Any) -> str:
-    return orjson.dumps(value).decode("utf-8")
