@@ -463,7 +463,7 @@ class Engine:
             run.started_empty = True
             return
         try:
-            state = commits.state_of(request)
+            state = request.to_dict()
             state["messages"] = self.items.put(store, state["messages"])
             address = store.put_json(state)
         except Exception as exc:
