@@ -121,10 +121,6 @@ class _Pending:
 class ReceiptDigests:
     """Run-scoped digest memo; thread-safe; pass one per agent (or let the processor keep one per run)."""
 
-    # Kept for callers that read it; system parts keep their canonical bytes at any size (the
-    # system-list preimage is re-assembled from them every call), other sequences keep none.
-    KEEP_BODY_LIMIT = 4096
-
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._run: tuple[str, bytes | None] | None = None
@@ -186,12 +182,11 @@ class ReceiptDigests:
         name: str,
         values: tuple[Any, ...],
         *,
-        keep_body: bool | None = None,
+        keep_body: bool,
     ) -> tuple[Piece, ...]:
         """Canonical size and hash of each value, reusing last call's piece at the same position
         when the value is the same JSON (`same_json`). ``keep_body`` keeps each piece's canonical
-        bytes: always (True), never (False), or when at most `KEEP_BODY_LIMIT` bytes (None)."""
-        limit: int | None = {None: self.KEEP_BODY_LIMIT, True: None, False: -1}[keep_body]
+        bytes (the system parts', whose list preimage is re-assembled from them every call)."""
         before = self._sequences.get(name, ())
         # The leading items that are last call's very objects keep their pieces, found at C speed.
         same = identical_prefix(list(map(_VALUE, before)), values) if before else 0
@@ -205,11 +200,11 @@ class ReceiptDigests:
                     continue
                 if same_json(old.value, value):
                     body = None
-                    if limit is None or old.size <= limit:
+                    if keep_body:
                         body = old.body if old.body is not None else hasher.canonical(value)
                     out.append(Piece(value, old.size, old.digest, body))
                     continue
-            out.append(make_piece(hasher, value, limit))
+            out.append(make_piece(hasher, value, keep_body))
         pieces = tuple(out)
         if self._pending is not None:
             self._pending.sequences[name] = pieces
@@ -283,11 +278,10 @@ class ReceiptDigests:
             return records + links + len(self._current) + len(self._previous)
 
 
-def make_piece(hasher: _Hasher, value: Any, keep_limit: int | None) -> Piece:
-    """Canonicalize and hash ``value``; keep its bytes when ``keep_limit`` is None or not exceeded."""
+def make_piece(hasher: _Hasher, value: Any, keep_body: bool) -> Piece:
+    """Canonicalize and hash ``value``, keeping its bytes if asked."""
     data = hasher.canonical(value)
-    keep = keep_limit is None or len(data) <= keep_limit
-    return Piece(value, len(data), hasher.hash_bytes(data), data if keep else None)
+    return Piece(value, len(data), hasher.hash_bytes(data), data if keep_body else None)
 
 
 def chain_start(hash_text: Callable[[str], str]) -> str:
