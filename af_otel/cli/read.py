@@ -250,7 +250,7 @@ def key_from_args(args: argparse.Namespace) -> bytes | None:
     return found
 
 
-def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
+def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, SpanStream]:
     """The records the arguments name, counted on a terminal by one progress line (a window's
     counts traces fetched, `_fetching`), where they come from, and the stream for its notes."""
     fail: Callable[[str], NoReturn] = args.source_parser.error  # usage, message, exit 2
@@ -355,19 +355,11 @@ def _fetching(stream: SpanStream, out: TextIO | None = None) -> Iterator[SpanRec
         progress.done()
 
 
-def _note_text(note: object) -> str:
-    for name in ("message", "text"):
-        text = getattr(note, name, None)
-        if isinstance(text, str):
-            return text
-    return str(note)
-
-
-def print_notes(stream: object, where: str, command: str) -> None:
+def print_notes(stream: SpanStream, where: str, command: str) -> None:
     """What the source reported about its own completeness (a partial trace, backend warnings,
     a cut response), one stderr line each: a verdict on a cut trace must not read as complete."""
-    for note in getattr(stream, "notes", ()):
-        print(f"af-otel {command}: {where}: {_note_text(note)}", file=sys.stderr)
+    for note in stream.notes:
+        print(f"af-otel {command}: {where}: {note}", file=sys.stderr)
 
 
 def _store_named(given: str | None) -> tuple[str, str | None]:
@@ -442,12 +434,12 @@ def load_views(args: argparse.Namespace) -> Loaded:
     spans, where, stream = _spans(args)
     records = tuple(spans)
     print_notes(stream, where, args.command)
-    skipped = getattr(stream, "skipped_lines", 0) + getattr(stream, "skipped_spans", 0)
+    skipped = stream.skipped
     if skipped:
         print(
             f"af-otel: skipped {skipped} unreadable line(s) or span(s) in {where}", file=sys.stderr
         )
-        for problem in getattr(stream, "problems", [])[:5]:
+        for problem in stream.problems[:5]:
             print(f"  {problem}", file=sys.stderr)
     store = open_checked_store(
         args.store,
@@ -477,7 +469,7 @@ def load_views(args: argparse.Namespace) -> Loaded:
             raise ReaderError(
                 f"no epoch {args.epoch} in {where}" + (f" run {args.run!r}" if args.run else "")
             )
-    return Loaded(views, records, where, store, tuple(getattr(stream, "notes", ())))
+    return Loaded(views, records, where, store, tuple(stream.notes))
 
 
 def verify_all(views: Sequence[ServedView], key: bytes | None) -> list[Verdict]:
@@ -716,11 +708,9 @@ def verify_command(args: argparse.Namespace) -> int:
 
 def _verdict_line(verdict: Verdict) -> str:
     line = f"{verdict.run_id} epoch {verdict.epoch}: {verdict.status.value}"
-    if verdict.status is VerdictStatus.DAMAGED:
-        return f"{line} — {verdict.reason}"
-    if verdict.status is VerdictStatus.RECONSTRUCTED:
-        return f"{line} — {verdict.reason}"
-    return line
+    if verdict.status is VerdictStatus.VERIFIED:
+        return line
+    return f"{line} — {verdict.reason}"
 
 
 def gaps_command(args: argparse.Namespace) -> int:
