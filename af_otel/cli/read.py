@@ -54,6 +54,7 @@ __all__ = [
     "key_from_args",
     "open_checked_store",
     "register",
+    "verdicts_or_none",
 ]
 
 EXIT_OK: Final = 0
@@ -648,7 +649,7 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
 
 def served_command(args: argparse.Namespace) -> int:
     loaded = load_views(args)
-    verdicts = _verdicts_or_none(loaded.views, key_from_args(args))
+    verdicts = verdicts_or_none(loaded.views, key_from_args(args))
     for view, verdict in zip(loaded.views, verdicts, strict=True):
         if args.json:
             sys.stdout.write(_json_line(view_json(view, verdict)) + "\n")
@@ -657,7 +658,7 @@ def served_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _verdicts_or_none(views: Sequence[ServedView], key: bytes | None) -> list[Verdict | None]:
+def verdicts_or_none(views: Sequence[ServedView], key: bytes | None) -> list[Verdict | None]:
     """Verdicts where they can be had: a keyed receipt without its key is left unchecked."""
     out: list[Verdict | None] = []
     for view in views:
@@ -758,7 +759,7 @@ def gaps_command(args: argparse.Namespace) -> int:
 def report_command(args: argparse.Namespace) -> int:
     loaded = load_views(args)
     views = loaded.views
-    verdicts = _verdicts_or_none(views, key_from_args(args))
+    verdicts = verdicts_or_none(views, key_from_args(args))
     page = render_report(views, verdicts, title=args.title, source=loaded.where, notes=loaded.notes)
     output = Path(args.output)
     output.write_text(page, encoding="utf-8")
