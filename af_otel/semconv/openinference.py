@@ -18,6 +18,7 @@ from af_otel.semconv.adapted import (
 from af_otel.semconv.builders import (
     Absent,
     Part,
+    content_text,
     content_value,
     flat_message,
     flat_tool,
@@ -197,11 +198,7 @@ def _prompt(fields: dict[str, object]) -> dict[str, JsonValue]:
 
 
 def _text(value: object) -> Part:
-    refuse_placeholder(value)
-    content = text(value)
-    if content is None:
-        raise unreadable()
-    return {"type": "text", "content": content}
+    return {"type": "text", "content": content_text(value)}
 
 
 def _repeats_a_call(entry: dict[str, object]) -> bool:
@@ -238,12 +235,7 @@ def _content(entry: dict[str, object]) -> Part:
     if kind == "reasoning":
         return _reasoning(entry)
     if kind == "image":
-        url = entry.get(CONTENT_PREFIX + "image.image.url")
-        refuse_placeholder(url)
-        found = text(url)
-        if found is None:
-            raise unreadable()
-        return media_part(found)
+        return media_part(content_text(entry.get(CONTENT_PREFIX + "image.image.url")))
     if kind is None:
         raise unreadable()
     part: Part = {"type": kind}
