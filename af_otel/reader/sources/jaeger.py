@@ -43,7 +43,7 @@ from af_otel.reader.sources.fetch import (
 )
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
-from af_otel.reader.sources.window import Window
+from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT, Window
 
 if TYPE_CHECKING:
     from af_otel.reader.records import AttrValue
@@ -55,9 +55,6 @@ __all__ = [
     "jaeger_v1_records",
     "jaeger_v3_records",
 ]
-
-# Traces one search may return; reaching it is noted as a truncation (narrow the window).
-DEFAULT_SEARCH_LIMIT: Final = 1000
 
 # The af_otel attributes that are string arrays on the span (docs/receipt-spec.md §4); Jaeger
 # shows them as JSON text and the reader turns them back.
