@@ -127,12 +127,8 @@ class TempoSource(ByTraceId):
                 f"{window} were not read (narrow the window or raise the limit)",
                 NoteKind.TRUNCATED,
             )
-        fetch = partial(_trace_for_window, self, lenient=lenient)
+        fetch = partial(self.trace, lenient=lenient)
         return stream.feed(fetch_each(ids, fetch, stream, workers=workers))
-
-
-def _trace_for_window(source: TempoSource, trace_id: str, *, lenient: bool) -> SpanStream:
-    return source.trace(trace_id, lenient=lenient)
 
 
 def _search_ids(body: Mapping[str, object], url: str) -> list[str]:
