@@ -118,14 +118,12 @@ def trace_run_id(trace_id: int) -> str:
 class Engine:
     """Run table plus settings; thread-safe. One per processor or exporter (and one default)."""
 
-    def __init__(
-        self, settings: Settings, runs: RunTable | None = None, *, deferred: bool = False
-    ) -> None:
+    def __init__(self, settings: Settings, *, deferred: bool = False) -> None:
         global _serial
         self.settings = settings
         # An exporter's engine sees calls after their `af_otel.run` block exited.
         self.deferred = deferred
-        self.runs = runs if runs is not None else RunTable(max_bytes=settings.run_table_bytes)
+        self.runs = RunTable(max_bytes=settings.run_table_bytes)
         self.items = StoredItems()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = threading.Lock()
@@ -391,16 +389,12 @@ class Engine:
             )
         events: list[tuple[str, dict[str, Any]]] = []
         mode = self.settings.write_mode(on_span)
-        if receipt.minted and request is not None:
+        minted = receipt.minted
+        if minted and request is not None:
             for change in commits.changes(parent_state, request, prefix=prefix):
                 seq = run.next_seq()
-                events.append(
-                    (
-                        names.COMMIT_EVENT,
-                        commits.event_attributes(change, seq, self.settings, mode, self.items),
-                    )
-                )
-        minted = receipt.minted
+                commit = commits.event_attributes(change, seq, self.settings, mode, self.items)
+                events.append((names.COMMIT_EVENT, commit))
         run.finish(
             facts.key,
             Finished(
