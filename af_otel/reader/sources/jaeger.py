@@ -30,6 +30,7 @@ from af_otel.reader.sources.decoders import (
     Problem,
     array_text,
     base64_text,
+    double_value,
     int_value,
     message_field,
 )
@@ -314,14 +315,7 @@ def _tag_value(key: str, vtype: object, value: object, what: str) -> AttrValue:
     if vtype == "int64":
         return int_value(value, where)  # strings outside the JS-safe range
     if vtype == "float64":
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise Problem(f"{where} must be a number")
+        return double_value(value, where)
     if vtype == "binary":
         return base64_text(value, where)
     raise Problem(f"{where} has unknown type {vtype!r}")
