@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, NoReturn, TextIO
+from typing import Any, Final, NoReturn, TextIO, TypeVar
 
 import orjson
 from opentelemetry import metrics
@@ -57,6 +57,7 @@ __all__ = [
     "verdicts_or_none",
 ]
 
+_T = TypeVar("_T")
 EXIT_OK: Final = 0
 EXIT_DAMAGED: Final = 1
 EXIT_ERROR: Final = 2
@@ -104,16 +105,14 @@ class Progress:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
 
-
-def _counted(spans: Iterable[SpanRecord]) -> Iterator[SpanRecord]:
-    """The records of a file or of one trace, with a count of spans read on a terminal."""
-    progress = Progress("reading spans")
-    try:
-        for index, span in enumerate(spans, start=1):
-            progress.tick(index)
-            yield span
-    finally:
-        progress.done()
+    def over(self, items: Iterable[_T], total: int | None = None) -> Iterator[_T]:
+        """``items``, counted as they are handed on (``total``: how many there are, if known)."""
+        try:
+            for index, item in enumerate(items, start=1):
+                yield item
+                self.tick(index, total)
+        finally:
+            self.done()
 
 
 # -- arguments ---------------------------------------------------------------------------------
@@ -274,7 +273,7 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, SpanStr
                 "give a FILE to read, or --tempo/--jaeger/--phoenix URL with --trace ID or --since"
             )
         stream = read_spans(args.file, lenient=args.lenient)
-        return _counted(stream), args.file, stream
+        return Progress("reading spans").over(stream), args.file, stream
     if args.file:
         fail(f"give a FILE or --{backend} URL, not both")
     if args.trace and window is not None:
@@ -284,7 +283,7 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, SpanStr
     source = backend_source(args, backend)
     if args.trace:
         stream = source.trace(args.trace, lenient=args.lenient)
-        return _counted(stream), stream.source, stream
+        return Progress("reading spans").over(stream), stream.source, stream
     assert window is not None
     stream = _window_stream(args, source, window, fail)
     return _fetching(stream), stream.source, stream
@@ -474,15 +473,7 @@ def load_views(args: argparse.Namespace) -> Loaded:
 
 
 def verify_all(views: Sequence[ServedView], key: bytes | None) -> list[Verdict]:
-    progress = Progress("verifying")
-    try:
-        out = []
-        for index, view in enumerate(views, start=1):
-            out.append(verify(view, key=key))
-            progress.tick(index, len(views))
-        return out
-    finally:
-        progress.done()
+    return [verify(view, key=key) for view in Progress("verifying").over(views, len(views))]
 
 
 # -- printing ----------------------------------------------------------------------------------
