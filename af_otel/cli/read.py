@@ -49,6 +49,7 @@ from af_otel.store import Store, open_store
 
 __all__ = [
     "add_key_options",
+    "add_store_options",
     "count_verdicts",
     "demo_readback",
     "key_from_args",
@@ -146,15 +147,7 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
         help=f"most traces one --tempo/--jaeger search returns (default {SEARCH_LIMIT})",
     )
     parser.set_defaults(source_parser=parser)
-    parser.add_argument(
-        "--store",
-        metavar="URL",
-        default=None,
-        help=f"the store holding bases and payloads (default ${names.ENV_STORE}, else {names.DEFAULT_STORE})",
-    )
-    parser.add_argument(
-        "--lenient", action="store_true", help="skip unreadable lines and count them"
-    )
+    add_store_options(parser)
     parser.add_argument("--run", metavar="R", help="only this run")
     parser.add_argument("--epoch", metavar="K", type=int, help="only this epoch (with --run)")
 
@@ -166,6 +159,18 @@ def add_backend_options(parser: argparse.ArgumentParser, urls: Any) -> None:
         urls.add_argument(flag, metavar="URL", help=f"read traces from {backend} at URL")
     parser.add_argument(
         "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
+    )
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """``--store`` and ``--lenient``: how every command that reads spans finds and reads them."""
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help=f"the store holding bases and payloads (default ${names.ENV_STORE}, else {names.DEFAULT_STORE})",
+    )
+    parser.add_argument(
+        "--lenient", action="store_true", help="skip unreadable lines and spans and say how many"
     )
 
 
