@@ -16,7 +16,6 @@ and a processor or exporter passes it through. ``call.set_response(...)`` record
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
@@ -27,9 +26,9 @@ from af_otel import names
 from af_otel.canonical import canonical_json
 from af_otel.model import Request
 from af_otel.processor.context import current_run, declare_base, run_entered
-from af_otel.processor.engine import CallFacts, Supplied, engine_for, live_engines
+from af_otel.processor.engine import Supplied, engine_for, live_engines
 from af_otel.processor.guard import guard, report, strict
-from af_otel.processor.hook import write_on_span
+from af_otel.processor.hook import live_facts, write_on_span
 from af_otel.processor.settings import sdk_disabled
 
 _PARAMS: Final = {
@@ -159,18 +158,8 @@ def _mint(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -
     try:
         if not span.is_recording():
             return
-        context = span.get_span_context()
-        key = (context.trace_id, context.span_id)
-        engine = engine_for(key)
-        attributes = dict(getattr(span, "attributes", None) or {})
-        facts = CallFacts(
-            key=key,
-            name=str(getattr(span, "name", "")),
-            start_time=int(getattr(span, "start_time", None) or 0),
-            end_time=time.time_ns(),
-            attributes=attributes,
-            scope="af_otel",
-        )
+        facts = live_facts(span, dict(getattr(span, "attributes", None) or {}), "af_otel")
+        engine = engine_for(facts.key)
         # af_otel sees what the caller says it sends, not the wire: cache-transform stays raised.
         # With content capture off (the default) the request is not on the span, so the default
         # content mode writes its commits to the store: no prompt text on the trace.

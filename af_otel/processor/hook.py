@@ -134,22 +134,20 @@ def mint_on_span(
     attributes: Mapping[str, Any] = dict(getattr(span, "attributes", None) or {})
     if names.RECEIPT_STATE in attributes:
         return
-    context = span.get_span_context()
-    key = (context.trace_id, context.span_id)
-    name = str(getattr(span, "name", ""))
-    engine = engine_for(key)
+    scope = getattr(getattr(span, "instrumentation_scope", None), "name", None)
+    facts = live_facts(span, attributes, scope, dropped=_dropped(span) > 0)
+    engine = engine_for(facts.key)
     content = content_attributes(inputs, system_instruction, tool_definitions)
-    recorded = record_of({**attributes, **content}, name)  # content never decides an LLM call
+    recorded = record_of({**attributes, **content}, facts.name)  # content never decides a call
     if not recorded.llm_call:
         return
     adapted = recorded.adapt()
-    scope = getattr(span, "instrumentation_scope", None)
     provider = adapted.request.get("provider") if adapted.request else None
     supplied = Supplied(
         adapted.request,
         adapted.absent_reason,
         direct=export_gaps.captured_at_sdk(
-            getattr(scope, "name", None),
+            scope,
             attributes,
             provider if isinstance(provider, str) else None,
             engine.settings.trusted_hosts,
@@ -160,16 +158,24 @@ def mint_on_span(
         convention=adapted.convention,
         notes=adapted.notes,
     )
-    facts = CallFacts(
-        key=key,
-        name=name,
+    write_on_span(span, engine.enrich(facts, supplied))
+
+
+def live_facts(
+    span: Any, attributes: Mapping[str, Any], scope: str | None, *, dropped: bool = False
+) -> CallFacts:
+    """The facts of a live span whose call ends now: the hook and `llm_call` mint before the
+    span ends, so its end time is not set yet."""
+    context = span.get_span_context()
+    return CallFacts(
+        key=(context.trace_id, context.span_id),
+        name=str(getattr(span, "name", "")),
         start_time=int(getattr(span, "start_time", None) or 0),
         end_time=time.time_ns(),
         attributes=attributes,
-        scope=getattr(scope, "name", None),
-        dropped=_dropped(span) > 0,
+        scope=scope,
+        dropped=dropped,
     )
-    write_on_span(span, engine.enrich(facts, supplied))
 
 
 def content_attributes(
