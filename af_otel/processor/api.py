@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any
 
 from opentelemetry import trace
 
@@ -30,18 +30,7 @@ from af_otel.processor.engine import Supplied, engine_for, live_engines
 from af_otel.processor.guard import guard, report, strict
 from af_otel.processor.hook import live_facts, write_on_span
 from af_otel.processor.settings import sdk_disabled
-
-_PARAMS: Final = {
-    "temperature": "gen_ai.request.temperature",
-    "max_tokens": "gen_ai.request.max_tokens",
-    "top_p": "gen_ai.request.top_p",
-    "top_k": "gen_ai.request.top_k",
-    "stop_sequences": "gen_ai.request.stop_sequences",
-    "seed": "gen_ai.request.seed",
-    "frequency_penalty": "gen_ai.request.frequency_penalty",
-    "presence_penalty": "gen_ai.request.presence_penalty",
-    "choice_count": "gen_ai.request.choice.count",
-}
+from af_otel.semconv.genai import DIAL_KEYS
 
 
 @contextmanager
@@ -133,7 +122,8 @@ def llm_call(
     if explicit is not None:
         # On the span too, so that the exporter form (which sees no context) finds the run.
         attributes[names.RUN_ID] = explicit
-    for key, attribute in _PARAMS.items():
+    # The dials as the GenAI conventions record them, where the processor reads them back.
+    for key, (attribute,) in DIAL_KEYS.items():
         value = (params or {}).get(key)
         if isinstance(value, bool | int | float | str) or (
             isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
