@@ -30,7 +30,7 @@ from af_otel.processor.engine import Supplied, engine_for, live_engines
 from af_otel.processor.guard import guard, report, strict
 from af_otel.processor.hook import live_facts, write_on_span
 from af_otel.processor.settings import sdk_disabled
-from af_otel.semconv.genai import DIAL_KEYS
+from af_otel.semconv.genai import DIAL_KEYS, SLOTS
 
 
 @contextmanager
@@ -166,9 +166,8 @@ def _mint(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -
 def _content(request: Mapping[str, Any]) -> dict[str, str]:
     """The GenAI content attributes of the call, written only when asked."""
     normalized = Request.from_dict(request).to_dict()
-    out = {"gen_ai.input.messages": canonical_json(normalized["messages"]).decode()}
-    if "system" in normalized:
-        out["gen_ai.system_instructions"] = canonical_json(normalized["system"]).decode()
-    if "tools" in normalized:
-        out["gen_ai.tool.definitions"] = canonical_json(normalized["tools"]).decode()
-    return out
+    return {
+        slot.key: canonical_json(normalized[slot.target]).decode()
+        for slot in SLOTS
+        if slot.target in normalized
+    }

@@ -39,12 +39,10 @@ from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
 from af_otel.semconv import record_of
+from af_otel.semconv.genai import SLOTS
 
 GROUP: Final = "opentelemetry_genai_completion_hook"
 ENTRY_POINT: Final = "af_otel"
-_INPUT: Final = "gen_ai.input.messages"
-_SYSTEM: Final = "gen_ai.system_instructions"
-_TOOLS: Final = "gen_ai.tool.definitions"
 
 _logger = logging.getLogger("af_otel")
 
@@ -184,11 +182,12 @@ def content_attributes(
     tool_definitions: Sequence[Any] | None,
 ) -> dict[str, str]:
     """The content attributes util-genai writes with capture on: compact JSON of the dataclasses."""
-    out: dict[str, str] = {}
-    for key, items in ((_INPUT, inputs), (_SYSTEM, system_instruction), (_TOOLS, tool_definitions)):
-        if items:
-            out[key] = _dumps([_plain(item) for item in items])
-    return out
+    given = {"messages": inputs, "system": system_instruction, "tools": tool_definitions or ()}
+    return {
+        slot.key: _dumps([_plain(item) for item in given[slot.target]])
+        for slot in SLOTS
+        if given[slot.target]
+    }
 
 
 def _plain(item: Any) -> Any:
