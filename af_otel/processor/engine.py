@@ -269,7 +269,7 @@ class Engine:
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
             convention, notes = adapted.convention, adapted.notes
-            provider = _text(adapted.request.get("provider")) if adapted.request else None
+            provider = adapted.request.get("provider") if adapted.request else None
             direct = export_gaps.captured_at_sdk(
                 facts.scope, facts.attributes, provider, self.settings.trusted_hosts
             )
@@ -577,10 +577,6 @@ def warn_cut(cut: str, limits: Limits) -> None:
 def _attribute_run(attributes: Mapping[str, Any]) -> str | None:
     value = attributes.get(names.RUN_ID)
     return value if isinstance(value, str) and value else None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 # Engines alive now: `af_otel.run` frees its run in each when its block exits, and the hook and

@@ -145,10 +145,7 @@ def mint_on_span(
         adapted.request,
         adapted.absent_reason,
         direct=export_gaps.captured_at_sdk(
-            scope,
-            attributes,
-            provider if isinstance(provider, str) else None,
-            engine.settings.trusted_hosts,
+            scope, attributes, provider, engine.settings.trusted_hosts
         ),
         content_keys=(),
         # Capture on: util-genai wrote these same attributes before calling the hook.
