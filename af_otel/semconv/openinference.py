@@ -43,7 +43,6 @@ SPAN_KIND: Final = "openinference.span.kind"
 INPUT_MESSAGES: Final = "llm.input_messages."
 PROMPTS: Final = "llm.prompts."
 TOOLS: Final = "llm.tools."
-INVOCATION_PARAMETERS: Final = "llm.invocation_parameters"
 CONTENTS: Final = "message.contents."
 TOOL_CALLS: Final = "message.tool_calls."
 CONTENT_PREFIX: Final = "message_content."
@@ -145,9 +144,9 @@ def _user_turns(built: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]
 def _invocation(
     attributes: Mapping[str, object], notes: list[str]
 ) -> tuple[dict[str, object], Mapping[str, object]]:
-    if INVOCATION_PARAMETERS not in attributes:
+    if responses.INVOCATION_PARAMETERS not in attributes:
         return {}, {}
-    raw = attributes[INVOCATION_PARAMETERS]
+    raw = attributes[responses.INVOCATION_PARAMETERS]
     decoded = None if is_placeholder(raw) else json_or_plain(raw)
     if not isinstance(decoded, dict):
         notes.append(NOTE_PARAMS_UNREADABLE)
