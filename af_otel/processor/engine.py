@@ -283,7 +283,7 @@ class Engine:
             convention, notes = supplied.convention, supplied.notes
         request: Request | None = None
         if request_in is not None:
-            request = _parse(request_in)
+            request = incremental.parse_request(request_in)
             if request is None:
                 reason = names.REASON_UNREADABLE
             elif convention is not None:
@@ -514,15 +514,6 @@ def carries_history(request: Request) -> bool:
         if role == "user":
             users += 1
     return users > 1
-
-
-def _parse(request: Mapping[str, Any] | Request) -> Request | None:
-    if isinstance(request, Request):
-        return request
-    try:
-        return Request.from_dict(request)
-    except Exception:  # a shape the adapter let through: unreadable content, never a crash
-        return None
 
 
 # The SDK's environment variables for span limits, and the names to raise when one cut a record.

@@ -160,7 +160,7 @@ def read(recorded: Recorded, limits: Limits | None, seen: Remembered | None) -> 
 def full(recorded: Recorded, limits: Limits | None) -> Read:
     """The full path: adapt and parse everything."""
     adapted = recorded.adapt(limits=limits)
-    request = _parse(adapted.request)
+    request = parse_request(adapted.request)
     if request is None:
         return Read(adapted, None, None)
     shown, sealed = fields.shown(request), export_gaps.sealed_messages(request.messages)
@@ -185,7 +185,7 @@ def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read |
     adapted = recorded.with_content(MESSAGES.key, "[" + rest[1:]).adapt()
     if adapted.convention != seen.convention or adapted.request is None:
         return None
-    tail = _parse(adapted.request)
+    tail = parse_request(adapted.request)
     if tail is None or not tail.messages:
         return None
     # The one form (semconv/placement.py) places the system prompt by the whole request, which
@@ -309,10 +309,12 @@ def _shared(before: tuple[FrozenDict, ...], now: tuple[FrozenDict, ...]) -> tupl
     return now
 
 
-def _parse(data: Mapping[str, object] | None) -> Request | None:
-    if data is None:
-        return None
+def parse_request(data: Mapping[str, Any] | Request | None) -> Request | None:
+    """The request ``data`` holds, or None: a shape the adapter let through is unreadable content
+    (the engine names it `content-unreadable`), never a crash."""
+    if data is None or isinstance(data, Request):
+        return data
     try:
         return Request.from_dict(data)
-    except Exception:  # the engine names it `content-unreadable`
+    except Exception:
         return None
