@@ -58,6 +58,11 @@ class Entry:
         return any(scope == s or scope.startswith(s + ".") for s in self.scopes)
 
 
+# What OpenLLMetry records, the same in both eras.
+_OPENLLMETRY: Final = frozenset(
+    {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
+    | {"frequency_penalty", "presence_penalty"}
+)
 # First match wins; `docs/instrumentations.md` has the same rows as a table.
 LEDGER: Final = (
     Entry(
@@ -101,20 +106,14 @@ LEDGER: Final = (
         "openllmetry",
         ("opentelemetry.instrumentation",),
         ("openllmetry",),
-        frozenset(
-            {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
-            | {"frequency_penalty", "presence_penalty"}
-        ),
+        _OPENLLMETRY,
         ">=0.55",
     ),
     Entry(
         "openllmetry-legacy",
         ("opentelemetry.instrumentation",),
         ("openllmetry-legacy",),
-        frozenset(
-            {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
-            | {"frequency_penalty", "presence_penalty"}
-        ),
+        _OPENLLMETRY,
         "<=0.54",
     ),
 )
