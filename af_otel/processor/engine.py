@@ -368,15 +368,9 @@ class Engine:
             if run.base is not None:
                 parent_state = run.base.request
                 parent_receipt = run.base.receipt
-        key = self.settings.key
         if request is None:
-            receipt = Receipt(
-                names.STATE_ABSENT,
-                run.run_id,
-                epoch,
-                parent_epoch,
-                reason or names.REASON_NOT_CAPTURED,
-            )
+            reason = reason or names.REASON_NOT_CAPTURED
+            receipt = Receipt(names.STATE_ABSENT, run.run_id, epoch, parent_epoch, reason)
         else:
             receipt = mint_receipt(
                 request,
@@ -384,7 +378,7 @@ class Engine:
                 epoch=epoch,
                 parent=parent_receipt if parent_receipt is not None else parent_epoch,
                 digests=run.digests,
-                key=key,
+                key=self.settings.key,
                 lane=run.lane,
             )
         events: list[tuple[str, dict[str, Any]]] = []
@@ -395,16 +389,8 @@ class Engine:
                 seq = run.next_seq()
                 commit = commits.event_attributes(change, seq, self.settings, mode, self.items)
                 events.append((names.COMMIT_EVENT, commit))
-        run.finish(
-            facts.key,
-            Finished(
-                facts.end_time,
-                epoch,
-                request if minted else None,
-                receipt if minted else None,
-            ),
-            prefix,
-        )
+        kept = (request, receipt) if minted else (None, None)
+        run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
         # A payload the store refused leaves its commit without value or ref: this epoch's
         # changes are incomplete, so the span says `no-run-log` itself, not only the reader.
         lost = mode != "none" and any(
