@@ -39,14 +39,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
-import orjson
-
 from af_otel.model import FrozenDict, Request, fields
 from af_otel.model.fields import Shown
 from af_otel.processor import export_gaps
 from af_otel.receipts.memo import same_json
 from af_otel.semconv import Adapted, Limits, Recorded, placement, responses
 from af_otel.semconv.builders import Absent, content_value
+from af_otel.semconv.coerce import parse_json
 from af_otel.semconv.genai import MESSAGES, SLOTS
 from af_otel.semconv.ledger import cut_by
 
@@ -254,10 +253,7 @@ def _prompt_first(attributes: Mapping[str, Any], provider: str | None) -> bool:
 
 def _count(text: str) -> int | None:
     """The elements of a JSON array, or None when it does not read as one."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
+    value = parse_json(text)
     return len(value) if isinstance(value, list) else None
 
 
