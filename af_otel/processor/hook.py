@@ -107,15 +107,14 @@ def _load_chain(name: str) -> Any | None:
     name = name.strip()
     if not name or name == ENTRY_POINT:
         return None
-    for entry in entry_points(group=GROUP):
-        if entry.name == name:
-            try:
-                return entry.load()()
-            except Exception as exc:
-                _logger.warning(
-                    "af_otel: %s=%s failed to load (%s); not chained", ENV_CHAIN_HOOK, name, exc
-                )
-                return None
+    for entry in entry_points(group=GROUP, name=name):
+        try:
+            return entry.load()()
+        except Exception as exc:
+            _logger.warning(
+                "af_otel: %s=%s failed to load (%s); not chained", ENV_CHAIN_HOOK, name, exc
+            )
+            return None
     _logger.warning("af_otel: %s=%s names no completion hook; not chained", ENV_CHAIN_HOOK, name)
     return None
 
