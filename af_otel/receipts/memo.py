@@ -134,32 +134,27 @@ class ReceiptDigests:
         self._last = ""  # c_n, n = len(_chain_entries)
         self._current: dict[bytes, str] = {}
         self._previous: dict[bytes, str] = {}
-        self._pending: _Pending | None = None
+        self._pending = _Pending()
 
     @property
     def lock(self) -> threading.RLock:
         return self._lock
 
     def begin(self, run_id: str, key: bytes | None) -> _Hasher:
-        """Start one mint for ``run_id``: a new run (or key) drops everything; the same run rotates."""
+        """Start one mint for ``run_id``: a new run (or key) drops everything; the same run rotates.
+        Until `commit`, `pieces`, `message_entries` and `chain` record their results aside: a mint
+        that fails half-way leaves the memo as the last completed mint left it."""
         if self._run != (run_id, key):
             self._run = (run_id, key)
             self._reset()
         else:
             self._previous, self._current = self._current, {}
-        self._pending = None
+        self._pending = _Pending()
         return _Hasher(run_id, key)
 
-    def transaction(self) -> None:
-        """From now until `commit`, `pieces` and `chain` record their results aside: a mint that
-        fails half-way leaves the memo as the last completed mint left it."""
-        self._pending = _Pending()
-
     def commit(self) -> None:
-        """Keep what the current mint recorded (see `transaction`)."""
-        pending, self._pending = self._pending, None
-        if pending is None:
-            return
+        """Keep what the current mint recorded (see `begin`)."""
+        pending, self._pending = self._pending, _Pending()
         self._sequences.update(pending.sequences)
         if pending.messages is not None:
             self._messages = pending.messages
@@ -206,10 +201,7 @@ class ReceiptDigests:
                     continue
             out.append(make_piece(hasher, value, keep_body))
         pieces = tuple(out)
-        if self._pending is not None:
-            self._pending.sequences[name] = pieces
-        else:
-            self._sequences[name] = pieces
+        self._pending.sequences[name] = pieces
         return pieces
 
     def message_entries(
@@ -234,10 +226,7 @@ class ReceiptDigests:
             total += size
             ends.append(total)
         kept = _Messages(values, before.digests[:same] + tuple(added), ends)
-        if self._pending is not None:
-            self._pending.messages = kept
-        else:
-            self._messages = kept
+        self._pending.messages = kept
         return kept.digests, total
 
     def chain(self, hasher: _Hasher, entries: tuple[str, ...]) -> str:
@@ -248,11 +237,7 @@ class ReceiptDigests:
             link = chain_step(link, entries[index], hasher.hash_text)
             if (index + 1) % CHECKPOINT == 0:
                 kept.append(link)
-        state = (entries, tuple(kept), link)
-        if self._pending is not None:
-            self._pending.chain = state
-        else:
-            self._chain_entries, self._marks, self._last = state
+        self._pending.chain = (entries, tuple(kept), link)
         return link
 
     def _chain_from(

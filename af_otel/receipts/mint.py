@@ -57,7 +57,6 @@ def mint_receipt(
         memo = digests if digests is not None else ReceiptDigests()
         with memo.lock:
             hasher = memo.begin(run_id, secret or None)
-            memo.transaction()
             receipt = _mint(normalized, run_id, epoch, parent, parent_epoch, memo, hasher, lane)
             memo.commit()
             return receipt
