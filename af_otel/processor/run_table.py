@@ -128,9 +128,7 @@ class RunState:
         the history (`History`), counted at 2.5 times the canonical size of its longest request
         kept (Python objects and digests: under 2 times at 120 turns, more in a short run, as
         benchmarks/processor.py measures them); what it recognises the next call by is a digest."""
-        largest = 0
-        for record in self.finished[-STATE_DEPTH:]:
-            largest = max(largest, record.size)
+        largest = max((record.size for record in self.finished[-STATE_DEPTH:]), default=0)
         if self.base is not None and self.base.receipt is not None:
             largest = max(largest, self.base.receipt.bytes or 0)
         return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2
