@@ -63,10 +63,10 @@ PARAMS: Final = dial_rows(
 
 def claims(attributes: Mapping[str, object], span_name: str) -> bool:
     """A span OpenLLMetry wrote (either era)."""
-    for key in attributes:
-        if key in MARKERS or key == REQUEST_TYPE or key.startswith(("traceloop.", PROMPTS)):
-            return True
-    return False
+    return any(
+        key in MARKERS or key == REQUEST_TYPE or key.startswith(("traceloop.", PROMPTS))
+        for key in attributes
+    )
 
 
 def is_legacy(attributes: Mapping[str, object]) -> bool:

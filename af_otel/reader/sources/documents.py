@@ -49,10 +49,7 @@ def document_format(doc: object) -> SourceFormat | None:
         return None
     if not doc:
         return SourceFormat.OTLP_JSON
-    for key, fmt, _ in _SHAPES:
-        if key in doc:
-            return fmt
-    return None
+    return next((fmt for key, fmt, _ in _SHAPES if key in doc), None)
 
 
 def _unknown(doc: object, origin: str) -> str:
