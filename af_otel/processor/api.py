@@ -20,10 +20,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
 from opentelemetry import trace
 
 from af_otel import names
-from af_otel.canonical import canonical_json
 from af_otel.model import Request
 from af_otel.processor.context import current_run, declare_base, run_entered
 from af_otel.processor.engine import Supplied, engine_for, live_engines
@@ -89,7 +89,7 @@ class LLMCall:
             message = {"role": "assistant", "parts": [{"type": "text", "content": content}]}
             if finish_reason is not None:
                 message["finish_reason"] = finish_reason
-            attributes["gen_ai.output.messages"] = canonical_json([message]).decode()
+            attributes["gen_ai.output.messages"] = orjson.dumps([message]).decode()
         self.span.set_attributes(attributes)
 
 
@@ -167,7 +167,7 @@ def _content(request: Mapping[str, Any]) -> dict[str, str]:
     """The GenAI content attributes of the call, written only when asked."""
     normalized = Request.from_dict(request).to_dict()
     return {
-        slot.key: canonical_json(normalized[slot.target]).decode()
+        slot.key: orjson.dumps(normalized[slot.target]).decode()
         for slot in SLOTS
         if slot.target in normalized
     }
