@@ -30,6 +30,7 @@ from af_otel.cli.pipeline import json_lines_provider
 from af_otel.cli.read import demo_readback
 from af_otel.model.fields import order_fields
 from af_otel.processor import completion_hook, run
+from af_otel.reader.sources.decoders import attributes
 from af_otel.store.base import encode_json
 from af_otel.store.items import CHUNK_REF, ITEM_REF, is_item_ref
 from af_otel.store.local import LocalStore
@@ -267,7 +268,7 @@ def tamper_copy(
         for resource in document.get("resourceSpans", []):
             for scope in resource.get("scopeSpans", []):
                 for span in scope.get("spans", []):
-                    attrs = {a["key"]: _value(a["value"]) for a in span.get("attributes", [])}
+                    attrs = attributes(span.get("attributes"), "attributes")
                     if attrs.get(names.RUN_ID) != run_id or attrs.get(names.EPOCH) != epoch:
                         continue
                     for event in span.get("events", []):
@@ -344,7 +345,7 @@ def _summarize(out: Path, traces: Path, store: Path) -> DemoResult:
             for scope in resource.get("scopeSpans", []):
                 for span in scope.get("spans", []):
                     spans += 1
-                    attrs = {a["key"]: _value(a["value"]) for a in span.get("attributes", [])}
+                    attrs: dict[str, Any] = attributes(span.get("attributes"), "attributes")
                     if names.RECEIPT_STATE not in attrs:
                         continue
                     events = [
@@ -365,17 +366,6 @@ def _summarize(out: Path, traces: Path, store: Path) -> DemoResult:
     order = {RUN_ID: 0, UNHOOKED_RUN_ID: 1}
     calls.sort(key=lambda call: (order.get(call.run_id, 2), call.run_id, call.epoch))
     return DemoResult(out, traces, store, RUN_ID, spans, tuple(calls))
-
-
-def _value(value: dict[str, Any]) -> Any:
-    if "arrayValue" in value:
-        return [_value(v) for v in value["arrayValue"].get("values", [])]
-    for key in ("stringValue", "boolValue", "doubleValue"):
-        if key in value:
-            return value[key]
-    if "intValue" in value:
-        return int(value["intValue"])
-    return None
 
 
 def print_result(result: DemoResult) -> None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, NoReturn, TextIO
+from typing import Any, Final, NoReturn, TextIO, TypeVar
 
 import orjson
 from opentelemetry import metrics
@@ -49,13 +49,16 @@ from af_otel.store import Store, open_store
 
 __all__ = [
     "add_key_options",
+    "add_store_options",
     "count_verdicts",
     "demo_readback",
     "key_from_args",
     "open_checked_store",
     "register",
+    "verdicts_or_none",
 ]
 
+_T = TypeVar("_T")
 EXIT_OK: Final = 0
 EXIT_DAMAGED: Final = 1
 EXIT_ERROR: Final = 2
@@ -103,16 +106,14 @@ class Progress:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
 
-
-def _counted(spans: Iterable[SpanRecord]) -> Iterator[SpanRecord]:
-    """The records of a file or of one trace, with a count of spans read on a terminal."""
-    progress = Progress("reading spans")
-    try:
-        for index, span in enumerate(spans, start=1):
-            progress.tick(index)
-            yield span
-    finally:
-        progress.done()
+    def over(self, items: Iterable[_T], total: int | None = None) -> Iterator[_T]:
+        """``items``, counted as they are handed on (``total``: how many there are, if known)."""
+        try:
+            for index, item in enumerate(items, start=1):
+                yield item
+                self.tick(index, total)
+        finally:
+            self.done()
 
 
 # -- arguments ---------------------------------------------------------------------------------
@@ -146,15 +147,7 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
         help=f"most traces one --tempo/--jaeger search returns (default {SEARCH_LIMIT})",
     )
     parser.set_defaults(source_parser=parser)
-    parser.add_argument(
-        "--store",
-        metavar="URL",
-        default=None,
-        help=f"the store holding bases and payloads (default ${names.ENV_STORE}, else {names.DEFAULT_STORE})",
-    )
-    parser.add_argument(
-        "--lenient", action="store_true", help="skip unreadable lines and count them"
-    )
+    add_store_options(parser)
     parser.add_argument("--run", metavar="R", help="only this run")
     parser.add_argument("--epoch", metavar="K", type=int, help="only this epoch (with --run)")
 
@@ -166,6 +159,18 @@ def add_backend_options(parser: argparse.ArgumentParser, urls: Any) -> None:
         urls.add_argument(flag, metavar="URL", help=f"read traces from {backend} at URL")
     parser.add_argument(
         "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
+    )
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """``--store`` and ``--lenient``: how every command that reads spans finds and reads them."""
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help=f"the store holding bases and payloads (default ${names.ENV_STORE}, else {names.DEFAULT_STORE})",
+    )
+    parser.add_argument(
+        "--lenient", action="store_true", help="skip unreadable lines and spans and say how many"
     )
 
 
@@ -250,7 +255,7 @@ def key_from_args(args: argparse.Namespace) -> bytes | None:
     return found
 
 
-def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
+def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, SpanStream]:
     """The records the arguments name, counted on a terminal by one progress line (a window's
     counts traces fetched, `_fetching`), where they come from, and the stream for its notes."""
     fail: Callable[[str], NoReturn] = args.source_parser.error  # usage, message, exit 2
@@ -273,7 +278,7 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
                 "give a FILE to read, or --tempo/--jaeger/--phoenix URL with --trace ID or --since"
             )
         stream = read_spans(args.file, lenient=args.lenient)
-        return _counted(stream), args.file, stream
+        return Progress("reading spans").over(stream), args.file, stream
     if args.file:
         fail(f"give a FILE or --{backend} URL, not both")
     if args.trace and window is not None:
@@ -283,7 +288,7 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, Any]:
     source = backend_source(args, backend)
     if args.trace:
         stream = source.trace(args.trace, lenient=args.lenient)
-        return _counted(stream), stream.source, stream
+        return Progress("reading spans").over(stream), stream.source, stream
     assert window is not None
     stream = _window_stream(args, source, window, fail)
     return _fetching(stream), stream.source, stream
@@ -355,19 +360,11 @@ def _fetching(stream: SpanStream, out: TextIO | None = None) -> Iterator[SpanRec
         progress.done()
 
 
-def _note_text(note: object) -> str:
-    for name in ("message", "text"):
-        text = getattr(note, name, None)
-        if isinstance(text, str):
-            return text
-    return str(note)
-
-
-def print_notes(stream: object, where: str, command: str) -> None:
+def print_notes(stream: SpanStream, where: str, command: str) -> None:
     """What the source reported about its own completeness (a partial trace, backend warnings,
     a cut response), one stderr line each: a verdict on a cut trace must not read as complete."""
-    for note in getattr(stream, "notes", ()):
-        print(f"af-otel {command}: {where}: {_note_text(note)}", file=sys.stderr)
+    for note in stream.notes:
+        print(f"af-otel {command}: {where}: {note}", file=sys.stderr)
 
 
 def _store_named(given: str | None) -> tuple[str, str | None]:
@@ -442,12 +439,12 @@ def load_views(args: argparse.Namespace) -> Loaded:
     spans, where, stream = _spans(args)
     records = tuple(spans)
     print_notes(stream, where, args.command)
-    skipped = getattr(stream, "skipped_lines", 0) + getattr(stream, "skipped_spans", 0)
+    skipped = stream.skipped
     if skipped:
         print(
             f"af-otel: skipped {skipped} unreadable line(s) or span(s) in {where}", file=sys.stderr
         )
-        for problem in getattr(stream, "problems", [])[:5]:
+        for problem in stream.problems[:5]:
             print(f"  {problem}", file=sys.stderr)
     store = open_checked_store(
         args.store,
@@ -477,19 +474,11 @@ def load_views(args: argparse.Namespace) -> Loaded:
             raise ReaderError(
                 f"no epoch {args.epoch} in {where}" + (f" run {args.run!r}" if args.run else "")
             )
-    return Loaded(views, records, where, store, tuple(getattr(stream, "notes", ())))
+    return Loaded(views, records, where, store, tuple(stream.notes))
 
 
 def verify_all(views: Sequence[ServedView], key: bytes | None) -> list[Verdict]:
-    progress = Progress("verifying")
-    try:
-        out = []
-        for index, view in enumerate(views, start=1):
-            out.append(verify(view, key=key))
-            progress.tick(index, len(views))
-        return out
-    finally:
-        progress.done()
+    return [verify(view, key=key) for view in Progress("verifying").over(views, len(views))]
 
 
 # -- printing ----------------------------------------------------------------------------------
@@ -656,7 +645,7 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
 
 def served_command(args: argparse.Namespace) -> int:
     loaded = load_views(args)
-    verdicts = _verdicts_or_none(loaded.views, key_from_args(args))
+    verdicts = verdicts_or_none(loaded.views, key_from_args(args))
     for view, verdict in zip(loaded.views, verdicts, strict=True):
         if args.json:
             sys.stdout.write(_json_line(view_json(view, verdict)) + "\n")
@@ -665,7 +654,7 @@ def served_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _verdicts_or_none(views: Sequence[ServedView], key: bytes | None) -> list[Verdict | None]:
+def verdicts_or_none(views: Sequence[ServedView], key: bytes | None) -> list[Verdict | None]:
     """Verdicts where they can be had: a keyed receipt without its key is left unchecked."""
     out: list[Verdict | None] = []
     for view in views:
@@ -716,11 +705,9 @@ def verify_command(args: argparse.Namespace) -> int:
 
 def _verdict_line(verdict: Verdict) -> str:
     line = f"{verdict.run_id} epoch {verdict.epoch}: {verdict.status.value}"
-    if verdict.status is VerdictStatus.DAMAGED:
-        return f"{line} — {verdict.reason}"
-    if verdict.status is VerdictStatus.RECONSTRUCTED:
-        return f"{line} — {verdict.reason}"
-    return line
+    if verdict.status is VerdictStatus.VERIFIED:
+        return line
+    return f"{line} — {verdict.reason}"
 
 
 def gaps_command(args: argparse.Namespace) -> int:
@@ -768,7 +755,7 @@ def gaps_command(args: argparse.Namespace) -> int:
 def report_command(args: argparse.Namespace) -> int:
     loaded = load_views(args)
     views = loaded.views
-    verdicts = _verdicts_or_none(views, key_from_args(args))
+    verdicts = verdicts_or_none(views, key_from_args(args))
     page = render_report(views, verdicts, title=args.title, source=loaded.where, notes=loaded.notes)
     output = Path(args.output)
     output.write_text(page, encoding="utf-8")

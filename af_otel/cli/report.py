@@ -328,9 +328,7 @@ def _receipt(view: ServedView, verdict: Verdict | None) -> str:
     rows = []
     for label, attr in _HASHES:
         value = getattr(receipt, attr)
-        shown = " ".join(value) if isinstance(value, tuple) else (value or "")
-        if isinstance(value, tuple) and not value:
-            shown = "(none)"
+        shown = (" ".join(value) or "(none)") if isinstance(value, tuple) else (value or "")
         if verdict is None:
             status = "<span class='muted'>not checked</span>"
         elif label in differs:
@@ -458,47 +456,29 @@ def _run_gaps(views: Sequence[ServedView], prefix: str, page: _Page) -> str:
     )
 
 
-_LEGEND: Final = (
-    (
-        "receipt",
-        "Fingerprints of one LLM request (salted hashes of each message, the system "
-        "instructions, the tools and the settings, and one digest over them all), written on the "
-        "call's span when it was made. It holds no content.",
-    ),
-    (
-        "epoch",
-        "One LLM call of a run, numbered in start order. Its request is rebuilt from the "
-        "changes the run recorded, epoch by epoch.",
-    ),
-    (
-        "parent",
-        "The epoch whose request this one's changes apply to; 0 is the run's base (or an "
-        "empty start).",
-    ),
-    (
-        "verified",
-        "Every receipt field recomputes from the rebuilt request: this is what the model was sent.",
-    ),
-    (
-        "reconstructed",
-        "The request is shown as rebuilt, but there is no usable receipt to check it "
-        "against, or every difference is explained by a gap.",
-    ),
-    (
-        "damaged",
-        "A receipt field differs and no gap explains it: the record was altered or cut "
-        "after the call. The first difference is named.",
-    ),
-    (
-        "gap",
-        "Something the record cannot show, with what may and may not be concluded. A call "
-        "with a gap is never reported as more than the record proves.",
-    ),
-)
+_LEGEND: Final = {
+    "receipt": "Fingerprints of one LLM request (salted hashes of each message, the system "
+    "instructions, the tools and the settings, and one digest over them all), written "
+    "on the call's span when it was made. It holds no content.",
+    "epoch": "One LLM call of a run, numbered in start order. Its request is rebuilt from the "
+    "changes the run recorded, epoch by epoch.",
+    "parent": "The epoch whose request this one's changes apply to; 0 is the run's base (or an "
+    "empty start).",
+    "verified": "Every receipt field recomputes from the rebuilt request: this is what the model "
+    "was sent.",
+    "reconstructed": "The request is shown as rebuilt, but there is no usable receipt to check "
+    "it against, or every difference is explained by a gap.",
+    "damaged": "A receipt field differs and no gap explains it: the record was altered or cut "
+    "after the call. The first difference is named.",
+    "gap": "Something the record cannot show, with what may and may not be concluded. A call "
+    "with a gap is never reported as more than the record proves.",
+}
 
 
 def _legend() -> str:
-    terms = "".join(f"<dt>{_badge_term(term)}</dt><dd>{_e(text)}</dd>" for term, text in _LEGEND)
+    terms = "".join(
+        f"<dt>{_badge_term(term)}</dt><dd>{_e(text)}</dd>" for term, text in _LEGEND.items()
+    )
     return (
         '<details class="legend" open><summary>How to read this page</summary>'
         f"<dl>{terms}</dl></details>"
@@ -506,10 +486,8 @@ def _legend() -> str:
 
 
 def _badge_term(term: str) -> str:
-    if term in {s.value for s in VerdictStatus}:
+    if term == "gap" or term in {s.value for s in VerdictStatus}:
         return f'<span class="badge {term}">{term}</span>'
-    if term == "gap":
-        return '<span class="badge gap">gap</span>'
     return term.capitalize()
 
 

@@ -16,10 +16,9 @@ and a processor or exporter passes it through. ``call.set_response(...)`` record
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any
 
 import orjson
 from opentelemetry import trace
@@ -27,22 +26,11 @@ from opentelemetry import trace
 from af_otel import names
 from af_otel.model import Request
 from af_otel.processor.context import current_run, declare_base, run_entered
-from af_otel.processor.engine import CallFacts, Supplied, engine_for, live_engines
+from af_otel.processor.engine import Supplied, engine_for, live_engines
 from af_otel.processor.guard import guard, report, strict
-from af_otel.processor.hook import write_on_span
+from af_otel.processor.hook import live_facts, write_on_span
 from af_otel.processor.settings import sdk_disabled
-
-_PARAMS: Final = {
-    "temperature": "gen_ai.request.temperature",
-    "max_tokens": "gen_ai.request.max_tokens",
-    "top_p": "gen_ai.request.top_p",
-    "top_k": "gen_ai.request.top_k",
-    "stop_sequences": "gen_ai.request.stop_sequences",
-    "seed": "gen_ai.request.seed",
-    "frequency_penalty": "gen_ai.request.frequency_penalty",
-    "presence_penalty": "gen_ai.request.presence_penalty",
-    "choice_count": "gen_ai.request.choice.count",
-}
+from af_otel.semconv.genai import DIAL_KEYS, SLOTS
 
 
 @contextmanager
@@ -101,7 +89,7 @@ class LLMCall:
             message = {"role": "assistant", "parts": [{"type": "text", "content": content}]}
             if finish_reason is not None:
                 message["finish_reason"] = finish_reason
-            attributes["gen_ai.output.messages"] = _json([message])
+            attributes["gen_ai.output.messages"] = orjson.dumps([message]).decode()
         self.span.set_attributes(attributes)
 
 
@@ -134,7 +122,8 @@ def llm_call(
     if explicit is not None:
         # On the span too, so that the exporter form (which sees no context) finds the run.
         attributes[names.RUN_ID] = explicit
-    for key, attribute in _PARAMS.items():
+    # The dials as the GenAI conventions record them, where the processor reads them back.
+    for key, (attribute,) in DIAL_KEYS.items():
         value = (params or {}).get(key)
         if isinstance(value, bool | int | float | str) or (
             isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
@@ -159,18 +148,8 @@ def _mint(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -
     try:
         if not span.is_recording():
             return
-        context = span.get_span_context()
-        key = (context.trace_id, context.span_id)
-        engine = engine_for(key)
-        attributes = dict(getattr(span, "attributes", None) or {})
-        facts = CallFacts(
-            key=key,
-            name=str(getattr(span, "name", "")),
-            start_time=int(getattr(span, "start_time", None) or 0),
-            end_time=time.time_ns(),
-            attributes=attributes,
-            scope="af_otel",
-        )
+        facts = live_facts(span, dict(getattr(span, "attributes", None) or {}), "af_otel")
+        engine = engine_for(facts.key)
         # af_otel sees what the caller says it sends, not the wire: cache-transform stays raised.
         # With content capture off (the default) the request is not on the span, so the default
         # content mode writes its commits to the store: no prompt text on the trace.
@@ -187,13 +166,8 @@ def _mint(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -
 def _content(request: Mapping[str, Any]) -> dict[str, str]:
     """The GenAI content attributes of the call, written only when asked."""
     normalized = Request.from_dict(request).to_dict()
-    out = {"gen_ai.input.messages": _json(normalized["messages"])}
-    if "system" in normalized:
-        out["gen_ai.system_instructions"] = _json(normalized["system"])
-    if "tools" in normalized:
-        out["gen_ai.tool.definitions"] = _json(normalized["tools"])
-    return out
-
-
-def _json(value: Any) -> str:
-    return orjson.dumps(value).decode("utf-8")
+    return {
+        slot.key: orjson.dumps(normalized[slot.target]).decode()
+        for slot in SLOTS
+        if slot.target in normalized
+    }

@@ -38,11 +38,6 @@ class Change:
     payload: Any
 
 
-def state_of(request: Request) -> dict[str, Any]:
-    """The run state a call leaves behind: its request's plain form."""
-    return request.to_dict()
-
-
 def changes(
     parent: Request | Mapping[str, Any] | None,
     new: Request,
@@ -65,10 +60,7 @@ def changes(
     for key in REQUEST_KEYS:
         value = state.get(key)
         if before_state is None:
-            if value is not None:
-                out.append(Change(key, "set", value))
-            else:
-                out.append(Change(key, "delete", None))
+            out.append(Change(key, "set" if value is not None else "delete", value))
             continue
         before = before_state.get(key)
         if value is None:
@@ -90,10 +82,7 @@ def changes(
 
 def _same(before: Any, value: Any) -> bool:
     if isinstance(before, list | tuple) and isinstance(value, list | tuple):
-        return len(before) == len(value) and (
-            identical_prefix(before, value) == len(value)
-            or all(a is b or a == b for a, b in zip(before, value, strict=False))
-        )
+        return len(before) == len(value) and _is_prefix(before, value)
     return bool(before is value or before == value)
 
 
@@ -109,8 +98,8 @@ def event_attributes(
     change: Change,
     seq: int,
     settings: Settings,
-    mode: WriteMode | None = None,
-    items: StoredItems | None = None,
+    mode: WriteMode,
+    items: StoredItems,
 ) -> dict[str, Any]:
     """One commit's event attributes, written the call's way (``mode``, see
     `Settings.write_mode`): ``inline`` puts the payload on the event up to the inline limit and
@@ -122,8 +111,6 @@ def event_attributes(
     when, and that the content was withheld on purpose. A store that fails, or could not be
     opened, leaves the same shape (logged once): an outage costs the payload, never the span or
     its receipt, and never puts on the event a payload meant for the store."""
-    if mode is None:
-        mode = settings.write_mode(False)
     attrs: dict[str, Any] = {
         names.COMMIT_SEQ: seq,
         names.COMMIT_KEY: change.key,
@@ -143,7 +130,7 @@ def event_attributes(
     if settings.store is None:
         return attrs
     try:
-        if change.key == "messages" and items is not None and _answers(change.payload) > 1:
+        if change.key == "messages" and _answers(change.payload) > 1:
             # A payload holding more than the answer to its parent holds turns other calls
             # (other workers, likely) were sent, whose messages the store may hold already:
             # stored message by message (af_otel.store.items), they are not written again. The

@@ -118,14 +118,12 @@ def trace_run_id(trace_id: int) -> str:
 class Engine:
     """Run table plus settings; thread-safe. One per processor or exporter (and one default)."""
 
-    def __init__(
-        self, settings: Settings, runs: RunTable | None = None, *, deferred: bool = False
-    ) -> None:
+    def __init__(self, settings: Settings, *, deferred: bool = False) -> None:
         global _serial
         self.settings = settings
         # An exporter's engine sees calls after their `af_otel.run` block exited.
         self.deferred = deferred
-        self.runs = runs if runs is not None else RunTable(max_bytes=settings.run_table_bytes)
+        self.runs = RunTable(max_bytes=settings.run_table_bytes)
         self.items = StoredItems()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = threading.Lock()
@@ -271,7 +269,7 @@ class Engine:
             reason = adapted.absent_reason
             content_keys = adapted.content_keys
             convention, notes = adapted.convention, adapted.notes
-            provider = _text(adapted.request.get("provider")) if adapted.request else None
+            provider = adapted.request.get("provider") if adapted.request else None
             direct = export_gaps.captured_at_sdk(
                 facts.scope, facts.attributes, provider, self.settings.trusted_hosts
             )
@@ -285,7 +283,7 @@ class Engine:
             convention, notes = supplied.convention, supplied.notes
         request: Request | None = None
         if request_in is not None:
-            request = _parse(request_in)
+            request = incremental.parse_request(request_in)
             if request is None:
                 reason = names.REASON_UNREADABLE
             elif convention is not None:
@@ -370,15 +368,9 @@ class Engine:
             if run.base is not None:
                 parent_state = run.base.request
                 parent_receipt = run.base.receipt
-        key = self.settings.key
         if request is None:
-            receipt = Receipt(
-                names.STATE_ABSENT,
-                run.run_id,
-                epoch,
-                parent_epoch,
-                reason or names.REASON_NOT_CAPTURED,
-            )
+            reason = reason or names.REASON_NOT_CAPTURED
+            receipt = Receipt(names.STATE_ABSENT, run.run_id, epoch, parent_epoch, reason)
         else:
             receipt = mint_receipt(
                 request,
@@ -386,31 +378,19 @@ class Engine:
                 epoch=epoch,
                 parent=parent_receipt if parent_receipt is not None else parent_epoch,
                 digests=run.digests,
-                key=key,
+                key=self.settings.key,
                 lane=run.lane,
             )
         events: list[tuple[str, dict[str, Any]]] = []
         mode = self.settings.write_mode(on_span)
-        if receipt.minted and request is not None:
+        minted = receipt.minted
+        if minted and request is not None:
             for change in commits.changes(parent_state, request, prefix=prefix):
                 seq = run.next_seq()
-                events.append(
-                    (
-                        names.COMMIT_EVENT,
-                        commits.event_attributes(change, seq, self.settings, mode, self.items),
-                    )
-                )
-        minted = receipt.minted
-        run.finish(
-            facts.key,
-            Finished(
-                facts.end_time,
-                epoch,
-                request if minted else None,
-                receipt if minted else None,
-            ),
-            prefix,
-        )
+                commit = commits.event_attributes(change, seq, self.settings, mode, self.items)
+                events.append((names.COMMIT_EVENT, commit))
+        kept = (request, receipt) if minted else (None, None)
+        run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
         # A payload the store refused leaves its commit without value or ref: this epoch's
         # changes are incomplete, so the span says `no-run-log` itself, not only the reader.
         lost = mode != "none" and any(
@@ -463,7 +443,7 @@ class Engine:
             run.started_empty = True
             return
         try:
-            state = commits.state_of(request)
+            state = request.to_dict()
             state["messages"] = self.items.put(store, state["messages"])
             address = store.put_json(state)
         except Exception as exc:
@@ -522,15 +502,6 @@ def carries_history(request: Request) -> bool:
     return users > 1
 
 
-def _parse(request: Mapping[str, Any] | Request) -> Request | None:
-    if isinstance(request, Request):
-        return request
-    try:
-        return Request.from_dict(request)
-    except Exception:  # a shape the adapter let through: unreadable content, never a crash
-        return None
-
-
 # The SDK's environment variables for span limits, and the names to raise when one cut a record.
 ENV_COUNT_LIMIT: Final = "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT"
 ENV_LENGTH_LIMIT: Final = "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"
@@ -583,10 +554,6 @@ def warn_cut(cut: str, limits: Limits) -> None:
 def _attribute_run(attributes: Mapping[str, Any]) -> str | None:
     value = attributes.get(names.RUN_ID)
     return value if isinstance(value, str) and value else None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 # Engines alive now: `af_otel.run` frees its run in each when its block exits, and the hook and

@@ -102,14 +102,15 @@ def gaps_of(
 def captured_at_sdk(
     scope: str | None,
     attributes: Mapping[str, object],
-    provider: str | None,
+    provider: object,
     trusted_hosts: frozenset[str] = frozenset(),
 ) -> bool:
-    """Nothing but the provider SDK stood between the record and the provider (module rule).
+    """Nothing but the provider SDK stood between the record and the provider (module rule);
+    ``provider`` as the request names it (anything but a string names none).
 
     ``trusted_hosts`` (setting ``trusted_hosts``, ``AF_OTEL_TRUSTED_HOSTS``): gateways the user
     declares pass requests to the provider unchanged; they count as the provider's own host."""
-    if scope not in SDK_SCOPES or provider is None:
+    if scope not in SDK_SCOPES or not isinstance(provider, str):
         return False
     host = attributes.get("server.address")
     if not isinstance(host, str):

@@ -39,12 +39,10 @@ from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
 from af_otel.semconv import record_of
+from af_otel.semconv.genai import SLOTS
 
 GROUP: Final = "opentelemetry_genai_completion_hook"
 ENTRY_POINT: Final = "af_otel"
-_INPUT: Final = "gen_ai.input.messages"
-_SYSTEM: Final = "gen_ai.system_instructions"
-_TOOLS: Final = "gen_ai.tool.definitions"
 
 _logger = logging.getLogger("af_otel")
 
@@ -109,15 +107,14 @@ def _load_chain(name: str) -> Any | None:
     name = name.strip()
     if not name or name == ENTRY_POINT:
         return None
-    for entry in entry_points(group=GROUP):
-        if entry.name == name:
-            try:
-                return entry.load()()
-            except Exception as exc:
-                _logger.warning(
-                    "af_otel: %s=%s failed to load (%s); not chained", ENV_CHAIN_HOOK, name, exc
-                )
-                return None
+    for entry in entry_points(group=GROUP, name=name):
+        try:
+            return entry.load()()
+        except Exception as exc:
+            _logger.warning(
+                "af_otel: %s=%s failed to load (%s); not chained", ENV_CHAIN_HOOK, name, exc
+            )
+            return None
     _logger.warning("af_otel: %s=%s names no completion hook; not chained", ENV_CHAIN_HOOK, name)
     return None
 
@@ -134,25 +131,20 @@ def mint_on_span(
     attributes: Mapping[str, Any] = dict(getattr(span, "attributes", None) or {})
     if names.RECEIPT_STATE in attributes:
         return
-    context = span.get_span_context()
-    key = (context.trace_id, context.span_id)
-    name = str(getattr(span, "name", ""))
-    engine = engine_for(key)
+    scope = getattr(getattr(span, "instrumentation_scope", None), "name", None)
+    facts = live_facts(span, attributes, scope, dropped=_dropped(span) > 0)
+    engine = engine_for(facts.key)
     content = content_attributes(inputs, system_instruction, tool_definitions)
-    recorded = record_of({**attributes, **content}, name)  # content never decides an LLM call
+    recorded = record_of({**attributes, **content}, facts.name)  # content never decides a call
     if not recorded.llm_call:
         return
     adapted = recorded.adapt()
-    scope = getattr(span, "instrumentation_scope", None)
     provider = adapted.request.get("provider") if adapted.request else None
     supplied = Supplied(
         adapted.request,
         adapted.absent_reason,
         direct=export_gaps.captured_at_sdk(
-            getattr(scope, "name", None),
-            attributes,
-            provider if isinstance(provider, str) else None,
-            engine.settings.trusted_hosts,
+            scope, attributes, provider, engine.settings.trusted_hosts
         ),
         content_keys=(),
         # Capture on: util-genai wrote these same attributes before calling the hook.
@@ -160,16 +152,24 @@ def mint_on_span(
         convention=adapted.convention,
         notes=adapted.notes,
     )
-    facts = CallFacts(
-        key=key,
-        name=name,
+    write_on_span(span, engine.enrich(facts, supplied))
+
+
+def live_facts(
+    span: Any, attributes: Mapping[str, Any], scope: str | None, *, dropped: bool = False
+) -> CallFacts:
+    """The facts of a live span whose call ends now: the hook and `llm_call` mint before the
+    span ends, so its end time is not set yet."""
+    context = span.get_span_context()
+    return CallFacts(
+        key=(context.trace_id, context.span_id),
+        name=str(getattr(span, "name", "")),
         start_time=int(getattr(span, "start_time", None) or 0),
         end_time=time.time_ns(),
         attributes=attributes,
-        scope=getattr(scope, "name", None),
-        dropped=_dropped(span) > 0,
+        scope=scope,
+        dropped=dropped,
     )
-    write_on_span(span, engine.enrich(facts, supplied))
 
 
 def content_attributes(
@@ -178,11 +178,12 @@ def content_attributes(
     tool_definitions: Sequence[Any] | None,
 ) -> dict[str, str]:
     """The content attributes util-genai writes with capture on: compact JSON of the dataclasses."""
-    out: dict[str, str] = {}
-    for key, items in ((_INPUT, inputs), (_SYSTEM, system_instruction), (_TOOLS, tool_definitions)):
-        if items:
-            out[key] = _dumps([_plain(item) for item in items])
-    return out
+    given = {"messages": inputs, "system": system_instruction, "tools": tool_definitions or ()}
+    return {
+        slot.key: _dumps([_plain(item) for item in given[slot.target]])
+        for slot in SLOTS
+        if given[slot.target]
+    }
 
 
 def _plain(item: Any) -> Any:

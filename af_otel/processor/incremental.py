@@ -39,14 +39,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
-import orjson
-
 from af_otel.model import FrozenDict, Request, fields
 from af_otel.model.fields import Shown
 from af_otel.processor import export_gaps
 from af_otel.receipts.memo import same_json
 from af_otel.semconv import Adapted, Limits, Recorded, placement, responses
 from af_otel.semconv.builders import Absent, content_value
+from af_otel.semconv.coerce import parse_json
 from af_otel.semconv.genai import MESSAGES, SLOTS
 from af_otel.semconv.ledger import cut_by
 
@@ -160,7 +159,7 @@ def read(recorded: Recorded, limits: Limits | None, seen: Remembered | None) -> 
 def full(recorded: Recorded, limits: Limits | None) -> Read:
     """The full path: adapt and parse everything."""
     adapted = recorded.adapt(limits=limits)
-    request = _parse(adapted.request)
+    request = parse_request(adapted.request)
     if request is None:
         return Read(adapted, None, None)
     shown, sealed = fields.shown(request), export_gaps.sealed_messages(request.messages)
@@ -185,7 +184,7 @@ def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read |
     adapted = recorded.with_content(MESSAGES.key, "[" + rest[1:]).adapt()
     if adapted.convention != seen.convention or adapted.request is None:
         return None
-    tail = _parse(adapted.request)
+    tail = parse_request(adapted.request)
     if tail is None or not tail.messages:
         return None
     # The one form (semconv/placement.py) places the system prompt by the whole request, which
@@ -254,10 +253,7 @@ def _prompt_first(attributes: Mapping[str, Any], provider: str | None) -> bool:
 
 def _count(text: str) -> int | None:
     """The elements of a JSON array, or None when it does not read as one."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
+    value = parse_json(text)
     return len(value) if isinstance(value, list) else None
 
 
@@ -309,10 +305,12 @@ def _shared(before: tuple[FrozenDict, ...], now: tuple[FrozenDict, ...]) -> tupl
     return now
 
 
-def _parse(data: Mapping[str, object] | None) -> Request | None:
-    if data is None:
-        return None
+def parse_request(data: Mapping[str, Any] | Request | None) -> Request | None:
+    """The request ``data`` holds, or None: a shape the adapter let through is unreadable content
+    (the engine names it `content-unreadable`), never a crash."""
+    if data is None or isinstance(data, Request):
+        return data
     try:
         return Request.from_dict(data)
-    except Exception:  # the engine names it `content-unreadable`
+    except Exception:
         return None

@@ -174,13 +174,10 @@ def limits_of(span: Any) -> Limits:
     """The span limits a span's attributes were recorded under, as the span carries them: the
     SDK's span keeps its `SpanLimits`, and its bounded attributes know their own bounds; the
     environment's where the span says neither (a span built elsewhere)."""
-    count: object = None
-    length: object = None
     limits = getattr(span, "_limits", None)
     bounded = getattr(span, "_attributes", None)
     if limits is not None and hasattr(limits, "max_span_attribute_length"):
-        count = limits.max_span_attributes
-        length = limits.max_span_attribute_length
+        count, length = limits.max_span_attributes, limits.max_span_attribute_length
     elif bounded is not None and hasattr(bounded, "max_value_len"):
         count, length = getattr(bounded, "maxlen", None), bounded.max_value_len
     else:

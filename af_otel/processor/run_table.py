@@ -128,9 +128,7 @@ class RunState:
         the history (`History`), counted at 2.5 times the canonical size of its longest request
         kept (Python objects and digests: under 2 times at 120 turns, more in a short run, as
         benchmarks/processor.py measures them); what it recognises the next call by is a digest."""
-        largest = 0
-        for record in self.finished[-STATE_DEPTH:]:
-            largest = max(largest, record.size)
+        largest = max((record.size for record in self.finished[-STATE_DEPTH:]), default=0)
         if self.base is not None and self.base.receipt is not None:
             largest = max(largest, self.base.receipt.bytes or 0)
         return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2
@@ -285,10 +283,6 @@ class RunTable:
             run.touched = now
             self._expire(now)
             return run
-
-    def peek(self, run_id: str) -> RunState | None:
-        with self._lock:
-            return self._runs.get(run_id)
 
     def release(self, run_id: str) -> None:
         """Free a run whose root span ended (or whose `af_otel.run` block exited); a run with

@@ -68,10 +68,6 @@ class Gap:
     detail: str = ""  # what the reader found on this view (a seq number, a store error, ...)
 
     @property
-    def spec(self) -> GapKind:
-        return SERVED_GAPS[self.kind]
-
-    @property
     def why(self) -> str:
         return SERVED_GAPS[self.kind].why
 

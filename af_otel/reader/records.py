@@ -132,8 +132,3 @@ class SpanRecord:
         """The resource's ``service.name``, or None when the resource does not name a service."""
         value = self.resource.get("service.name")
         return value if isinstance(value, str) else None
-
-    @property
-    def duration_ns(self) -> int:
-        """End minus start, in nanoseconds."""
-        return self.end_ns - self.start_ns

@@ -121,10 +121,6 @@ class _Pending:
 class ReceiptDigests:
     """Run-scoped digest memo; thread-safe; pass one per agent (or let the processor keep one per run)."""
 
-    # Kept for callers that read it; system parts keep their canonical bytes at any size (the
-    # system-list preimage is re-assembled from them every call), other sequences keep none.
-    KEEP_BODY_LIMIT = 4096
-
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._run: tuple[str, bytes | None] | None = None
@@ -138,32 +134,27 @@ class ReceiptDigests:
         self._last = ""  # c_n, n = len(_chain_entries)
         self._current: dict[bytes, str] = {}
         self._previous: dict[bytes, str] = {}
-        self._pending: _Pending | None = None
+        self._pending = _Pending()
 
     @property
     def lock(self) -> threading.RLock:
         return self._lock
 
     def begin(self, run_id: str, key: bytes | None) -> _Hasher:
-        """Start one mint for ``run_id``: a new run (or key) drops everything; the same run rotates."""
+        """Start one mint for ``run_id``: a new run (or key) drops everything; the same run rotates.
+        Until `commit`, `pieces`, `message_entries` and `chain` record their results aside: a mint
+        that fails half-way leaves the memo as the last completed mint left it."""
         if self._run != (run_id, key):
             self._run = (run_id, key)
             self._reset()
         else:
             self._previous, self._current = self._current, {}
-        self._pending = None
+        self._pending = _Pending()
         return _Hasher(run_id, key)
 
-    def transaction(self) -> None:
-        """From now until `commit`, `pieces` and `chain` record their results aside: a mint that
-        fails half-way leaves the memo as the last completed mint left it."""
-        self._pending = _Pending()
-
     def commit(self) -> None:
-        """Keep what the current mint recorded (see `transaction`)."""
-        pending, self._pending = self._pending, None
-        if pending is None:
-            return
+        """Keep what the current mint recorded (see `begin`)."""
+        pending, self._pending = self._pending, _Pending()
         self._sequences.update(pending.sequences)
         if pending.messages is not None:
             self._messages = pending.messages
@@ -186,12 +177,11 @@ class ReceiptDigests:
         name: str,
         values: tuple[Any, ...],
         *,
-        keep_body: bool | None = None,
+        keep_body: bool,
     ) -> tuple[Piece, ...]:
         """Canonical size and hash of each value, reusing last call's piece at the same position
         when the value is the same JSON (`same_json`). ``keep_body`` keeps each piece's canonical
-        bytes: always (True), never (False), or when at most `KEEP_BODY_LIMIT` bytes (None)."""
-        limit: int | None = {None: self.KEEP_BODY_LIMIT, True: None, False: -1}[keep_body]
+        bytes (the system parts', whose list preimage is re-assembled from them every call)."""
         before = self._sequences.get(name, ())
         # The leading items that are last call's very objects keep their pieces, found at C speed.
         same = identical_prefix(list(map(_VALUE, before)), values) if before else 0
@@ -205,16 +195,13 @@ class ReceiptDigests:
                     continue
                 if same_json(old.value, value):
                     body = None
-                    if limit is None or old.size <= limit:
+                    if keep_body:
                         body = old.body if old.body is not None else hasher.canonical(value)
                     out.append(Piece(value, old.size, old.digest, body))
                     continue
-            out.append(make_piece(hasher, value, limit))
+            out.append(make_piece(hasher, value, keep_body))
         pieces = tuple(out)
-        if self._pending is not None:
-            self._pending.sequences[name] = pieces
-        else:
-            self._sequences[name] = pieces
+        self._pending.sequences[name] = pieces
         return pieces
 
     def message_entries(
@@ -239,10 +226,7 @@ class ReceiptDigests:
             total += size
             ends.append(total)
         kept = _Messages(values, before.digests[:same] + tuple(added), ends)
-        if self._pending is not None:
-            self._pending.messages = kept
-        else:
-            self._messages = kept
+        self._pending.messages = kept
         return kept.digests, total
 
     def chain(self, hasher: _Hasher, entries: tuple[str, ...]) -> str:
@@ -253,11 +237,7 @@ class ReceiptDigests:
             link = chain_step(link, entries[index], hasher.hash_text)
             if (index + 1) % CHECKPOINT == 0:
                 kept.append(link)
-        state = (entries, tuple(kept), link)
-        if self._pending is not None:
-            self._pending.chain = state
-        else:
-            self._chain_entries, self._marks, self._last = state
+        self._pending.chain = (entries, tuple(kept), link)
         return link
 
     def _chain_from(
@@ -283,11 +263,10 @@ class ReceiptDigests:
             return records + links + len(self._current) + len(self._previous)
 
 
-def make_piece(hasher: _Hasher, value: Any, keep_limit: int | None) -> Piece:
-    """Canonicalize and hash ``value``; keep its bytes when ``keep_limit`` is None or not exceeded."""
+def make_piece(hasher: _Hasher, value: Any, keep_body: bool) -> Piece:
+    """Canonicalize and hash ``value``, keeping its bytes if asked."""
     data = hasher.canonical(value)
-    keep = keep_limit is None or len(data) <= keep_limit
-    return Piece(value, len(data), hasher.hash_bytes(data), data if keep else None)
+    return Piece(value, len(data), hasher.hash_bytes(data), data if keep_body else None)
 
 
 def chain_start(hash_text: Callable[[str], str]) -> str:

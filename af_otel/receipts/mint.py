@@ -9,7 +9,7 @@ ship hashes a dictionary attack can read); a bug of af_otel's own gives state ``
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -57,15 +57,13 @@ def mint_receipt(
         memo = digests if digests is not None else ReceiptDigests()
         with memo.lock:
             hasher = memo.begin(run_id, secret or None)
-            memo.transaction()
             receipt = _mint(normalized, run_id, epoch, parent, parent_epoch, memo, hasher, lane)
             memo.commit()
             return receipt
     except (RequestShapeError, CanonicalJSONError):
         return Receipt(names.STATE_ABSENT, run_id, epoch, parent_epoch, names.REASON_UNREADABLE)
-    except (
-        Exception
-    ):  # the emit path never raises (a failure is state "error", docs/receipt-spec.md §6)
+    # The emit path never raises: a failure is state "error" (docs/receipt-spec.md §6).
+    except Exception:
         return Receipt(names.STATE_ERROR, run_id, epoch, parent_epoch, names.REASON_INTERNAL_ERROR)
 
 
@@ -99,7 +97,8 @@ def _mint(
     chain = memo.chain(hasher, entries)
     system_hash = memo.hash_memo(hasher, _assemble(hasher, system))
     params = hasher.canonical(request.params)
-    kept = _kept(entries, parent.entries if isinstance(parent, Receipt) else None)
+    parent_entries = parent.entries if isinstance(parent, Receipt) else None
+    kept = equal_prefix(parent_entries, entries) if parent_entries else 0
     receipt = Receipt(
         state=names.STATE_MINTED,
         run_id=run_id,
@@ -137,12 +136,6 @@ def digest_preimage(receipt: Receipt) -> bytes:
     if receipt.lane is not None:
         body[names.EPOCH_LANE] = receipt.lane
     return canonical_json(body)
-
-
-def _kept(entries: tuple[str, ...], parent_entries: Sequence[str] | None) -> int:
-    if not parent_entries:
-        return 0
-    return equal_prefix(parent_entries, entries)
 
 
 def _assemble(hasher: _Hasher, pieces: tuple[Piece, ...]) -> bytes:
@@ -192,16 +185,14 @@ def request_bytes(
     """``af.receipt.bytes``: the canonical size of the request from its members' canonical sizes
     (``messages``, ``params``, ``system``, ``tools``; None for a member the request leaves out)
     and its ``model`` and ``provider`` values (None when absent)."""
-    sizes: list[tuple[str, int]] = [("messages", messages)]
-    if model is not None:
-        sizes.append(("model", len(canonical_json(model))))
-    if params is not None:
-        sizes.append(("params", params))
-    if provider is not None:
-        sizes.append(("provider", len(canonical_json(provider))))
-    if system is not None:
-        sizes.append(("system", system))
-    if tools is not None:
-        sizes.append(("tools", tools))
+    members = {
+        "messages": messages,
+        "model": len(canonical_json(model)) if model is not None else None,
+        "params": params,
+        "provider": len(canonical_json(provider)) if provider is not None else None,
+        "system": system,
+        "tools": tools,
+    }
+    sizes = [(k, size) for k, size in members.items() if size is not None]
     # {"key":value,...}: braces, quoted keys, colons, commas
     return 2 + sum(len(k) + 3 + size for k, size in sizes) + len(sizes) - 1

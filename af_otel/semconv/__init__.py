@@ -81,10 +81,7 @@ def _snapshot(attributes: Mapping[str, object]) -> dict[str, object]:
 
 
 def _reader(attributes: Mapping[str, object], span_name: str) -> _Reader:
-    for reader in _READERS:
-        if reader.claims(attributes, span_name):
-            return reader
-    return _READERS[-1]
+    return next((r for r in _READERS if r.claims(attributes, span_name)), _READERS[-1])
 
 
 @dataclass(frozen=True, slots=True)

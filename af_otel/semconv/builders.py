@@ -45,6 +45,15 @@ def refuse_placeholder(value: object) -> None:
         raise Absent(names.REASON_REDACTED)
 
 
+def content_text(value: object) -> str:
+    """A text content field, refusing placeholders and anything that is not text."""
+    refuse_placeholder(value)
+    found = text(value)
+    if found is None:
+        raise unreadable()
+    return found
+
+
 def content_value(value: object) -> JsonValue:
     """A content attribute (JSON string or structured), refusing placeholders and bad JSON."""
     refuse_placeholder(value)
@@ -146,8 +155,5 @@ def flat_tool(name: object, description: object, parameters: JsonValue) -> Part:
     """A function tool from flattened fields; a description must be text, not a placeholder."""
     tool: Part = {"type": "function", "name": text(name), "parameters": parameters}
     if description is not None:
-        refuse_placeholder(description)
-        tool["description"] = text(description)
-        if tool["description"] is None:
-            raise unreadable()
+        tool["description"] = content_text(description)
     return tool

@@ -41,13 +41,10 @@ def text(value: object) -> str | None:
 
 def integer(value: object) -> int | None:
     """An ``int`` (not a ``bool``); an integral float such as ``256.0`` counts."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return int.__index__(value)
-    if isinstance(value, float) and math.isfinite(value) and float.is_integer(value):
-        return int(float.__float__(value))
-    return None
+    found = number(value)
+    if isinstance(found, float):
+        return int(found) if found.is_integer() else None
+    return found
 
 
 def boolean(value: object) -> bool | None:

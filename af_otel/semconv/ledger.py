@@ -58,6 +58,11 @@ class Entry:
         return any(scope == s or scope.startswith(s + ".") for s in self.scopes)
 
 
+# What OpenLLMetry records, the same in both eras.
+_OPENLLMETRY: Final = frozenset(
+    {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
+    | {"frequency_penalty", "presence_penalty"}
+)
 # First match wins; `docs/instrumentations.md` has the same rows as a table.
 LEDGER: Final = (
     Entry(
@@ -101,20 +106,14 @@ LEDGER: Final = (
         "openllmetry",
         ("opentelemetry.instrumentation",),
         ("openllmetry",),
-        frozenset(
-            {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
-            | {"frequency_penalty", "presence_penalty"}
-        ),
+        _OPENLLMETRY,
         ">=0.55",
     ),
     Entry(
         "openllmetry-legacy",
         ("opentelemetry.instrumentation",),
         ("openllmetry-legacy",),
-        frozenset(
-            {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
-            | {"frequency_penalty", "presence_penalty"}
-        ),
+        _OPENLLMETRY,
         "<=0.54",
     ),
 )
@@ -124,10 +123,7 @@ EXPLICIT_API: Final = Entry("af_otel.llm_call", ("af_otel",), ("genai",), _ALL)
 
 def entry_for(scope: str | None, convention: Convention) -> Entry | None:
     """The ledger entry of the instrumentation that wrote a span, or None when it is unknown."""
-    for entry in (*LEDGER, EXPLICIT_API):
-        if entry.claims(scope, convention):
-            return entry
-    return None
+    return next((e for e in (*LEDGER, EXPLICIT_API) if e.claims(scope, convention)), None)
 
 
 def written(request: Request, seen: fields.Shown | None = None) -> frozenset[str]:
@@ -206,7 +202,5 @@ def cut_by(attributes: Mapping[str, object], limits: Limits) -> str | None:
     limit = limits.max_value_length
     if limit is None or limit <= 0:
         return None
-    for key, value in attributes.items():
-        if _reads(key) and _at_limit(value, limit):
-            return CUT_LENGTH
-    return None
+    at_limit = any(_reads(key) and _at_limit(value, limit) for key, value in attributes.items())
+    return CUT_LENGTH if at_limit else None

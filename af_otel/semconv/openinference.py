@@ -18,6 +18,7 @@ from af_otel.semconv.adapted import (
 from af_otel.semconv.builders import (
     Absent,
     Part,
+    content_text,
     content_value,
     flat_message,
     flat_tool,
@@ -42,7 +43,6 @@ SPAN_KIND: Final = "openinference.span.kind"
 INPUT_MESSAGES: Final = "llm.input_messages."
 PROMPTS: Final = "llm.prompts."
 TOOLS: Final = "llm.tools."
-INVOCATION_PARAMETERS: Final = "llm.invocation_parameters"
 CONTENTS: Final = "message.contents."
 TOOL_CALLS: Final = "message.tool_calls."
 CONTENT_PREFIX: Final = "message_content."
@@ -144,9 +144,9 @@ def _user_turns(built: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]
 def _invocation(
     attributes: Mapping[str, object], notes: list[str]
 ) -> tuple[dict[str, object], Mapping[str, object]]:
-    if INVOCATION_PARAMETERS not in attributes:
+    if responses.INVOCATION_PARAMETERS not in attributes:
         return {}, {}
-    raw = attributes[INVOCATION_PARAMETERS]
+    raw = attributes[responses.INVOCATION_PARAMETERS]
     decoded = None if is_placeholder(raw) else json_or_plain(raw)
     if not isinstance(decoded, dict):
         notes.append(NOTE_PARAMS_UNREADABLE)
@@ -197,11 +197,7 @@ def _prompt(fields: dict[str, object]) -> dict[str, JsonValue]:
 
 
 def _text(value: object) -> Part:
-    refuse_placeholder(value)
-    content = text(value)
-    if content is None:
-        raise unreadable()
-    return {"type": "text", "content": content}
+    return {"type": "text", "content": content_text(value)}
 
 
 def _repeats_a_call(entry: dict[str, object]) -> bool:
@@ -238,12 +234,7 @@ def _content(entry: dict[str, object]) -> Part:
     if kind == "reasoning":
         return _reasoning(entry)
     if kind == "image":
-        url = entry.get(CONTENT_PREFIX + "image.image.url")
-        refuse_placeholder(url)
-        found = text(url)
-        if found is None:
-            raise unreadable()
-        return media_part(found)
+        return media_part(content_text(entry.get(CONTENT_PREFIX + "image.image.url")))
     if kind is None:
         raise unreadable()
     part: Part = {"type": kind}

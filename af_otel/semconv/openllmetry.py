@@ -15,12 +15,12 @@ from af_otel.semconv.adapted import Adapted, conclude
 from af_otel.semconv.builders import (
     Absent,
     Part,
+    content_text,
     content_value,
     flat_message,
     flat_tool,
     holed,
     openai_block,
-    refuse_placeholder,
     tool_call,
     unreadable,
 )
@@ -63,10 +63,10 @@ PARAMS: Final = dial_rows(
 
 def claims(attributes: Mapping[str, object], span_name: str) -> bool:
     """A span OpenLLMetry wrote (either era)."""
-    for key in attributes:
-        if key in MARKERS or key == REQUEST_TYPE or key.startswith(("traceloop.", PROMPTS)):
-            return True
-    return False
+    return any(
+        key in MARKERS or key == REQUEST_TYPE or key.startswith(("traceloop.", PROMPTS))
+        for key in attributes
+    )
 
 
 def is_legacy(attributes: Mapping[str, object]) -> bool:
@@ -133,10 +133,7 @@ def _legacy_content(value: object) -> list[Part]:
     """Message content: a string, or (list content) the JSON of OpenAI's content blocks."""
     if value is None:
         return []
-    refuse_placeholder(value)
-    content = text(value)
-    if content is None:
-        raise unreadable()
+    content = content_text(value)
     if content.startswith("["):
         blocks = parse_json(content)
         if isinstance(blocks, list) and blocks and all(_is_block(b) for b in blocks):

@@ -22,10 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import orjson
-
 from af_otel.model.fields import order_fields
 from af_otel.model.request import RESPONSES_KEYS, STEERING_KEYS, Request
+from af_otel.semconv.coerce import parse_json
 
 # genai-openai's marker of a Responses call.
 API_TYPE: Final = "openai.api.type"
@@ -74,13 +73,8 @@ TELLTALE_MID_CONVERSATION: Final = "a Responses input that starts mid-conversati
 def _decoded(value: object) -> Mapping[str, Any] | None:
     if isinstance(value, Mapping):
         return value
-    if isinstance(value, str) and value.startswith("{"):
-        try:
-            found = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return None
-        return found if isinstance(found, dict) else None
-    return None
+    found = parse_json(value) if isinstance(value, str) and value.startswith("{") else None
+    return found if isinstance(found, dict) else None
 
 
 def invocation(attributes: Mapping[str, object]) -> Mapping[str, Any]:

@@ -47,7 +47,6 @@ class StoredItems:
         self.bound = bound
         self._known: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
-        self.written = 0  # blobs this writer handed to `Store.put`
 
     def put(self, store: Store, items: Sequence[Any]) -> list[dict[str, str]]:
         """Store each item once and return the references that stand for the list: a chunk
@@ -65,19 +64,14 @@ class StoredItems:
             address = address_of(data)
             if not self._knows(address) and not store.has(address):
                 for body in bodies[at : at + CHUNK]:
-                    self._put(store, body)
-                self._put(store, data)
+                    store.put(body)
+                store.put(data)
             self._remember(address)
             out.append({CHUNK_REF: address})
         for body, address in zip(bodies[whole:], addresses[whole:], strict=True):
-            self._put(store, body)
+            store.put(body)
             out.append({ITEM_REF: address})
         return out
-
-    def _put(self, store: Store, data: bytes) -> None:
-        store.put(data)
-        with self._lock:
-            self.written += 1
 
     def _knows(self, address: str) -> bool:
         with self._lock:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Final
 from urllib.parse import quote
 
@@ -114,11 +115,7 @@ def create_app(evidence: Evidence) -> Starlette:
     async def epoch(request: Request) -> HTMLResponse:
         params = request.path_params
         trace = request.query_params.get("trace") or None
-
-        def find() -> Shown:
-            return evidence.epoch(params["run"], params["epoch"], trace_id=trace)
-
-        return await answer(find)
+        return await answer(partial(evidence.epoch, params["run"], params["epoch"], trace_id=trace))
 
     async def home(request: Request) -> HTMLResponse:
         return _notice(

@@ -12,8 +12,13 @@ import ipaddress
 import sys
 from typing import Any, Final
 
-from af_otel import names
-from af_otel.cli.read import add_backend_options, add_key_options, backend_source, key_from_args
+from af_otel.cli.read import (
+    add_backend_options,
+    add_key_options,
+    add_store_options,
+    backend_source,
+    key_from_args,
+)
 from af_otel.errors import AfOtelError
 from af_otel.reader.sources import PhoenixSource
 from af_otel.web.evidence import TRACES_KEPT, Evidence
@@ -38,16 +43,8 @@ def register(subparsers: Any) -> None:
     )
     serve.add_argument("file", nargs="?", metavar="FILE", help="a trace file to serve from")
     add_backend_options(serve, serve)
-    serve.add_argument(
-        "--store",
-        metavar="URL",
-        help=f"where bases and large payloads are (default ${names.ENV_STORE}, else "
-        f"{names.DEFAULT_STORE})",
-    )
+    add_store_options(serve)
     add_key_options(serve)
-    serve.add_argument(
-        "--lenient", action="store_true", help="skip unreadable lines and spans and say so"
-    )
     serve.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})"
     )

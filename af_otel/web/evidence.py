@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from af_otel.cli.read import open_checked_store
+from af_otel.cli.read import open_checked_store, verdicts_or_none
 from af_otel.errors import ReaderError, SourceError, TraceNotFoundError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import SourceNote, SpanStream, read_spans
-from af_otel.reader.verify import Verdict, verify
+from af_otel.reader.verify import Verdict
 from af_otel.reader.view import ServedView, served_views
 
 __all__ = ["TRACES_KEPT", "Evidence", "Shown", "TraceSource", "check_ids"]
@@ -212,12 +212,7 @@ class Evidence:
         if not records and self.source is not None:
             raise ReaderError(f"{self.label} returned no span for that trace ({stream.source})")
         views = served_views(records, store=open_checked_store(self.store, records))
-        verdicts: list[Verdict | None] = []
-        for view in views:
-            try:
-                verdicts.append(verify(view, key=self._key))
-            except ReaderError:  # a keyed receipt and no key: shown, not checked
-                verdicts.append(None)
+        verdicts = verdicts_or_none(views, self._key)
         notes: list[SourceNote | str] = list(stream.notes)
         if stream.skipped:
             notes.append(f"{stream.skipped} unreadable line(s) or span(s) skipped")

@@ -76,12 +76,17 @@ def test_llm_calls_in_a_run_chain(global_pipeline: Pipeline) -> None:
 
 
 def test_run_frees_its_state_on_exit(global_pipeline: Pipeline) -> None:
-    """Leaving the run block frees the run's state in the processor."""
-    with run("short"):
-        with llm_call(model="m", provider="openai", messages=[user("a")]):
-            pass
-        assert global_pipeline.processor.engine.runs.peek("short") is not None
-    assert global_pipeline.processor.engine.runs.peek("short") is None
+    """Leaving the run block frees the run's state in the processor: the same run id entered again
+    numbers its calls from 1 in a new lane, while inside one block they continue in one lane."""
+    for _ in range(2):
+        with run("short"):
+            for _ in range(2):
+                with llm_call(model="m", provider="openai", messages=[user("a")]):
+                    pass
+    calls = [af(s) for s in llm_spans(global_pipeline.spans())]
+    assert [c[names.EPOCH] for c in calls] == [1, 2, 1, 2]
+    lanes = [c[names.EPOCH_LANE] for c in calls]
+    assert lanes[0] == lanes[1] != lanes[2] == lanes[3]
 
 
 def test_bad_base_is_the_callers_error() -> None:

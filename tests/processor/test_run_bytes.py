@@ -67,22 +67,25 @@ def test_many_runs_stay_within_the_byte_budget_least_recently_used_first() -> No
     budget = 120_000
     engine = Engine(resolve_settings(store=None, content="none", run_table_bytes=budget))
     serial = 0
+    lanes: dict[str, str] = {}
     for turns in range(1, 6):
         for run in range(40):
             serial += 1
-            engine.enrich(facts(f"run-{run}", turns, serial))
+            lanes[f"run-{run}"] = engine.enrich(facts(f"run-{run}", turns, serial)).attributes[
+                names.EPOCH_LANE
+            ]
             assert engine.runs.bytes <= budget
     assert engine.runs.evicted > 0
-    assert engine.runs.peek("run-39") is not None  # the most recent stays
-    assert engine.runs.peek("run-0") is None  # the least recently used went first
+    assert engine.runs.get("run-39").lane == lanes["run-39"]  # the most recent stays
+    assert engine.runs.get("run-0").lane != lanes["run-0"]  # the least recently used went first
 
 
 def test_one_run_larger_than_the_budget_is_kept_while_it_is_the_only_one() -> None:
     engine = Engine(resolve_settings(store=None, content="none", run_table_bytes=1000))
-    engine.enrich(facts("big", 3, 1))
-    assert engine.runs.peek("big") is not None
+    lane = engine.enrich(facts("big", 3, 1)).attributes[names.EPOCH_LANE]
+    assert engine.runs.get("big").lane == lane
     engine.enrich(facts("other", 1, 2))
-    assert engine.runs.peek("big") is None
+    assert engine.runs.get("big").lane != lane
 
 
 def test_an_evicted_run_comes_back_with_an_exact_receipt_in_a_lane_of_its_own() -> None:
@@ -92,7 +95,6 @@ def test_an_evicted_run_comes_back_with_an_exact_receipt_in_a_lane_of_its_own() 
     assert second[names.EPOCH_PARENT] == 1
     for run in range(20):  # other conversations push "r" out
         engine.enrich(facts(f"x{run}", 2, 100 + run))
-    assert engine.runs.peek("r") is None
     back = engine.enrich(facts("r", 3, 3)).attributes
     assert back[names.RECEIPT_STATE] == names.STATE_MINTED
     assert back[names.EPOCH_LANE] != first[names.EPOCH_LANE]

@@ -16,22 +16,21 @@ from af_otel.receipts import Receipt
 def test_least_recently_used_run_is_evicted_past_the_bound() -> None:
     """The table never holds more than max_runs runs; the oldest goes first."""
     table = RunTable(max_runs=3)
-    for run_id in ("a", "b", "c"):
-        table.get(run_id)
+    a, b, _ = (table.get(run_id) for run_id in ("a", "b", "c"))
     table.get("a")
     table.get("d")
     assert len(table) == 3
-    assert table.peek("b") is None
-    assert table.peek("a") is not None
+    assert table.get("a") is a
+    assert table.get("b") is not b  # evicted: served afresh
 
 
 def test_idle_runs_expire() -> None:
     """A run untouched for longer than idle_seconds is gone at the next access."""
     table = RunTable(idle_seconds=0.01)
-    table.get("old")
+    old = table.get("old")
     time.sleep(0.02)
     table.get("new")
-    assert table.peek("old") is None
+    assert table.get("old") is not old
 
 
 def test_release_waits_for_open_calls() -> None:
@@ -40,10 +39,10 @@ def test_release_waits_for_open_calls() -> None:
     run = table.get("r")
     run.number((1, 1), 10)
     table.release("r")
-    assert table.peek("r") is run
+    assert table.get("r") is run
     run.finish((1, 1), Finished(20, 1, None, None))
     table.settle(run)
-    assert table.peek("r") is None
+    assert table.get("r") is not run
 
 
 def test_finished_history_is_bounded() -> None:

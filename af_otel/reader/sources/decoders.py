@@ -27,6 +27,7 @@ __all__ = [
     "array_text",
     "attributes",
     "base64_text",
+    "double_value",
     "enum_value",
     "id_hex",
     "int_value",
@@ -160,7 +161,8 @@ def base64_text(value: object, what: str) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-def _double(value: object, what: str) -> float:
+def double_value(value: object, what: str) -> float:
+    """A double written as a JSON number or as text (proto3 JSON's ``NaN`` and infinities too)."""
     if isinstance(value, bool):
         raise Problem(f"{what} must be a number, got a bool")
     if isinstance(value, int | float):
@@ -228,7 +230,7 @@ def _scalar(kind: str | None, content: object, what: str) -> AttrScalar | None:
     if kind == "bool":
         return _bool(content, what)
     if kind == "double":
-        return _double(content, what)
+        return double_value(content, what)
     if kind == "bytes":
         return base64_text(content, what)
     return None

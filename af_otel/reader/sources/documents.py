@@ -49,30 +49,25 @@ def document_format(doc: object) -> SourceFormat | None:
         return None
     if not doc:
         return SourceFormat.OTLP_JSON
-    for key, fmt, _ in _SHAPES:
-        if key in doc:
-            return fmt
-    return None
+    return next((fmt for key, fmt, _ in _SHAPES if key in doc), None)
 
 
-def describe(doc: object) -> str:
-    """A short description of an unrecognized document for error messages."""
+def _unknown(doc: object, origin: str) -> str:
+    """What is said of a document in no known format: a short description and what was expected."""
     if isinstance(doc, Mapping):
-        keys = ", ".join(repr(k) for k in list(doc)[:5])
-        return f"a JSON object with keys {keys}"
-    return f"a JSON {type(doc).__name__}"
+        what = f"a JSON object with keys {', '.join(repr(k) for k in list(doc)[:5])}"
+    else:
+        what = f"a JSON {type(doc).__name__}"
+    return (
+        f"{origin}: {what} is in no format the reader knows; expected one of: {expected_formats()}"
+    )
 
 
 def document_records(doc: object, origin: str, stream: SpanStream) -> Iterator[SpanRecord]:
     """Yield the records of one document; an unknown shape is a problem of its line."""
     fmt = document_format(doc)
     if fmt is None or not isinstance(doc, Mapping):
-        stream.problem(
-            f"{origin}: {describe(doc)} is in no format the reader knows; expected one of: "
-            f"{expected_formats()}",
-            unit="line",
-            error=UnknownFormatError,
-        )
+        stream.problem(_unknown(doc, origin), unit="line", error=UnknownFormatError)
         return
     decoder = next((decode for key, _, decode in _SHAPES if key in doc), None)
     if decoder is not None:
@@ -83,9 +78,6 @@ def open_document(doc: object, origin: str, *, lenient: bool) -> SpanStream:
     """A stream over one whole document; an unknown shape raises at once, lenient or not."""
     fmt = document_format(doc)
     if fmt is None:
-        raise UnknownFormatError(
-            f"{origin}: {describe(doc)} is in no format the reader knows; expected one of: "
-            f"{expected_formats()}"
-        )
+        raise UnknownFormatError(_unknown(doc, origin))
     stream = SpanStream(origin, fmt, lenient=lenient)
     return stream.feed(document_records(doc, origin, stream))

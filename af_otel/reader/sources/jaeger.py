@@ -30,6 +30,7 @@ from af_otel.reader.sources.decoders import (
     Problem,
     array_text,
     base64_text,
+    double_value,
     int_value,
     message_field,
 )
@@ -43,7 +44,7 @@ from af_otel.reader.sources.fetch import (
 )
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
-from af_otel.reader.sources.window import Window
+from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT, Window
 
 if TYPE_CHECKING:
     from af_otel.reader.records import AttrValue
@@ -55,9 +56,6 @@ __all__ = [
     "jaeger_v1_records",
     "jaeger_v3_records",
 ]
-
-# Traces one search may return; reaching it is noted as a truncation (narrow the window).
-DEFAULT_SEARCH_LIMIT: Final = 1000
 
 # The af_otel attributes that are string arrays on the span (docs/receipt-spec.md §4); Jaeger
 # shows them as JSON text and the reader turns them back.
@@ -317,14 +315,7 @@ def _tag_value(key: str, vtype: object, value: object, what: str) -> AttrValue:
     if vtype == "int64":
         return int_value(value, where)  # strings outside the JS-safe range
     if vtype == "float64":
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise Problem(f"{where} must be a number")
+        return double_value(value, where)
     if vtype == "binary":
         return base64_text(value, where)
     raise Problem(f"{where} has unknown type {vtype!r}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, ClassVar, Final, Literal
+from typing import ClassVar, Final, Literal
 
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
@@ -27,10 +27,7 @@ from af_otel.reader.sources.fetch import (
 )
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
-from af_otel.reader.sources.window import DEFAULT_WORKERS, Window, fetch_each
-
-if TYPE_CHECKING:
-    pass
+from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT, DEFAULT_WORKERS, Window, fetch_each
 
 __all__ = [
     "DEFAULT_QUERY",
@@ -43,8 +40,6 @@ __all__ = [
 # Spans af_otel looked at: every one carries af.receipt.state, a string. A regex match rather than
 # `!= nil` so that Tempo versions before attribute-existence queries accept it too.
 DEFAULT_QUERY: Final = '{ span.af.receipt.state =~ ".+" }'
-# Traces one search may return; reaching it is noted as a truncation (narrow the window).
-DEFAULT_SEARCH_LIMIT: Final = 1000
 
 
 def tempo_v1_records(
@@ -132,12 +127,8 @@ class TempoSource(ByTraceId):
                 f"{window} were not read (narrow the window or raise the limit)",
                 NoteKind.TRUNCATED,
             )
-        fetch = partial(_trace_for_window, self, lenient=lenient)
+        fetch = partial(self.trace, lenient=lenient)
         return stream.feed(fetch_each(ids, fetch, stream, workers=workers))
-
-
-def _trace_for_window(source: TempoSource, trace_id: str, *, lenient: bool) -> SpanStream:
-    return source.trace(trace_id, lenient=lenient)
 
 
 def _search_ids(body: Mapping[str, object], url: str) -> list[str]:

@@ -22,11 +22,20 @@ from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources.stream import SpanStream
 
-__all__ = ["DEFAULT_WORKERS", "Window", "fetch_each", "parse_duration", "parse_instant"]
+__all__ = [
+    "DEFAULT_SEARCH_LIMIT",
+    "DEFAULT_WORKERS",
+    "Window",
+    "fetch_each",
+    "parse_duration",
+    "parse_instant",
+]
 
 # Four requests in flight: enough to hide a backend's latency, few enough not to load its query
 # path the way a dashboard refresh would.
 DEFAULT_WORKERS: Final = 4
+# Traces one search may return; reaching it is noted as a truncation (narrow the window).
+DEFAULT_SEARCH_LIMIT: Final = 1000
 _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION: Final = re.compile(r"([0-9]+)([smhdw])")
 _NS: Final = 1_000_000_000

@@ -112,6 +112,14 @@ def test_tag_values(tag: tuple[str, str, Any], expected: object) -> None:
     assert _one(_span(tags=_tags(tag))).attributes[tag[0]] == expected
 
 
+@pytest.mark.parametrize("value", [10**400, "a lot", True], ids=["past-range", "text", "bool"])
+def test_a_float_tag_that_is_no_double_is_a_problem_naming_it(value: object) -> None:
+    """A float64 tag past a double's range, or not a number, is a SourceError naming the tag
+    (decoded by the same rule as OTLP's doubles), never an OverflowError."""
+    with pytest.raises(SourceError, match="'n'"):
+        _one(_span(tags=_tags(("n", "float64", value))))
+
+
 def test_logs_become_events_named_by_their_event_field() -> None:
     """A log's `event` field is the event's name; its other fields are attributes; µs become ns."""
     logs = [
