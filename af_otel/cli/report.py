@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import orjson
 
+from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.reader.gaps import SERVED_GAPS, BackendNote, Gap, gap_why
 from af_otel.reader.verify import Verdict, VerdictStatus
 from af_otel.reader.view import HeldCall, ServedView
@@ -355,7 +356,7 @@ def _request_parts(view: ServedView) -> str:
     else:
         # An empty list here is not "no instructions": chat APIs often carry them as a message.
         in_messages = [
-            i for i, m in enumerate(view.messages or ()) if m.get("role") in ("system", "developer")
+            i for i, m in enumerate(view.messages or ()) if m.get("role") in INSTRUCTION_ROLES
         ]
         system = (
             "<p class='muted'>Sent as message "

@@ -18,16 +18,16 @@ receipt, so each rule lives here once and `docs/receipt-spec.md` restates it:
    as a bare string is a text part. Unknown part types are kept as they are; message keys other
    than ``role``, ``parts`` and ``name`` are not part of the normalized message (adapters turn
    them into parts).
-
-The reading rules (the shape: 1, 3, 4 and the ``result`` spelling of 2) are `read_part`,
-`read_message` and `read_tool`, which `shape_request` applies for the adapters, whose requests
-stay plain values; the ``normalize_*`` functions add the value rules and freeze.
 5. ``params`` keep only the dials of ``gen_ai.request.*`` and the settings that steer the model
    (``tool_choice``, ``parallel_tool_calls``, ``response_format``, ``reasoning_effort``,
    ``thinking``; the Responses API's ``reasoning_summary``, ``truncation``, ``store``) that are set, each as the caller gave it; ``stop_sequences`` is a list. Empty
    ``system``/``tools``/``params`` are the same as absent. A ``tool_call_response`` part's
    ``is_error`` is kept when true and dropped when false (false is the default).
 6. Key order never matters (the hash is over RFC 8785 canonical JSON).
+
+The reading rules (the shape: 1, 3, 4 and the ``result`` spelling of 2) are `read_part`,
+`read_message` and `read_tool`, which `shape_request` applies for the adapters, whose requests
+stay plain values; the ``normalize_*`` functions add the value rules and freeze.
 
 Values are frozen at the schema level (`FrozenDict`, tuples). Free-form content inside parts is not
 copied — copying a 1,000-row tool result on every call would cost more than hashing it — so it is
@@ -69,6 +69,9 @@ STEERING_KEYS: Final = (
 RESPONSES_KEYS: Final = ("reasoning_summary", "truncation", "store")
 PARAM_KEYS: Final = (*SAMPLING_KEYS, *STEERING_KEYS, *RESPONSES_KEYS)
 REQUEST_KEYS: Final = ("system", "messages", "tools", "params", "model", "provider")
+# Roles that give instructions rather than take a turn: conventions record them as a message or
+# beside the messages (the Responses API's ``instructions``, a ``system`` field).
+INSTRUCTION_ROLES: Final = frozenset({"system", "developer"})
 
 _T = TypeVar("_T")
 

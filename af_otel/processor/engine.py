@@ -34,6 +34,7 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import Request
 from af_otel.model.fields import Shown
+from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.processor import commits, context, dedupe, export_gaps, guard, incremental, metrics
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
@@ -49,7 +50,7 @@ SpanKey = tuple[int, int]
 # Calls started but not finished, remembered with their run: bounded like the run table, since a
 # span that never ends must not hold memory forever.
 MAX_OPEN: Final = 65_536
-_HISTORY_ROLES: Final = frozenset({"system", "developer", "user"})
+_HISTORY_ROLES: Final = INSTRUCTION_ROLES | {"user"}
 
 
 @dataclass(frozen=True, slots=True)

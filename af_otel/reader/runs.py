@@ -243,8 +243,11 @@ def _decode_commit(
     payload: Any
     if isinstance(value, str):
         # UTF-8 takes at least a byte a character: only a value shorter than its size is measured.
-        if size is not None and len(value) < size and len(value.encode("utf-8")) < size:
-            written = len(value.encode("utf-8"))
+        if (
+            size is not None
+            and len(value) < size
+            and (written := len(value.encode("utf-8"))) < size
+        ):
             raise _Bad(f"{where}: commit {seq} value was cut ({written} of {size} bytes)")
         try:
             payload = orjson.loads(value)

@@ -22,7 +22,7 @@ from af_otel.errors import CanonicalJSONError
 from af_otel.model import FrozenDict, Request, sealed_reasoning
 from af_otel.model.fields import order_fields
 from af_otel.model.gap_rules import request_gaps, sealed_messages
-from af_otel.model.request import REQUEST_KEYS, normalize_params
+from af_otel.model.request import INSTRUCTION_ROLES, REQUEST_KEYS, normalize_params
 from af_otel.reader.arguments import spans_only
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
 from af_otel.reader.folded import FoldKey, SameCall, fold_key, split_folded
@@ -538,9 +538,6 @@ def _run_views(
 
 # Who wrote a message: a model turn is a run of these, one call's answer.
 _MODEL_ROLES: Final = frozenset({"assistant", "model"})
-# Instructions some conventions record as a message and others beside the messages (the Responses
-# API's `instructions`): not counted when two calls' histories are matched.
-_INSTRUCTION_ROLES: Final = frozenset({"system", "developer"})
 
 
 def _tool_result(message: Mapping[str, Any]) -> bool:
@@ -580,9 +577,6 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
     or whose instructions were recorded apart from its messages, counts), nor, beside it, that
     history and then input of its own (a fan-out the application merged)."""
 
-    def turns(messages: Sequence[Any], end: int) -> int:
-        return sum(1 for m in messages[:end] if m.get("role") not in _INSTRUCTION_ROLES)
-
     def last(messages: Sequence[Any], end: int) -> bytes | None:
         # By content, not by `==` on a dict hashed over its keys: one encoding of one message a
         # view, and the counts compared only for the few calls that end alike.
@@ -592,7 +586,9 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
             return None
 
     def said(messages: Sequence[Any], end: int) -> list[Any]:
-        return [m for m in messages[:end] if m.get("role") not in _INSTRUCTION_ROLES]
+        # Instructions are not counted when two calls' histories are matched: some conventions
+        # record them as a message, others beside the messages.
+        return [m for m in messages[:end] if m.get("role") not in INSTRUCTION_ROLES]
 
     served: dict[bytes | None, list[Sequence[Any]]] = {}
     beside: dict[int, list[ServedView]] = {}
@@ -605,9 +601,9 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
         found = last(messages, at)
         if found is None:  # unreadable here: cannot tell, so no gap is claimed
             return True
-        count = turns(messages, at)
+        count = len(said(messages, at))
         if any(
-            other is not messages and turns(other, len(other)) == count
+            other is not messages and len(said(other, len(other))) == count
             for other in served.get(found, ())
         ):
             return True

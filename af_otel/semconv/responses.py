@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from af_otel.model.fields import order_fields
-from af_otel.model.request import RESPONSES_KEYS, STEERING_KEYS, Request
+from af_otel.model.request import INSTRUCTION_ROLES, RESPONSES_KEYS, STEERING_KEYS, Request
 from af_otel.semconv.coerce import parse_json
 
 # genai-openai's marker of a Responses call.
@@ -156,7 +156,7 @@ def scan(messages: Iterable[Mapping[str, Any]], before: Scan = NO_MESSAGES) -> S
     item_ids, unmatched, first = before.item_ids, before.unmatched, before.first
     for message in messages:
         role = message.get("role")
-        if first is None and role not in ("system", "developer"):
+        if first is None and role not in INSTRUCTION_ROLES:
             first = str(role)
         for part in message.get("parts", ()):
             kind, found = part.get("type"), str(part.get("id"))
