@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import import_module
 from pathlib import Path
@@ -265,31 +265,37 @@ def tamper_copy(
     lines = []
     for line in source.read_text(encoding="utf-8").splitlines():
         document = json.loads(line)
-        for resource in document.get("resourceSpans", []):
-            for scope in resource.get("scopeSpans", []):
-                for span in scope.get("spans", []):
-                    attrs = attributes(span.get("attributes"), "attributes")
-                    if attrs.get(names.RUN_ID) != run_id or attrs.get(names.EPOCH) != epoch:
+        for span, attrs in _spans(document):
+            if attrs.get(names.RUN_ID) != run_id or attrs.get(names.EPOCH) != epoch:
+                continue
+            for event in span.get("events", []):
+                for item in event.get("attributes", []):
+                    text = item["value"].get("stringValue") or ""
+                    if item["key"] == names.COMMIT_VALUE and text:
+                        changed = _tampered_text(blobs, text, old, new)
+                    elif item["key"] == names.COMMIT_REF and text:
+                        payload = blobs.get(text).decode("utf-8")
+                        changed = _tampered_text(blobs, payload, old, new)
+                        if changed is not None:
+                            changed = blobs.put(changed.encode("utf-8"))
+                    else:
                         continue
-                    for event in span.get("events", []):
-                        for item in event.get("attributes", []):
-                            text = item["value"].get("stringValue") or ""
-                            if item["key"] == names.COMMIT_VALUE and text:
-                                changed = _tampered_text(blobs, text, old, new)
-                            elif item["key"] == names.COMMIT_REF and text:
-                                payload = blobs.get(text).decode("utf-8")
-                                changed = _tampered_text(blobs, payload, old, new)
-                                if changed is not None:
-                                    changed = blobs.put(changed.encode("utf-8"))
-                            else:
-                                continue
-                            if changed is not None:
-                                item["value"]["stringValue"] = changed
-                                edited += 1
+                    if changed is not None:
+                        item["value"]["stringValue"] = changed
+                        edited += 1
         lines.append(json.dumps(document, separators=(",", ":")))
     if not edited:
         raise SystemExit(f"af-otel demo: no commit of {run_id} epoch {epoch} holds {old!r}")
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _spans(document: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], Mapping[str, Any]]]:
+    """Each span of one OTLP JSON line, as the JSON object itself (to read, or edit in place),
+    with its attributes decoded by the reader's rule."""
+    for resource in document.get("resourceSpans", []):
+        for scope in resource.get("scopeSpans", []):
+            for span in scope.get("spans", []):
+                yield span, attributes(span.get("attributes"), "attributes")
 
 
 def _tampered_text(blobs: LocalStore, text: str, old: str, new: str) -> str | None:
@@ -337,32 +343,27 @@ def _as_request(base: dict[str, Any]) -> dict[str, Any]:
 
 
 def _summarize(out: Path, traces: Path, store: Path) -> DemoResult:
-    """Read back what the file holds (plain JSON: the reader proper is ``af-otel served``)."""
+    """What the file holds, span by span as written (the reader proper is ``af-otel served``)."""
     spans = 0
     calls: list[DemoCall] = []
     for line in traces.read_text(encoding="utf-8").splitlines():
-        for resource in json.loads(line).get("resourceSpans", []):
-            for scope in resource.get("scopeSpans", []):
-                for span in scope.get("spans", []):
-                    spans += 1
-                    attrs: dict[str, Any] = attributes(span.get("attributes"), "attributes")
-                    if names.RECEIPT_STATE not in attrs:
-                        continue
-                    events = [
-                        e for e in span.get("events", []) if e.get("name") == names.COMMIT_EVENT
-                    ]
-                    calls.append(
-                        DemoCall(
-                            run_id=str(attrs.get(names.RUN_ID, "")),
-                            epoch=int(attrs.get(names.EPOCH, 0)),
-                            parent=int(attrs.get(names.EPOCH_PARENT, 0)),
-                            state=str(attrs[names.RECEIPT_STATE]),
-                            messages=int(attrs.get(names.RECEIPT_MESSAGES_COUNT, 0)),
-                            commits=len(events),
-                            gaps=tuple(attrs.get(names.GAPS) or ()),
-                            unrecorded=tuple(attrs.get(names.RECEIPT_UNRECORDED) or ()),
-                        )
-                    )
+        for span, attrs in _spans(json.loads(line)):
+            spans += 1
+            if names.RECEIPT_STATE not in attrs:
+                continue
+            events = [e for e in span.get("events", []) if e.get("name") == names.COMMIT_EVENT]
+            calls.append(
+                DemoCall(
+                    run_id=str(attrs.get(names.RUN_ID, "")),
+                    epoch=int(attrs.get(names.EPOCH, 0)),
+                    parent=int(attrs.get(names.EPOCH_PARENT, 0)),
+                    state=str(attrs[names.RECEIPT_STATE]),
+                    messages=int(attrs.get(names.RECEIPT_MESSAGES_COUNT, 0)),
+                    commits=len(events),
+                    gaps=tuple(attrs.get(names.GAPS) or ()),
+                    unrecorded=tuple(attrs.get(names.RECEIPT_UNRECORDED) or ()),
+                )
+            )
     order = {RUN_ID: 0, UNHOOKED_RUN_ID: 1}
     calls.sort(key=lambda call: (order.get(call.run_id, 2), call.run_id, call.epoch))
     return DemoResult(out, traces, store, RUN_ID, spans, tuple(calls))

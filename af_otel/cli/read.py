@@ -42,7 +42,7 @@ from af_otel.reader.sources import (
     read_spans,
 )
 from af_otel.reader.sources.tempo import DEFAULT_QUERY as TEMPO_QUERY
-from af_otel.reader.sources.tempo import DEFAULT_SEARCH_LIMIT as SEARCH_LIMIT
+from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT as SEARCH_LIMIT
 from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
 from af_otel.store import Store, open_store

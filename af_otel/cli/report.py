@@ -105,7 +105,10 @@ class ShownPart:
     label: str
     text: str
     head: str
-    cut: int
+
+    @property
+    def cut(self) -> int:
+        return len(self.text) - len(self.head)
 
 
 def show_part(
@@ -126,7 +129,7 @@ def show_part(
         label, content = str(kind), part
     text = content if isinstance(content, str) else json_text(content, indent=indent)
     head = text if fold is None else text[:fold]
-    return ShownPart(label, text, head, len(text) - len(head))
+    return ShownPart(label, text, head)
 
 
 def held_shown(call: HeldCall) -> str:

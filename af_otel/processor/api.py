@@ -27,7 +27,7 @@ from af_otel import names
 from af_otel.model import Request
 from af_otel.processor.context import current_run, declare_base, run_entered
 from af_otel.processor.engine import Supplied, engine_for, live_engines
-from af_otel.processor.guard import guard, report, strict
+from af_otel.processor.guard import guard, settle
 from af_otel.processor.hook import live_facts, write_on_span
 from af_otel.processor.settings import sdk_disabled
 from af_otel.semconv.genai import DIAL_KEYS, SLOTS
@@ -158,9 +158,7 @@ def _mint(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -
     except Exception as exc:
         failure = exc
     if failure is not None:
-        if strict():
-            raise failure
-        report("llm_call", failure)
+        settle("llm_call", failure)
 
 
 def _content(request: Mapping[str, Any]) -> dict[str, str]:

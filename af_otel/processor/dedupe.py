@@ -45,7 +45,7 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import Request
 from af_otel.processor.export_gaps import SDK_SCOPES
-from af_otel.processor.incremental import History
+from af_otel.processor.incremental import History, share_history
 
 SpanKey = tuple[int, int]
 RECENT: Final = 64
@@ -89,11 +89,10 @@ def remember(recent: Any, seen: Seen, prefix: tuple[Any, ...] | None) -> None:
     with this call from now on."""
     held = seen.conversation
     if prefix is not None and held is not None:
-        for old in reversed(recent):
-            shared = old.conversation.history if old.conversation is not None else None
-            if shared is not None and shared.extend(prefix, held.history.messages, None):
-                seen = replace(seen, conversation=Conversation(held.system, shared, held.count))
-                break
+        histories = (o.conversation.history if o.conversation else None for o in reversed(recent))
+        shared = share_history(histories, prefix, held.history.messages, None)
+        if shared is not None:
+            seen = replace(seen, conversation=Conversation(held.system, shared, held.count))
     recent.append(seen)
 
 

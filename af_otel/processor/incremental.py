@@ -35,7 +35,7 @@ every attribute again.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
@@ -124,6 +124,19 @@ class History:
         return True
 
 
+def share_history(
+    histories: Iterable[History | None],
+    prefix: tuple[Any, ...],
+    messages: tuple[Any, ...],
+    entries: tuple[str, ...] | None,
+) -> History | None:
+    """The first of ``histories`` (newest first) that takes on a call whose ``messages`` were
+    built to start with ``prefix`` (`History.extend`), for that call to share; None if none."""
+    return next(
+        (h for h in histories if h is not None and h.extend(prefix, messages, entries)), None
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Read:
     """One call's request as read off its span: the adapter's answer, the parsed request (None
@@ -173,15 +186,17 @@ def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read |
     text = attributes.get(MESSAGES.key)
     if not isinstance(text, str):
         return None
-    running = seen.prefix_of(text)
-    if running is None:
-        return None
+    # The cheap tests first: hashing the remembered prefix reads the whole history.
     rest = text[seen.length :].lstrip(_JSON_SPACE)
     if not rest.startswith(","):
         return None
     if limits is not None and cut_by(attributes, limits) is not None:
         return None
-    adapted = recorded.with_content(MESSAGES.key, "[" + rest[1:]).adapt()
+    running = seen.prefix_of(text)
+    if running is None:
+        return None
+    tail_text = "[" + rest[1:]
+    adapted = recorded.with_content(MESSAGES.key, tail_text).adapt()
     if adapted.convention != seen.convention or adapted.request is None:
         return None
     tail = parse_request(adapted.request)
@@ -200,7 +215,7 @@ def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read |
             return None
         added = added[1:]
     if tail.provider in placement.SYSTEM_AS_FIELD and (
-        not same_json(seen.system, tail.system) or _count("[" + rest[1:]) != len(added)
+        not same_json(seen.system, tail.system) or _count(tail_text) != len(added)
     ):
         return None
     request = Request(

@@ -22,7 +22,7 @@ from typing import Any, Final
 from af_otel.model import Request
 from af_otel.model.prefix import identical_prefix
 from af_otel.processor.dedupe import RECENT, Opened, Seen
-from af_otel.processor.incremental import History, Remembered
+from af_otel.processor.incremental import History, Remembered, share_history
 from af_otel.receipts import Receipt, ReceiptDigests
 
 MAX_RUNS: Final = 10_000
@@ -202,11 +202,10 @@ class RunState:
         mine = record._history
         if mine is None:
             return
-        for old in reversed(self.finished[-STATE_DEPTH:]):
-            shared = old._history
-            if shared is not None and shared.extend(prefix, mine.messages, mine.entries):
-                record._history = shared
-                return
+        histories = (old._history for old in reversed(self.finished[-STATE_DEPTH:]))
+        shared = share_history(histories, prefix, mine.messages, mine.entries)
+        if shared is not None:
+            record._history = shared
 
     def next_seq(self) -> int:
         self.last_seq += 1

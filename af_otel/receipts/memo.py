@@ -115,7 +115,7 @@ class _Pending:
 
     sequences: dict[str, tuple[Piece, ...]] = field(default_factory=dict)
     messages: _Messages | None = None
-    chain: tuple[tuple[str, ...], tuple[str, ...], str] | None = None  # (entries, marks, last)
+    chain: tuple[tuple[str, ...], str] | None = None  # (marks, last)
 
 
 class ReceiptDigests:
@@ -129,9 +129,9 @@ class ReceiptDigests:
     def _reset(self) -> None:
         self._sequences: dict[str, tuple[Piece, ...]] = {}
         self._messages = _Messages()
-        self._chain_entries: tuple[str, ...] = ()
-        self._marks: tuple[str, ...] = ()  # c_0, c_16, c_32, ... of `_chain_entries`
-        self._last = ""  # c_n, n = len(_chain_entries)
+        # The chain over `_messages.digests`: c_0, c_16, c_32, ... and c_n (n: their count).
+        self._marks: tuple[str, ...] = ()
+        self._last = ""
         self._current: dict[bytes, str] = {}
         self._previous: dict[bytes, str] = {}
         self._pending = _Pending()
@@ -159,7 +159,7 @@ class ReceiptDigests:
         if pending.messages is not None:
             self._messages = pending.messages
         if pending.chain is not None:
-            self._chain_entries, self._marks, self._last = pending.chain
+            self._marks, self._last = pending.chain
 
     def hash_memo(self, hasher: _Hasher, preimage: bytes) -> str:
         """``H(preimage)``, computed at most once while the preimage keeps recurring."""
@@ -230,14 +230,15 @@ class ReceiptDigests:
         return kept.digests, total
 
     def chain(self, hasher: _Hasher, entries: tuple[str, ...]) -> str:
-        """The last chain link ``c_n`` for ``entries``, extended from last call's common prefix."""
+        """The last chain link ``c_n`` for ``entries`` (what `message_entries` gave this mint),
+        extended from the common prefix with last call's."""
         at, link, marks = self._chain_from(hasher, entries)
         kept = list(marks)
         for index in range(at, len(entries)):
             link = chain_step(link, entries[index], hasher.hash_text)
             if (index + 1) % CHECKPOINT == 0:
                 kept.append(link)
-        self._pending.chain = (entries, tuple(kept), link)
+        self._pending.chain = (tuple(kept), link)
         return link
 
     def _chain_from(
@@ -247,8 +248,9 @@ class ReceiptDigests:
         if not self._marks:
             first = chain_start(hasher.hash_text)
             return 0, first, (first,)
-        same = equal_prefix(self._chain_entries, entries)
-        if same == len(self._chain_entries):
+        before = self._messages.digests
+        same = equal_prefix(before, entries)
+        if same == len(before):
             return same, self._last, self._marks[: same // CHECKPOINT + 1]
         mark = same // CHECKPOINT
         return mark * CHECKPOINT, self._marks[mark], self._marks[: mark + 1]
@@ -259,7 +261,7 @@ class ReceiptDigests:
             records = sum(len(seq) for seq in self._sequences.values())
             records += len(self._messages.digests)
             # The checkpoints, and the last link when it is not one of them.
-            links = len(self._marks) + bool(len(self._chain_entries) % CHECKPOINT)
+            links = len(self._marks) + bool(len(self._messages.digests) % CHECKPOINT)
             return records + links + len(self._current) + len(self._previous)
 
 

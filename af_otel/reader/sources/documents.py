@@ -40,16 +40,22 @@ _SHAPES: Final[tuple[tuple[str, SourceFormat, _Decoder], ...]] = (
 )
 
 
-def document_format(doc: object) -> SourceFormat | None:
-    """The format of a parsed document, or None when it is none the reader knows.
+def _shape(doc: object) -> tuple[SourceFormat, _Decoder | None] | None:
+    """The format of a parsed document and its decoder, or None when it is none the reader knows.
 
-    ``{}`` is an OTLP request with no spans (proto3 JSON leaves an empty list out).
+    ``{}`` is an OTLP request with no spans (proto3 JSON leaves an empty list out): no decoder.
     """
     if not isinstance(doc, Mapping):
         return None
     if not doc:
-        return SourceFormat.OTLP_JSON
-    return next((fmt for key, fmt, _ in _SHAPES if key in doc), None)
+        return SourceFormat.OTLP_JSON, None
+    return next(((fmt, decode) for key, fmt, decode in _SHAPES if key in doc), None)
+
+
+def document_format(doc: object) -> SourceFormat | None:
+    """The format of a parsed document, or None when it is none the reader knows."""
+    found = _shape(doc)
+    return found[0] if found is not None else None
 
 
 def _unknown(doc: object, origin: str) -> str:
@@ -65,11 +71,11 @@ def _unknown(doc: object, origin: str) -> str:
 
 def document_records(doc: object, origin: str, stream: SpanStream) -> Iterator[SpanRecord]:
     """Yield the records of one document; an unknown shape is a problem of its line."""
-    fmt = document_format(doc)
-    if fmt is None or not isinstance(doc, Mapping):
+    found = _shape(doc)
+    if found is None or not isinstance(doc, Mapping):
         stream.problem(_unknown(doc, origin), unit="line", error=UnknownFormatError)
         return
-    decoder = next((decode for key, _, decode in _SHAPES if key in doc), None)
+    decoder = found[1]
     if decoder is not None:
         yield from decoder(doc, origin, stream)
 
