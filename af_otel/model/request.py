@@ -27,7 +27,9 @@ receipt, so each rule lives here once and `docs/receipt-spec.md` restates it:
 
 The reading rules (the shape: 1, 3, 4 and the ``result`` spelling of 2) are `read_part`,
 `read_message` and `read_tool`, which `shape_request` applies for the adapters, whose requests
-stay plain values; the ``normalize_*`` functions add the value rules and freeze.
+stay plain values; `fix_part` and `fix_message` apply the value rules and freeze, and the
+``normalize_*`` functions do both. `Request.from_shaped` builds from an adapter's request
+without reading it a second time.
 
 Values are frozen at the schema level (`FrozenDict`, tuples). Free-form content inside parts is not
 copied — copying a 1,000-row tool result on every call would cost more than hashing it — so it is
@@ -143,25 +145,28 @@ def read_part(part: object, where: str) -> dict[str, Any]:
     return body
 
 
-def normalize_part(part: object, where: str) -> FrozenDict:
-    """One content part, normalized: `read_part`, then the values rules 2 and 5 fix."""
-    body = read_part(part, where)
-    kind = body["type"] = _word(body["type"])
+def fix_part(body: Mapping[str, Any]) -> FrozenDict:
+    """A part as `read_part` gives it, with the values rules 2 and 5 fix, frozen (``body``
+    itself is left as it is: an adapter's request is read once and fixed here)."""
+    kind = _word(body["type"])
     if kind == "tool_call":
         arguments = body.get("arguments")
         if isinstance(arguments, str):
             # rule 2: a string that does not parse is kept as the string
             with contextlib.suppress(orjson.JSONDecodeError):
-                body["arguments"] = orjson.loads(arguments)
+                return FrozenDict(body, type=kind, arguments=orjson.loads(arguments))
     elif kind == "tool_call_response" and body.get("is_error") is False:
-        del body["is_error"]
-    return FrozenDict(body)
+        return FrozenDict({k: v for k, v in body.items() if k != "is_error"}, type=kind)
+    return FrozenDict(body, type=kind)
 
 
-def read_message(
-    message: object, where: str, part: Callable[[object, str], Any] = read_part
-) -> dict[str, Any]:
-    """One chat message ``{"role", "parts", "name"?}`` with each part read by ``part`` (rule 4:
+def normalize_part(part: object, where: str) -> FrozenDict:
+    """One content part, normalized: `read_part`, then `fix_part`."""
+    return fix_part(read_part(part, where))
+
+
+def read_message(message: object, where: str) -> dict[str, Any]:
+    """One chat message ``{"role", "parts", "name"?}``, its parts read by `read_part` (rule 4:
     ``parts``, else ``content``; either given as a string is one text part)."""
     raw = _mapping(message, where)
     role = raw.get("role")
@@ -173,7 +178,7 @@ def read_message(
         given = [given]
     elif given is not None and not isinstance(given, list | tuple):
         _fail(f"{where}.{key}", "expected a string or a list of parts")
-    body: dict[str, Any] = {"role": role, "parts": each(given, where + ".parts", part)}
+    body: dict[str, Any] = {"role": role, "parts": each(given, where + ".parts", read_part)}
     name = raw.get("name")
     if name is not None:
         if not isinstance(name, str):
@@ -182,15 +187,19 @@ def read_message(
     return body
 
 
-def normalize_message(
-    message: object, where: str, part: Callable[[object, str], FrozenDict] = normalize_part
+def fix_message(
+    body: Mapping[str, Any], part: Callable[[Mapping[str, Any]], FrozenDict] = fix_part
 ) -> FrozenDict:
-    """One chat message, normalized (each part by ``part``: `normalize_part`, or a reader's
-    variant of it that also freezes the part's content)."""
-    body = read_message(message, where, part)
-    body["role"] = _word(body["role"])
-    body["parts"] = tuple(body["parts"])
-    return FrozenDict(body)
+    """A message as `read_message` gives it, its role held once and each part fixed by ``part``
+    (`fix_part`, or a reader's variant of it that also freezes the part's content)."""
+    return FrozenDict(body, role=_word(body["role"]), parts=tuple(map(part, body["parts"])))
+
+
+def normalize_message(
+    message: object, where: str, part: Callable[[Mapping[str, Any]], FrozenDict] = fix_part
+) -> FrozenDict:
+    """One chat message, normalized: `read_message`, then `fix_message`."""
+    return fix_message(read_message(message, where), part)
 
 
 def _word(value: str) -> str:
@@ -221,10 +230,10 @@ def normalize_tool(tool: object, where: str) -> FrozenDict:
     return FrozenDict(read_tool(tool, where))
 
 
-def _system(value: object, part: Callable[[object, str], _T]) -> list[_T]:
+def _system(value: object) -> list[dict[str, Any]]:
     if isinstance(value, str):  # rule 4: one text part, none for an empty string
         value = [value] if value else []
-    return each(value, "system", part)
+    return each(value, "system", read_part)
 
 
 def shape_request(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -233,7 +242,7 @@ def shape_request(data: Mapping[str, Any]) -> dict[str, Any]:
     form; the other keys are left as they are."""
     out = dict(_mapping(data, "request"))
     if "system" in out:
-        out["system"] = _system(out["system"], read_part)
+        out["system"] = _system(out["system"])
     out["messages"] = each(out.get("messages"), "messages", read_message)
     if "tools" in out:
         out["tools"] = each(out["tools"], "tools", read_tool)
@@ -271,9 +280,30 @@ class Request:
     def from_dict(cls, data: Mapping[str, Any]) -> Request:
         """Build from a GenAI-shaped dict; raises :class:`RequestShapeError` naming the field."""
         raw = _mapping(data, "request")
-        system = tuple(_system(raw.get("system"), normalize_part))
+        system = tuple(map(fix_part, _system(raw.get("system"))))
         messages = tuple(each(raw.get("messages"), "messages", normalize_message))
         tools = tuple(each(raw.get("tools"), "tools", normalize_tool))
+        return cls._completed(raw, system, messages, tools)
+
+    @classmethod
+    def from_shaped(cls, shaped: Mapping[str, Any]) -> Request:
+        """Build from what `shape_request` gives (the adapters' form): the reading is done, so
+        only the value rules are applied and the result frozen. Raises as `from_dict` does."""
+        return cls._completed(
+            shaped,
+            tuple(map(fix_part, shaped.get("system") or ())),
+            tuple(map(fix_message, shaped.get("messages") or ())),
+            tuple(map(FrozenDict, shaped.get("tools") or ())),
+        )
+
+    @classmethod
+    def _completed(
+        cls,
+        raw: Mapping[str, Any],
+        system: tuple[FrozenDict, ...],
+        messages: tuple[FrozenDict, ...],
+        tools: tuple[FrozenDict, ...],
+    ) -> Request:
         model = raw.get("model")
         provider = raw.get("provider")
         for name, value in (("model", model), ("provider", provider)):

@@ -172,7 +172,7 @@ def read(recorded: Recorded, limits: Limits | None, seen: Remembered | None) -> 
 def full(recorded: Recorded, limits: Limits | None) -> Read:
     """The full path: adapt and parse everything."""
     adapted = recorded.adapt(limits=limits)
-    request = parse_request(adapted.request)
+    request = parse_request(adapted.request, shaped=True)
     if request is None:
         return Read(adapted, None, None)
     shown, sealed = fields.shown(request), export_gaps.sealed_messages(request.messages)
@@ -199,7 +199,7 @@ def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read |
     adapted = recorded.with_content(MESSAGES.key, tail_text).adapt()
     if adapted.convention != seen.convention or adapted.request is None:
         return None
-    tail = parse_request(adapted.request)
+    tail = parse_request(adapted.request, shaped=True)
     if tail is None or not tail.messages:
         return None
     # The one form (semconv/placement.py) places the system prompt by the whole request, which
@@ -320,12 +320,15 @@ def _shared(before: tuple[FrozenDict, ...], now: tuple[FrozenDict, ...]) -> tupl
     return now
 
 
-def parse_request(data: Mapping[str, Any] | Request | None) -> Request | None:
+def parse_request(
+    data: Mapping[str, Any] | Request | None, *, shaped: bool = False
+) -> Request | None:
     """The request ``data`` holds, or None: a shape the adapter let through is unreadable content
-    (the engine names it `content-unreadable`), never a crash."""
+    (the engine names it `content-unreadable`), never a crash. ``shaped``: ``data`` is an
+    adapter's request, already read into the GenAI shape (`Request.from_shaped`)."""
     if data is None or isinstance(data, Request):
         return data
     try:
-        return Request.from_dict(data)
+        return Request.from_shaped(data) if shaped else Request.from_dict(data)
     except Exception:
         return None

@@ -26,7 +26,7 @@ from af_otel import names
 from af_otel.canonical import canonical_json
 from af_otel.errors import AfOtelError
 from af_otel.model import FrozenDict
-from af_otel.model.request import each, normalize_message, normalize_part, normalize_tool
+from af_otel.model.request import each, fix_part, normalize_message, normalize_tool, read_part
 from af_otel.reader.fold import UNKNOWN, ChainedTuple, Commit, KeyedFold, freeze
 from af_otel.reader.records import AttrValue, SpanRecord
 from af_otel.store import Store
@@ -50,13 +50,17 @@ BACKEND_LIMITS: Final = frozenset({2048})
 
 
 # The request model's normalizers, with what they leave open (tool arguments and results, schemas)
-# frozen: a part as it is normalized, so a message is built once, not built and then rebuilt.
+# frozen: a part as it is fixed, so a message is built once, not built and then rebuilt.
+def _frozen_fix(body: Mapping[str, Any]) -> FrozenDict:
+    return freeze(fix_part(body))  # type: ignore[no-any-return]
+
+
 def _frozen_part(part: object, where: str) -> FrozenDict:
-    return freeze(normalize_part(part, where))  # type: ignore[no-any-return]
+    return _frozen_fix(read_part(part, where))
 
 
 def _frozen_message(message: object, where: str) -> FrozenDict:
-    return normalize_message(message, where, _frozen_part)
+    return normalize_message(message, where, _frozen_fix)
 
 
 def _frozen_tool(tool: object, where: str) -> FrozenDict:

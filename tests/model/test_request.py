@@ -134,10 +134,12 @@ class TestNormalization:
         self, request: dict[str, Any], seed: int
     ) -> None:
         """`shape_request` (the adapters' form) is the reading step of normalization: a request
-        read by it normalizes to the same request, and reading it again changes nothing."""
+        read by it normalizes to the same request, with or without reading it again
+        (`Request.from_shaped` does not), and reading it again changes nothing."""
         other = _respelled(request, random.Random(seed))
         shaped = shape_request(other)
         assert Request.from_dict(shaped) == Request.from_dict(request)
+        assert Request.from_shaped(shaped) == Request.from_dict(request)
         assert shape_request(shaped) == shaped
         assert all(set(m) <= {"role", "parts", "name"} for m in shaped["messages"])
         assert all("function" not in tool for tool in shaped.get("tools", ()))
