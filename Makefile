@@ -24,11 +24,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check af_otel tests benchmarks
 	$(BIN)/mypy
 
+# Every script runs and prints its figures; the target fails after them if any target failed.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/canonical.py
-	$(BIN)/python benchmarks/mint.py
-	$(BIN)/python benchmarks/processor.py
-	$(BIN)/python benchmarks/reader.py
+	@status=0; for script in canonical mint processor reader; do \
+		$(BIN)/python benchmarks/$$script.py || status=1; \
+	done; exit $$status
 
 # Long runs (load, memory over 10,000 runs, pathological input); prints measured figures.
 soak: $(STAMP)
