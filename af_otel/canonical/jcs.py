@@ -72,7 +72,7 @@ def canonical_json(value: object) -> bytes:
         out = orjson.dumps(value, default=_refuse, option=_FAST_OPTIONS)
     except Exception:  # orjson refuses it (surrogates, big ints, unknown types, cycles, depth)
         return _exact(value)
-    if any(b in out for b in _BMP_HIGH) and any(b in out for b in _ASTRAL):
+    if not out.isascii() and _order_may_differ(out):
         return _exact(value)
     found = _scan(value)
     if found is _Found.NOTHING:
@@ -87,6 +87,12 @@ def canonical_json(value: object) -> bytes:
     return _exact(value)
 
 
+def _order_may_differ(out: bytes) -> bool:
+    """Whether orjson's key order (by code point) may differ from JCS's (by UTF-16 code unit)
+    in ``out``: only when it holds both a character in U+E000..U+FFFF and an astral one."""
+    return any(b in out for b in _BMP_HIGH) and any(b in out for b in _ASTRAL)
+
+
 class _Found(enum.Enum):
     NOTHING = "orjson's output is JCS"
     FLOATS = "floats to rewrite"
@@ -97,6 +103,8 @@ class _Found(enum.Enum):
 _PLAIN: Final = frozenset({dict, list, tuple, str, int, bool, float, type(None)})
 
 
+_LEAVES: Final = frozenset({str, int, bool, type(None)})
+
 # Containers `_scan_small` walks in Python before the level-at-a-time walk is the cheaper one.
 _SMALL: Final = 48
 
@@ -105,7 +113,15 @@ def _bare_mapping(kind: type) -> bool:
     """A dict, or a subclass that adds no storage to its instances (no slots, no ``__dict__``:
     its instance is as large as a dict, like the request model's frozen dict), so its items are
     all it holds."""
-    return kind is dict or (issubclass(kind, dict) and kind.__basicsize__ == dict.__basicsize__)
+    bare = issubclass(kind, dict) and kind.__basicsize__ == dict.__basicsize__
+    if bare and len(_BARE_MAPPINGS) < 64:
+        _BARE_MAPPINGS.add(kind)
+    return bare
+
+
+# The mapping types `_bare_mapping` has passed, so each is looked at once (a few: the request
+# model's frozen dict, the user's own).
+_BARE_MAPPINGS: Final[set[type]] = {dict}
 
 
 def _scan_small(value: object) -> _Found | None:
@@ -118,7 +134,7 @@ def _scan_small(value: object) -> _Found | None:
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
+        if kind in _LEAVES:
             continue
         if kind is float:
             floats = True
@@ -128,7 +144,7 @@ def _scan_small(value: object) -> _Found | None:
             return None
         if kind is list or kind is tuple:
             stack.extend(item)
-        elif _bare_mapping(kind):
+        elif kind in _BARE_MAPPINGS or _bare_mapping(kind):
             stack.extend(dict.values(item))
         else:
             return None
@@ -172,9 +188,6 @@ def _scan_levels(value: object) -> _Found:
             level = list(compress(level, map(keep.__contains__, map(type, level))))
         level = gc.get_referents(*level)
     return _Found.OTHER  # deeper than orjson allows: a subclass's __dict__ loops back on itself
-
-
-_LEAVES: Final = frozenset({str, int, bool, type(None)})
 
 
 def _with_float_fragments(value: Any) -> Any:
