@@ -23,12 +23,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias, overload
 
 from af_otel import names
-from af_otel.canonical import canonical_json, receipt_hash
+from af_otel.canonical import canonical_json
+from af_otel.canonical.digest import salted_hash
 from af_otel.errors import ReaderError
 from af_otel.model import FrozenDict, forced_tool
 from af_otel.reader.arguments import first_of, only
 from af_otel.reader.fold import ChainedTuple
 from af_otel.reader.gaps import Gap, covers
+from af_otel.reader.gc_pause import collector_paused
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.view import RunContext, ServedView, served_views
 from af_otel.receipts import (
@@ -124,14 +126,10 @@ class _Recomputer:
 
     def __init__(self, context: RunContext, key: bytes | None) -> None:
         self.context = context
-        self.salt = context.run_id or ""
-        self.key = key
+        self.hash = salted_hash(context.run_id or "", key=key)
         self.states: OrderedDict[int, _State] = OrderedDict()
         self.recorded: OrderedDict[int, tuple[str | None, ...] | None] = OrderedDict()
         self.base: _State | None = None
-
-    def hash(self, data: bytes | str) -> str:
-        return receipt_hash(self.salt, data, key=self.key)
 
     def _remember(self, cache: OrderedDict[int, Any], epoch: int, value: Any) -> None:
         cache[epoch] = value
@@ -453,7 +451,8 @@ def verify(
         first, items = first_of(view, "verify")
         if not isinstance(first, ServedView):
             items = iter(served_views(only(items, SpanRecord, "verify", "spans"), store=store))
-        return tuple(verify(v, key=key) for v in only(items, ServedView, "verify", "views"))
+        with collector_paused():
+            return tuple(verify(v, key=key) for v in only(items, ServedView, "verify", "views"))
     if store is not None:
         raise TypeError("verify(view, store=...): a view is built with its store already")
     receipt = view.receipt
