@@ -159,8 +159,7 @@ def build_run(turns: int, store: Store) -> tuple[SpanRecord, ...]:
 
 def keyed_reader(spans: Sequence[SpanRecord], store: Store) -> int:
     """What af-otel verify does: every view, every verdict. Returns how many verified."""
-    views = served_views(spans, store=store)
-    return sum(verify(v).status is VerdictStatus.VERIFIED for v in views)
+    return sum(v.status is VerdictStatus.VERIFIED for v in verify(served_views(spans, store=store)))
 
 
 def _apply(state: dict[str, Any], key: str, verb: str, payload: Any) -> None:

@@ -30,6 +30,7 @@ from af_otel.errors import AfOtelError, ReaderError, StoreError
 from af_otel.keys import KeyProblem, find_key
 from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import SERVED_GAPS, gap_why
+from af_otel.reader.gc_pause import collector_paused
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import (
     JaegerSource,
@@ -478,7 +479,7 @@ def load_views(args: argparse.Namespace) -> Loaded:
 
 
 def verify_all(views: Sequence[ServedView], key: bytes | None) -> list[Verdict]:
-    return [verify(view, key=key) for view in Progress("verifying").over(views, len(views))]
+    return list(verify(Progress("verifying").over(views, len(views)), key=key))
 
 
 # -- printing ----------------------------------------------------------------------------------
@@ -657,11 +658,12 @@ def served_command(args: argparse.Namespace) -> int:
 def verdicts_or_none(views: Sequence[ServedView], key: bytes | None) -> list[Verdict | None]:
     """Verdicts where they can be had: a keyed receipt without its key is left unchecked."""
     out: list[Verdict | None] = []
-    for view in views:
-        try:
-            out.append(verify(view, key=key))
-        except ReaderError:
-            out.append(None)
+    with collector_paused():
+        for view in views:
+            try:
+                out.append(verify(view, key=key))
+            except ReaderError:
+                out.append(None)
     return out
 
 

@@ -33,6 +33,7 @@ from af_otel.reader.gaps import (
     gap,
     order_gaps,
 )
+from af_otel.reader.gc_pause import collector_paused
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.runs import EpochRecord, Run, group_runs
 from af_otel.receipts import MalformedReceipt, Receipt
@@ -215,8 +216,13 @@ def served_views(
     opened = store if store is not None and not isinstance(store, str | os.PathLike) else None
     if opened is None:
         opened = open_store(store)  # type: ignore[arg-type]
+    with collector_paused():
+        return _built_views(spans, opened)
+
+
+def _built_views(spans: Iterable[SpanRecord], store: Store) -> tuple[ServedView, ...]:
     calls, folded = split_folded(spans)
-    runs, loose = group_runs(calls, opened)
+    runs, loose = group_runs(calls, store)
     out: list[ServedView] = []
     # A run several writers served comes as consecutive lanes sharing one numbering: their views
     # share one index (so a parent in another lane is found) and are listed in that numbering.
