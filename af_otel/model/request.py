@@ -103,6 +103,8 @@ def _fail(where: str, what: str) -> NoReturn:
 
 
 def _mapping(value: object, where: str) -> Mapping[str, Any]:
+    if type(value) is dict:  # what JSON parsers give: the ABC check is the slow way to say yes
+        return value
     if not isinstance(value, Mapping):
         _fail(where, f"expected an object, got {type(value).__name__}")
     return value
@@ -111,7 +113,7 @@ def _mapping(value: object, where: str) -> Mapping[str, Any]:
 def _items(value: object, where: str) -> Iterable[Any]:
     if value is None:
         return ()
-    if isinstance(value, list | tuple):
+    if type(value) is list or isinstance(value, list | tuple):
         return value
     _fail(where, f"expected a list, got {type(value).__name__}")
 
