@@ -77,12 +77,18 @@ def test_a_process_that_turned_the_collector_off_keeps_it_off(tmp_path: Path) ->
 
 @pytest.mark.usefixtures("collector_on")
 def test_pauses_nest_and_an_error_still_resumes() -> None:
-    with pytest.raises(RuntimeError, match="inside"):
+    held: list[bool] = []
+
+    def nested() -> None:
         with collector_paused():
             with collector_paused():
-                assert not gc.isenabled()
-            assert not gc.isenabled()  # the outer pause still holds
+                held.append(gc.isenabled())
+            held.append(gc.isenabled())  # the outer pause still holds
             raise RuntimeError("inside")
+
+    with pytest.raises(RuntimeError, match="inside"):
+        nested()
+    assert held == [False, False]
     assert gc.isenabled()
 
 
