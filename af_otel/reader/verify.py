@@ -446,7 +446,8 @@ def verify(
 
     Given views (``served_views(...)``) or span records (``read_spans(path)``) instead of one
     view, returns one verdict a call, in view order; spans are rebuilt with ``store`` first
-    (as `served_views` does). Anything else raises TypeError saying what to pass."""
+    (as `served_views` does), all with the cyclic garbage collector paused (`collector_paused`).
+    Anything else raises TypeError saying what to pass."""
     if not isinstance(view, ServedView):
         first, items = first_of(view, "verify")
         if not isinstance(first, ServedView):

@@ -211,6 +211,7 @@ def served_views(
     run come last. ``store`` is a `Store` or its URL; without one, ``$AF_OTEL_STORE``, else
     ``./.af_otel/store``. Data problems become gaps on the views; nothing here raises for them.
     Anything but span records (a path, a document, views) raises TypeError saying what to pass.
+    The build runs with the cyclic garbage collector paused (`collector_paused`).
     """
     spans = spans_only(spans, "served_views")
     opened = store if store is not None and not isinstance(store, str | os.PathLike) else None
