@@ -26,6 +26,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,17 +165,23 @@ def _run(requests: list[Request], *, memo: bool) -> list[float]:
 def _sha_input(requests: list[Request], *, memo: bool) -> list[int]:
     """Bytes fed to SHA-256 per call, counted in an untimed pass: the mint keeps no counters, so
     the memo's hash function is wrapped for the length of this pass."""
-    real = memo_module.receipt_hash
+    real = memo_module.salted_hash
     fed = [0]
 
-    def counting(salt: str, data: str | bytes, *, key: bytes | str | None = None) -> str:
-        fed[0] += len(salt.encode("utf-8", "surrogatepass")) + 1 + len(data)
-        return real(salt, data, key=key)
+    def counting(salt: str, *, key: bytes | str | None = None) -> Callable[[str | bytes], str]:
+        hash_text = real(salt, key=key)
+        prefix = len(salt.encode("utf-8", "surrogatepass")) + 1
+
+        def counted(data: str | bytes) -> str:
+            fed[0] += prefix + len(data)
+            return hash_text(data)
+
+        return counted
 
     shared = ReceiptDigests()
     sha = []
     parent: Receipt | int = 0
-    memo_module.receipt_hash = counting
+    memo_module.salted_hash = counting
     try:
         for epoch, request in enumerate(requests, start=1):
             before = fed[0]
@@ -184,7 +191,7 @@ def _sha_input(requests: list[Request], *, memo: bool) -> list[int]:
             )
             sha.append(fed[0] - before)
     finally:
-        memo_module.receipt_hash = real
+        memo_module.salted_hash = real
     return sha
 
 

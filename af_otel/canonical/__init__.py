@@ -1,6 +1,6 @@
 """Canonical JSON (RFC 8785) and the salted receipt hash: the encodings every fingerprint rests on."""
 
-from af_otel.canonical.digest import address_of, key_bytes, receipt_hash
+from af_otel.canonical.digest import address_of, key_bytes, receipt_hash, salted_hash
 from af_otel.canonical.jcs import canonical_json, fix_surrogates, format_number
 
 __all__ = [
@@ -10,4 +10,5 @@ __all__ = [
     "format_number",
     "key_bytes",
     "receipt_hash",
+    "salted_hash",
 ]

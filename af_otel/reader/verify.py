@@ -23,8 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias, overload
 
 from af_otel import names
-from af_otel.canonical import canonical_json
-from af_otel.canonical.digest import salted_hash
+from af_otel.canonical import canonical_json, salted_hash
 from af_otel.errors import ReaderError
 from af_otel.model import FrozenDict, forced_tool
 from af_otel.reader.arguments import first_of, only

@@ -48,7 +48,7 @@ from typing import Any, Final
 
 import orjson
 
-from af_otel.canonical import canonical_json, receipt_hash
+from af_otel.canonical import canonical_json, salted_hash
 from af_otel.model import FrozenDict
 from af_otel.model.prefix import equal_prefix, identical_prefix
 
@@ -80,17 +80,14 @@ class _Hasher:
     every canonical encoding of a mint goes through here, and nothing is counted on the way
     (benchmarks/mint.py measures the work by wrapping this module's two functions)."""
 
-    __slots__ = ("key", "salt")
+    __slots__ = ("hash_bytes", "key")
 
     def __init__(self, salt: str, key: bytes | None) -> None:
-        self.salt = salt
         self.key = key
+        self.hash_bytes: Callable[[bytes], str] = salted_hash(salt, key=key)
 
     def hash_text(self, text: str) -> str:
         return self.hash_bytes(text.encode("utf-8"))
-
-    def hash_bytes(self, data: bytes) -> str:
-        return receipt_hash(self.salt, data, key=self.key)
 
     def canonical(self, value: object) -> bytes:
         return canonical_json(value)

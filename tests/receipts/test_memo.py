@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -196,13 +197,18 @@ class TestBounds:
     def test_work_is_proportional_to_new_content(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """With the memo, a call that appends one message hashes a constant number of preimages."""
         calls = [0]
-        real = memo_module.receipt_hash
+        real = memo_module.salted_hash
 
-        def counting(salt: str, data: str | bytes, *, key: bytes | str | None = None) -> str:
-            calls[0] += 1
-            return real(salt, data, key=key)
+        def counting(salt: str, *, key: bytes | str | None = None) -> Callable[[bytes], str]:
+            hash_bytes = real(salt, key=key)
 
-        monkeypatch.setattr(memo_module, "receipt_hash", counting)
+            def counted(data: bytes) -> str:
+                calls[0] += 1
+                return hash_bytes(data)
+
+            return counted
+
+        monkeypatch.setattr(memo_module, "salted_hash", counting)
         memo = ReceiptDigests()
         messages: list[dict[str, Any]] = []
         hashes: list[int] = []
