@@ -72,7 +72,7 @@ def canonical_json(value: object) -> bytes:
         out = orjson.dumps(value, default=_refuse, option=_FAST_OPTIONS)
     except Exception:  # orjson refuses it (surrogates, big ints, unknown types, cycles, depth)
         return _exact(value)
-    if not out.isascii() and _order_may_differ(out):
+    if not out.isascii() and any(b in out for b in _BMP_HIGH) and any(b in out for b in _ASTRAL):
         return _exact(value)
     found = _scan(value)
     if found is _Found.NOTHING:
@@ -87,12 +87,6 @@ def canonical_json(value: object) -> bytes:
     return _exact(value)
 
 
-def _order_may_differ(out: bytes) -> bool:
-    """Whether orjson's key order (by code point) may differ from JCS's (by UTF-16 code unit)
-    in ``out``: only when it holds both a character in U+E000..U+FFFF and an astral one."""
-    return any(b in out for b in _BMP_HIGH) and any(b in out for b in _ASTRAL)
-
-
 class _Found(enum.Enum):
     NOTHING = "orjson's output is JCS"
     FLOATS = "floats to rewrite"
@@ -101,9 +95,8 @@ class _Found(enum.Enum):
 
 # The types of a value orjson wrote whose children, if any, are exactly what gc reports.
 _PLAIN: Final = frozenset({dict, list, tuple, str, int, bool, float, type(None)})
-
-
 _LEAVES: Final = frozenset({str, int, bool, type(None)})
+
 
 # Containers `_scan_small` walks in Python before the level-at-a-time walk is the cheaper one.
 _SMALL: Final = 48
