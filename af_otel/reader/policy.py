@@ -94,6 +94,17 @@ class Policy:
         if self.max_reconstructed is not None:
             parse_percent(str(self.max_reconstructed))
 
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The policy as a gate's options spell it (the default policy: none)."""
+        given = (
+            [f"--require {self.require.value}"] if self.require is VerdictStatus.VERIFIED else []
+        )
+        given += [f"--fail-on {kind}" for kind in SERVED_GAPS if kind in self.fail_on]
+        if self.max_reconstructed is not None:
+            given.append(f"--max-reconstructed {_percent(self.max_reconstructed)}")
+        return tuple(given)
+
 
 def _named(calls: tuple[Verdict, ...]) -> str:
     shown = ", ".join(f"{v.run_id or '(no run)'} epoch {v.epoch}" for v in calls[:NAMED])
