@@ -471,8 +471,18 @@ def verify(
 
 
 def _with_facts(view: ServedView, verdict: Verdict) -> Verdict:
-    return replace(
-        verdict,
+    # Spelled out rather than `replace`, which costs three times as much (15 us against 5 us a
+    # verdict, a sixth of verifying a warm epoch); a test holds this copy to `Verdict`'s fields.
+    return Verdict(
+        verdict.status,
+        verdict.run_id,
+        verdict.epoch,
+        verdict.span_id,
+        verdict.reason,
+        field=verdict.field,
+        index=verdict.index,
+        looks=verdict.looks,
+        mismatches=verdict.mismatches,
         parent=view.parent,
         lane=view.lane,
         trace_id=view.trace_id,

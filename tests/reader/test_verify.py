@@ -361,6 +361,19 @@ def test_a_verdict_carries_the_facts_of_its_view(store: Store) -> None:
     assert (plain.parent, plain.lane, plain.source, plain.gap_kinds) == (None, None, None, ())
 
 
+def test_the_facts_are_added_without_losing_any_field_of_the_verdict(store: Store) -> None:
+    """`verify` copies the judged verdict to add its view's facts: every other field survives,
+    so a field added to `Verdict` fails here until the copy names it."""
+    from af_otel.reader.verify import _with_facts
+
+    view = served_views(record_agent(store, turns=1), store=store)[0]
+    facts = {"parent", "lane", "trace_id", "scope", "scope_version", "source", "model", "gap_kinds"}
+    judged = {f.name: object() for f in dataclasses.fields(Verdict) if f.name not in facts}
+    copied = _with_facts(view, Verdict(**judged))
+    assert {name: getattr(copied, name) for name in judged} == judged
+    assert {f.name for f in dataclasses.fields(Verdict)} - set(judged) == facts
+
+
 def test_verifying_out_of_order_and_twice_gives_the_same_verdicts(store: Store) -> None:
     """Verdicts do not depend on the order views are verified in (the memo is only a memo)."""
     spans = record_agent(store, turns=5, fan_out_at=3)
