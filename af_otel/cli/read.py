@@ -79,7 +79,7 @@ EXIT_ERROR: Final = 2
 EXIT_NOTHING: Final = 3
 EXIT_CODES: Final = f"""\
 exit status:
-  {EXIT_OK}    every LLM call verified or reconstructed
+  {EXIT_OK}    every LLM call verified or reconstructed (and verify's policy, if given, met)
   {EXIT_DAMAGED}    at least one LLM call is damaged (verify only: the others show it and exit 0);
        damage wins over a broken policy
   {EXIT_ERROR}    the input could not be read (missing file, unknown format, a bad line without

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from af_otel.reader.gaps import SERVED_GAPS
 from af_otel.reader.policy import Outcome
 from af_otel.reader.verify import Mismatch, Verdict
 
@@ -80,7 +81,7 @@ def summary_json(outcome: Outcome, *, read: str, store: str) -> dict[str, Any]:
         "store": store,
         "policy": {
             "require": policy.require.value,
-            "fail_on": sorted(policy.fail_on),
+            "fail_on": [kind for kind in SERVED_GAPS if kind in policy.fail_on],
             "max_reconstructed": policy.max_reconstructed,
         },
         "passed": outcome.passed,

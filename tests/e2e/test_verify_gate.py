@@ -198,7 +198,11 @@ def json_lines(out: str) -> list[dict[str, Any]]:
     ("traces", "args", "code"),
     [
         ("traces.jsonl", (), 0),
-        ("traces.jsonl", ("--fail-on", "no-receipt-on-chart", "--max-reconstructed", "12.5"), 4),
+        (
+            "traces.jsonl",
+            ("--fail-on", "no-receipt-on-chart,no-fold-base", "--max-reconstructed", "12.5"),
+            4,
+        ),
         ("tampered.jsonl", ("--require", "verified"), 1),
     ],
 )
@@ -221,6 +225,17 @@ def test_json_lines_follow_the_schema_and_end_with_the_summary(
     assert summary["exit"] == code
     assert summary["passed"] == (code == 0)
     assert summary["read"] == str(demo / traces)
+    policy = summary["policy"]
+    if "--fail-on" in args:  # the catalogue's order, whatever the option's
+        assert policy == {
+            "require": "reconstructed",
+            "fail_on": ["no-fold-base", "no-receipt-on-chart"],
+            "max_reconstructed": 12.5,
+        }
+        assert [f["option"] for f in summary["failed"]] == [
+            "--fail-on no-receipt-on-chart",
+            "--max-reconstructed 12.5%",
+        ]
     assert f"store {summary['store']}" in err
     for failed in summary["failed"]:
         assert failed["calls"] == len(failed["span_ids"])
