@@ -86,7 +86,10 @@ class Policy:
 
     def __post_init__(self) -> None:
         if self.require is VerdictStatus.DAMAGED:
-            raise ValueError("require verified or reconstructed: every call is at least damaged")
+            raise ValueError(
+                "require must be verified or reconstructed: every call is at least damaged, "
+                "so requiring that asks nothing"
+            )
         if not isinstance(self.fail_on, frozenset):
             object.__setattr__(self, "fail_on", frozenset(self.fail_on))
         if self.fail_on:
