@@ -159,6 +159,13 @@ class ServedView:
     # The earlier calls whose requests and answers the server held for this one, oldest first,
     # as far as this run's record links them (`HeldCall`); empty unless it continues held state.
     held: tuple[HeldCall, ...] = ()
+    # Facts about the span for finding and sorting the call, none of them a fact of the request:
+    # the writer that numbered it (``af.epoch.lane``), the scope's version, and where the
+    # recorded request came from (``af.receipt.source``: ``wire`` or ``instrumentation``, which
+    # a span without it reads as).
+    lane: str | None = None
+    scope_version: str | None = None
+    source: str = names.SOURCE_INSTRUMENTATION
 
     @property
     def request(self) -> Request:
@@ -281,6 +288,18 @@ def _unrecorded(span: SpanRecord) -> tuple[str, ...]:
     if not isinstance(value, tuple):
         return ()
     return order_fields(v for v in value if isinstance(v, str) and v)
+
+
+def _span_facts(span: SpanRecord) -> dict[str, Any]:
+    """The view fields read straight off the span that say where the call was recorded."""
+    lane = span.attributes.get(names.EPOCH_LANE)
+    source = span.attributes.get(names.RECEIPT_SOURCE)
+    return {
+        "recorded_by": span.scope or None,
+        "lane": lane if isinstance(lane, str) and lane else None,
+        "scope_version": span.scope_version or None,
+        "source": source if isinstance(source, str) and source else names.SOURCE_INSTRUMENTATION,
+    }
 
 
 def _receipt_gap(receipt: Receipt | MalformedReceipt | None) -> Gap | None:
@@ -532,7 +551,7 @@ def _run_views(
             gaps=order_gaps(found),
             context=context,
             unrecorded=unrecorded,
-            recorded_by=span.scope or None,
+            **_span_facts(span),
             basis=record.basis,
             same_call=_same_call(folded, span),
             held=holding[0],
@@ -703,5 +722,5 @@ def _loose_view(span: SpanRecord) -> ServedView:
         gaps=order_gaps(found),
         context=RunContext(None, None),
         unrecorded=unrecorded,
-        recorded_by=span.scope or None,
+        **_span_facts(span),
     )
