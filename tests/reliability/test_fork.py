@@ -35,6 +35,8 @@ from af_otel.processor import (
 from af_otel.processor import context as run_context
 from af_otel.processor.engine import live_engines
 from af_otel.reader import ServedView, VerdictStatus
+from af_otel.reader.fold import KeyedFold
+from af_otel.web.evidence import Evidence
 from tests.forking import fork_within
 
 from .agents import Collecting, call_attributes, provider_with, receipts_by_run, script
@@ -305,6 +307,9 @@ class Stack:
             self.tracers[form] = provider.get_tracer("agent")
         monkeypatch.setattr(trace, "get_tracer", lambda *_, **__: self.tracers["hook"])
         self.views: tuple[ServedView, ...] = ()
+        # The reader's other lock holders: a run's keyed fold, and the web view's evidence.
+        self.fold = KeyedFold({}, {1: 0}, {})
+        self.evidence = Evidence(store=None, file="never-read.jsonl")
 
     def play(self, run_id: str, turn: int) -> list[str]:
         """One LLM call through each form; the receipt state each exported span carries."""
@@ -347,6 +352,8 @@ class Stack:
             self.tagger,
             self.hook,
             *self.views,
+            self.fold,
+            self.evidence,
             *live_engines(),
         ]
 
@@ -398,6 +405,8 @@ def test_every_live_lock_is_one_the_child_resets(stack: Stack) -> None:
         "af_otel.processor.engine._warned_lock",
         "af_otel.processor.hook.ReceiptCompletionHook._chain_lock",
         "af_otel.reader.view.RunContext.lock",
+        "af_otel.reader.fold.KeyedFold._lock",
+        "af_otel.web.evidence.Evidence._lock",
     } <= kinds
 
 
@@ -418,11 +427,14 @@ def test_the_live_finder_catches_a_planted_lock(
     ]
 
 
-def _child_of(stack: Stack) -> Callable[[], None]:
+def _child_of(stack: Stack, held: Sequence[Any]) -> Callable[[], None]:
     def work() -> None:
         got = stack.play("run-prefork", 2), stack.play("run-child", 0)
         assert got == (MINTED_EVERYWHERE, MINTED_EVERYWHERE), got
         assert _undamaged(stack.read())
+        for lock in held:  # those the calls did not need are free too
+            assert lock.acquire(blocking=False)
+            lock.release()
 
     return work
 
@@ -475,7 +487,7 @@ def test_prefork_child_ends_its_calls_while_each_lock_is_held(stack: Stack) -> N
     for kind, locks in cases:
         release = _held(locks)
         try:
-            child = fork_within(_child_of(stack), PREFORK_SECONDS)
+            child = fork_within(_child_of(stack, locks), PREFORK_SECONDS)
         finally:
             release()
         if not child.ok:
