@@ -15,8 +15,9 @@ the source for one, and the live objects for any lock not made here):
 
 One at-fork handler serves the whole package. CPython resets its own locks in a child the same way
 (``_at_fork_reinit``: threading, logging, concurrent.futures), in place, so no reference to a lock
-held anywhere goes stale. Nothing here takes a lock: registering is a dict operation, atomic under
-the GIL, so a fork can never find the registry half-written.
+held anywhere goes stale. Nothing here takes a lock: registering is a few dict and list steps, each
+atomic under the GIL, and a lock is handed to its owner only once registered, so a fork between two
+steps finds nothing half-written and no lock held that the child will not reset.
 """
 
 from __future__ import annotations
@@ -63,8 +64,11 @@ _owned: dict[int, _Owner] = {}  # id(owner) -> its entry, dropped when the owner
 
 
 def _forget(ref: weakref.ref[Any]) -> None:
-    # Called while the owner is being freed, before its id can name another object.
-    _owned.pop(cast(_Owner, ref).key, None)
+    # Called while the owner is being freed, before its id can name another object; the entry
+    # is dropped only if it is still this owner's.
+    key = cast(_Owner, ref).key
+    if _owned.get(key) is ref:
+        del _owned[key]
 
 
 def _entry(owner: object) -> _Owner:

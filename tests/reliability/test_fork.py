@@ -295,7 +295,7 @@ class Stack:
         self.processor = ReceiptSpanProcessor(SimpleSpanProcessor(self.by_processor))
         self.exporter = ReceiptSpanExporter(self.by_exporter)
         self.tagger = RunTagger(SimpleSpanProcessor(self.exporter))
-        self.hook = ReceiptCompletionHook(chain_from_env=False)
+        self.hook = ReceiptCompletionHook()
         self.tracers = {}
         for form, processor in (
             ("processor", self.processor),
@@ -500,12 +500,14 @@ def test_prefork_child_ends_its_calls_while_each_lock_is_held(stack: Stack) -> N
 def test_the_issues_reproduction_no_child_hangs(stack: Stack) -> None:
     """Forking 20 times while a thread ends LLM calls through the exporter form (the issue's
     reproduction: 20 of 20 children hung): every child ends and exports one call of its own."""
-    stop = threading.Event()
+    stop, exporting = threading.Event(), threading.Event()
     tracer = stack.tracers["exporter"]
 
     def busy() -> None:
         turn = 0
         while not stop.is_set():
+            if turn:
+                exporting.set()
             turn += 1
             messages = [{"role": "user", "parts": [{"type": "text", "content": f"q{turn}"}]}]
             with tracer.start_as_current_span(
@@ -521,14 +523,15 @@ def test_the_issues_reproduction_no_child_hangs(stack: Stack) -> None:
         ):
             pass
         mine = [
-            s
-            for s in stack.by_exporter.spans[before:]
-            if s.attributes.get(names.RUN_ID) == "run-child"
-        ]  # type: ignore[union-attr]
-        assert [s.attributes[names.RECEIPT_STATE] for s in mine] == [names.STATE_MINTED]  # type: ignore[index]
+            dict(span.attributes or {})
+            for span in stack.by_exporter.spans[before:]
+            if (span.attributes or {}).get(names.RUN_ID) == "run-child"
+        ]
+        assert [attributes[names.RECEIPT_STATE] for attributes in mine] == [names.STATE_MINTED]
 
     thread = threading.Thread(target=busy)
     thread.start()
+    exporting.wait()
     try:
         children = [fork_within(child, PREFORK_SECONDS) for _ in range(20)]
     finally:
