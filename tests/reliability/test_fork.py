@@ -20,7 +20,12 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
 from opentelemetry.util.genai.types import InputMessage, Text
 
 from af_otel import forksafe, names, read_spans, served_views, verify
@@ -286,20 +291,27 @@ class Keep(SpanExporter):
 
 class Stack:
     """Every emit-path form at once, as a prefork server sets them up before it forks: the
-    processor, the exporter form with `RunTagger`, the completion hook on a provider without
+    processor, the exporter form with `RunTagger` (under the SDK's simple and batch span
+    processors), the completion hook on a provider without
     either, and `llm_call` inside `run` (through ``trace.get_tracer``, which the test points at
     the hook's provider); plus the reader's views and verdicts of what they exported."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.by_processor, self.by_exporter, self.by_hook = Keep(), Keep(), Keep()
+        self.by_batch = Keep()
         self.processor = ReceiptSpanProcessor(SimpleSpanProcessor(self.by_processor))
         self.exporter = ReceiptSpanExporter(self.by_exporter)
         self.tagger = RunTagger(SimpleSpanProcessor(self.exporter))
+        # The usual production form: the SDK's batch processor starts its own thread again in a
+        # child; the exporter it exports through is af_otel's.
+        self.batched = ReceiptSpanExporter(self.by_batch)
+        self.batch = BatchSpanProcessor(self.batched)
         self.hook = ReceiptCompletionHook()
         self.tracers = {}
         for form, processor in (
             ("processor", self.processor),
             ("exporter", self.tagger),
+            ("batch", RunTagger(self.batch)),
             ("hook", SimpleSpanProcessor(self.by_hook)),
         ):
             provider = TracerProvider()
@@ -317,7 +329,7 @@ class Stack:
         messages = [{"role": "user", "parts": [{"type": "text", "content": text}]}]
         before = {name: len(keep.spans) for name, keep in self._keeps().items()}
         with run(run_id):
-            for form in ("processor", "exporter"):
+            for form in ("processor", "exporter", "batch"):
                 with self.tracers[form].start_as_current_span(
                     "chat gpt-4o-mini", attributes=call_attributes(run_id, messages)
                 ):
@@ -333,6 +345,7 @@ class Stack:
                 )
             with llm_call(model="gpt-4o-mini", provider="openai", messages=messages):
                 pass
+        self.batch.force_flush()
         return [
             str((span.attributes or {}).get(names.RECEIPT_STATE))
             for name, keep in self._keeps().items()
@@ -350,6 +363,7 @@ class Stack:
             self.processor,
             self.exporter,
             self.tagger,
+            self.batched,
             self.hook,
             *self.views,
             self.fold,
@@ -358,7 +372,12 @@ class Stack:
         ]
 
     def _keeps(self) -> dict[str, Keep]:
-        return {"processor": self.by_processor, "exporter": self.by_exporter, "hook": self.by_hook}
+        return {
+            "processor": self.by_processor,
+            "exporter": self.by_exporter,
+            "batch": self.by_batch,
+            "hook": self.by_hook,
+        }
 
 
 def _hook_attributes() -> dict[str, Any]:
@@ -370,7 +389,7 @@ def _hook_attributes() -> dict[str, Any]:
     }
 
 
-MINTED_EVERYWHERE = [names.STATE_MINTED] * 4
+MINTED_EVERYWHERE = [names.STATE_MINTED] * 5
 
 
 @pytest.fixture
