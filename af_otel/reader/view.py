@@ -11,12 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from af_otel import names
+from af_otel import forksafe, names
 from af_otel.canonical import canonical_json
 from af_otel.errors import CanonicalJSONError
 from af_otel.model import FrozenDict, Request, sealed_reasoning
@@ -63,7 +62,7 @@ class RunContext:
     It links each view to the views of its run (so `verify` can reach the parent's entries) and
     holds what `verify` recomputes, bounded there. It states no fact of its own."""
 
-    __slots__ = ("base_messages", "lock", "memo", "run_id", "views")
+    __slots__ = ("__weakref__", "base_messages", "lock", "memo", "run_id", "views")
 
     def __init__(
         self,
@@ -76,7 +75,13 @@ class RunContext:
         # shared by the lanes of a run several writers served
         self.views: dict[int, ServedView] = views if views is not None else {}
         self.memo: dict[object, Any] = {}
-        self.lock = threading.RLock()
+        self.lock = forksafe.rlock(self)
+        # What `verify` recomputes may be half-written by a parent thread at a fork: the child
+        # recomputes it (the memo states no fact, so nothing read changes).
+        forksafe.on_fork(self, RunContext._forget_memo)
+
+    def _forget_memo(self) -> None:
+        self.memo = {}
 
     def __repr__(self) -> str:
         return f"RunContext({self.run_id!r}, {len(self.views)} views)"
