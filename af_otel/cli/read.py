@@ -56,6 +56,7 @@ __all__ = [
     "key_from_args",
     "open_checked_store",
     "register",
+    "summary_line",
     "verdicts_or_none",
 ]
 
@@ -699,10 +700,14 @@ def verify_command(args: argparse.Namespace) -> int:
     # The store the verdicts were read against: on stdout with the summary, on stderr for --json.
     print(f"store {store.url}", file=sys.stderr if args.json else sys.stdout)
     if not args.json:
-        counts = {s: sum(v.status is s for v in verdicts) for s in VerdictStatus}
-        summary = ", ".join(f"{n} {s.value}" for s, n in counts.items())
-        print(f"{len(verdicts)} LLM call(s) in {where}: {summary}")
+        print(summary_line({s: sum(v.status is s for v in verdicts) for s in VerdictStatus}, where))
     return EXIT_DAMAGED if damaged else EXIT_OK
+
+
+def summary_line(counts: Mapping[VerdictStatus, int], where: str) -> str:
+    """The last line of ``verify`` (and of ``audit``): the calls read in ``where``, by verdict."""
+    summary = ", ".join(f"{counts.get(s, 0)} {s.value}" for s in VerdictStatus)
+    return f"{sum(counts.values())} LLM call(s) in {where}: {summary}"
 
 
 def _verdict_line(verdict: Verdict) -> str:

@@ -1,0 +1,184 @@
+"""The ClickHouse side of the audit: one connection, one query, and the runs it streams.
+
+``--clickhouse URL`` is a clickhouse-connect URL: ``chdb:///dir`` opens the embedded engine
+(clickhouse-connect's chDB backend) on a directory, ``http(s)://host:8123`` a server or a cluster.
+Both go through the same client, so the query is the same text either way. ClickHouse does the
+scan (the exporter's day partitions and its index on the attribute keys), the filter (the spans
+af_otel enriched) and the grouping: rows come ordered by run, in blocks, and are handed on one run
+at a time, so the Python side holds one run (and one block) and never the day.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from af_otel import names
+from af_otel.audit.rows import COLUMNS, RUN_KEY
+from af_otel.errors import SourceError
+from af_otel.reader.sources.window import Window
+
+if TYPE_CHECKING:
+    from clickhouse_connect.driver.client import Client
+
+__all__ = [
+    "DEFAULT_TABLE",
+    "LLM_SPANS",
+    "RunRows",
+    "Shard",
+    "Table",
+    "connect",
+    "count_runs",
+    "stream_runs",
+]
+
+DEFAULT_TABLE: Final = "otel_traces"
+# A block of rows as ClickHouse sends it: small enough that a block is never a memory concern,
+# large enough that per-block overhead vanishes.
+BLOCK_ROWS: Final = 2048
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# The spans the reader counts as LLM calls (`af_otel.reader.runs.is_llm_call`, plus the spans
+# folded into a call, which carry the run): the first three test keys the exporter's bloom index
+# on `mapKeys(SpanAttributes)` covers; the last two keep a span whose state a backend dropped.
+LLM_SPANS: Final = (
+    f"(mapContains(SpanAttributes, '{names.RECEIPT_STATE}')"
+    f" OR mapContains(SpanAttributes, '{names.RUN_ID}')"
+    f" OR mapContains(SpanAttributes, '{names.EPOCH}')"
+    f" OR has(`Events.Name`, '{names.COMMIT_EVENT}')"
+    " OR arrayExists(k -> startsWith(k, 'af.receipt.'), mapKeys(SpanAttributes)))"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """``K/N``: the runs whose ``cityHash64`` of the run key is K modulo N."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ValueError(f"shard {self.index}/{self.count}: need 0 <= K < N and N >= 1")
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+        if match is None:
+            raise ValueError(f"{text!r} is not K/N (e.g. 0/4)")
+        return cls(int(match[1]), int(match[2]))
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Where the spans are: the URL given, the database and the table, checked as identifiers."""
+
+    url: str
+    database: str
+    table: str = DEFAULT_TABLE
+
+    def __post_init__(self) -> None:
+        for what, name in (("--database", self.database), ("--table", self.table)):
+            if not _IDENTIFIER.fullmatch(name):
+                raise ValueError(f"{what} {name!r} is not a plain ClickHouse identifier")
+
+    @property
+    def qualified(self) -> str:
+        return f"`{self.database}`.`{self.table}`"
+
+    def __str__(self) -> str:
+        return f"{self.url} {self.database}.{self.table}"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRows:
+    """The rows of one run (or of one call that names no run), in start order."""
+
+    key: str
+    rows: tuple[tuple[Any, ...], ...]
+
+
+def connect(url: str, database: str | None = None) -> Client:
+    """A clickhouse-connect client for ``url`` (``chdb:///dir`` or ``http(s)://...``). Raises
+    `SourceError` naming ``--clickhouse`` when the URL is of another kind or cannot be opened."""
+    import clickhouse_connect  # noqa: PLC0415 - the optional audit extra
+
+    if url.startswith("chdb://"):
+        if not url.removeprefix("chdb://"):
+            raise SourceError(f"--clickhouse {url}: name the directory (chdb:///path/to/dir)")
+    elif not url.startswith(("http://", "https://")):
+        raise SourceError(
+            f"--clickhouse {url}: expected chdb:///dir (embedded) or http(s)://host:8123"
+        )
+    try:
+        return clickhouse_connect.get_client(dsn=url, database=database)
+    except Exception as exc:  # the client's errors have no common root with ours
+        raise SourceError(f"--clickhouse {url}: {exc}") from exc
+
+
+def _where(window: Window | None, shard: Shard | None) -> tuple[str, dict[str, Any]]:
+    clauses: list[str] = [LLM_SPANS]
+    parameters: dict[str, Any] = {}
+    if window is not None:
+        clauses.append(
+            "Timestamp >= fromUnixTimestamp64Nano({start:Int64})"
+            " AND Timestamp < fromUnixTimestamp64Nano({end:Int64})"
+        )
+        parameters.update(start=window.start_ns, end=window.end_ns)
+    if shard is not None and shard.count > 1:
+        clauses.append(f"cityHash64({RUN_KEY}) % {{count:UInt64}} = {{index:UInt64}}")
+        parameters.update(count=shard.count, index=shard.index)
+    return " AND ".join(clauses), parameters
+
+
+def _failed(table: Table, exc: Exception) -> SourceError:
+    return SourceError(f"--clickhouse {table}: {exc}")
+
+
+def count_runs(
+    client: Client, table: Table, window: Window | None, shard: Shard | None
+) -> tuple[int, int]:
+    """How many runs and LLM-call spans the audit will read (for progress and its ETA)."""
+    where, parameters = _where(window, shard)
+    sql = f"SELECT uniqExact({RUN_KEY}), count() FROM {table.qualified} WHERE {where}"
+    try:
+        runs, spans = client.query(sql, parameters=parameters).result_rows[0]
+    except Exception as exc:
+        raise _failed(table, exc) from exc
+    return int(runs), int(spans)
+
+
+def stream_runs(
+    client: Client, table: Table, window: Window | None, shard: Shard | None
+) -> Iterator[RunRows]:
+    """Every run of the window (of the shard), one at a time, its rows in start order.
+
+    ClickHouse sorts by run key (spilling to disk past ``max_bytes_before_external_sort`` on a
+    server configured so); a run is complete when the next row names another."""
+    where, parameters = _where(window, shard)
+    sql = (
+        f"SELECT {', '.join(COLUMNS)} FROM {table.qualified} WHERE {where}"
+        " ORDER BY run_key, start_ns, SpanId"
+    )
+    key: str | None = None
+    rows: list[tuple[Any, ...]] = []
+    try:
+        with client.query_row_block_stream(
+            sql, parameters=parameters, settings={"max_block_size": BLOCK_ROWS}
+        ) as blocks:
+            for block in blocks:
+                for row in block:
+                    if row[0] != key:
+                        if key is not None:
+                            yield RunRows(key, tuple(rows))
+                        key, rows = row[0], []
+                    rows.append(tuple(row))
+    except Exception as exc:
+        raise _failed(table, exc) from exc
+    if key is not None:
+        yield RunRows(key, tuple(rows))
