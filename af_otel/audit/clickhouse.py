@@ -31,6 +31,7 @@ __all__ = [
     "Table",
     "connect",
     "count_runs",
+    "referencing_rows",
     "stream_runs",
 ]
 
@@ -151,6 +152,33 @@ def count_runs(
     except Exception as exc:
         raise _failed(table, exc) from exc
     return int(runs), int(spans)
+
+
+# Rows read to check the store before the audit starts (`referencing_rows`).
+STORE_SAMPLE: Final = 100
+
+
+def referencing_rows(
+    client: Client, table: Table, window: Window | None, shard: Shard | None
+) -> RunRows:
+    """Up to `STORE_SAMPLE` rows of the window that refer to stored blobs (a run base, a commit
+    payload; `af_otel.reader.blobs.referenced_blobs`), for the store check ``verify`` makes on
+    the whole trace: a store holding none of their blobs cannot be the one they were written
+    with."""
+    where, parameters = _where(window, shard)
+    refers = (
+        f"(mapContains(SpanAttributes, '{names.RUN_BASE}')"
+        f" OR arrayExists(a -> mapContains(a, '{names.COMMIT_REF}'), `Events.Attributes`))"
+    )
+    sql = (
+        f"SELECT {', '.join(COLUMNS)} FROM {table.qualified} WHERE {where} AND {refers}"
+        f" LIMIT {STORE_SAMPLE}"
+    )
+    try:
+        rows = client.query(sql, parameters=parameters).result_rows
+    except Exception as exc:
+        raise _failed(table, exc) from exc
+    return RunRows("", tuple(tuple(row) for row in rows))
 
 
 def stream_runs(

@@ -19,7 +19,14 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from af_otel.audit.calls import audit_batches, run_records
-from af_otel.audit.clickhouse import Shard, Table, connect, count_runs, stream_runs
+from af_otel.audit.clickhouse import (
+    Shard,
+    Table,
+    connect,
+    count_runs,
+    referencing_rows,
+    stream_runs,
+)
 from af_otel.audit.results import ResultsWriter
 from af_otel.audit.summary import Tally
 from af_otel.cli.read import (
@@ -143,7 +150,7 @@ def audit_command(args: argparse.Namespace) -> int:
             raise NothingToRead(f"no span of {where} carries af.* attributes: nothing to verify")
         store = open_checked_store(
             args.store,
-            run_records(first, where, lenient=True)[0],
+            run_records(referencing_rows(opened(), table, window, shard), where, lenient=True)[0],
             warn=lambda text: print(f"af-otel audit: {text}", file=sys.stderr),
         )
         writer = ResultsWriter(opened(), results) if results else None

@@ -1,0 +1,223 @@
+"""``af-otel audit`` end to end on a generated day in embedded chDB (the exporter's DDL, rows as
+the exporter writes them), held against ``af-otel verify`` on the same spans as OTLP JSON lines:
+the same verdicts, shards that split the day, results written once per call, damage exits 1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from af_otel.cli import main
+from tests.audit.conftest import Loaded
+from tests.audit.day import BLIND_RUN, LANES_RUN, TAMPERED_EPOCH, TAMPERED_RUN
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def audit(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded, *args: str
+) -> tuple[int, list[dict[str, Any]], str]:
+    """``audit --json`` on the day: exit code, the rows, stderr (the summary goes there)."""
+    code, out, err = cli(
+        capsys,
+        "audit",
+        "--clickhouse",
+        loaded.url,
+        "--store",
+        str(loaded.day.store),
+        "--json",
+        *args,
+    )
+    return code, [json.loads(line) for line in out.splitlines()], err
+
+
+def verified(
+    capsys: pytest.CaptureFixture[str], traces: Path, store: Path
+) -> tuple[int, list[Any]]:
+    code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store), "--json")
+    return code, [json.loads(line) for line in out.splitlines()]
+
+
+def key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["run_id"], row["epoch"], row["span_id"], row["status"], row["reason"])
+
+
+def last_counts(text: str) -> str:
+    """What the last line says after its source: ``A verified, B reconstructed, C damaged``."""
+    return text.strip().splitlines()[-1].split(": ", 1)[1]
+
+
+def test_audit_gives_the_verdicts_verify_gives(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded
+) -> None:
+    """Call for call, the audit's status and reason are verify's on the same spans as a file."""
+    code, rows, _ = audit(capsys, loaded)
+    verify_code, verdicts = verified(capsys, loaded.day.traces, loaded.day.store)
+    assert code == verify_code == 0
+    assert sorted(map(key, rows)) == sorted(map(key, verdicts))
+    runs = {row["run_id"] for row in rows}
+    assert {TAMPERED_RUN, LANES_RUN, BLIND_RUN} <= runs
+    blind = [row for row in rows if row["run_id"] == BLIND_RUN]
+    assert [r["status"] for r in blind] == ["reconstructed"]
+    assert "no-receipt-on-chart" in blind[0]["gaps"]
+    lanes = [row for row in rows if row["run_id"] == LANES_RUN]
+    # Each turn's `run` block is a lane of its own (the state is freed after it): one run
+    # numbered as one over four lanes of two services.
+    assert len({row["lane"] for row in lanes}) == 4
+    assert {row["service"] for row in lanes} == {"checkout", "support"}
+    assert sorted(row["epoch"] for row in lanes) == [1, 2, 3, 4]
+    agent = [row for row in rows if row["run_id"] == TAMPERED_RUN]
+    assert len({row["trace_id"] for row in agent}) == len(agent) > 1  # spread over traces
+
+
+def test_the_last_line_is_verify_s(capsys: pytest.CaptureFixture[str], loaded: Loaded) -> None:
+    """Without --json the summary ends on verify's last line, with the same counts."""
+    code, out, _ = cli(
+        capsys, "audit", "--clickhouse", loaded.url, "--store", str(loaded.day.store)
+    )
+    _, verify_out, _ = cli(
+        capsys, "verify", str(loaded.day.traces), "--store", str(loaded.day.store)
+    )
+    assert code == 0
+    last = out.strip().splitlines()[-1]
+    assert last.startswith(
+        f"{len(verified(capsys, loaded.day.traces, loaded.day.store)[1])} LLM call(s) in {loaded.url} default.otel_traces: "
+    )
+    assert last_counts(out) == last_counts(verify_out)
+    for heading in ("by status:", "by gap kind:", "by service and model:", "worst runs"):
+        assert heading in out
+    assert f"  {BLIND_RUN} (support): 0 damaged, 1 reconstructed of 1 call(s)" in out
+
+
+def test_a_tampered_call_is_damaged_and_exits_1(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded
+) -> None:
+    """The tampered copy: the edited call is damaged, as verify says, and the audit exits 1."""
+    code, rows, err = audit(capsys, loaded, "--database", "tampered")
+    verify_code, verdicts = verified(capsys, loaded.day.tampered, loaded.day.store)
+    assert code == verify_code == 1
+    assert sorted(map(key, rows)) == sorted(map(key, verdicts))
+    damaged = {(r["run_id"], r["epoch"]) for r in rows if r["status"] == "damaged"}
+    assert (TAMPERED_RUN, TAMPERED_EPOCH) in damaged
+    assert {run for run, _ in damaged} == {TAMPERED_RUN}
+    assert f"  {TAMPERED_RUN} (checkout): " in err  # first among the worst runs
+
+
+def test_two_shards_split_the_day(capsys: pytest.CaptureFixture[str], loaded: Loaded) -> None:
+    """Shards 0/2 and 1/2 are disjoint, each holds whole runs, and together they are the day."""
+    _, whole, _ = audit(capsys, loaded)
+    _, first, _ = audit(capsys, loaded, "--shard", "0/2")
+    _, second, _ = audit(capsys, loaded, "--shard", "1/2")
+    assert first
+    assert second
+    calls = [{(r["trace_id"], r["span_id"]) for r in rows} for rows in (first, second)]
+    assert not calls[0] & calls[1]
+    assert not {r["run_id"] for r in first} & {r["run_id"] for r in second}
+    assert sorted(map(key, first + second)) == sorted(map(key, whole))
+
+
+def test_workers_give_the_same_rows(capsys: pytest.CaptureFixture[str], loaded: Loaded) -> None:
+    """Two worker processes give the rows one process gives, in the same order."""
+    _, one, _ = audit(capsys, loaded)
+    code, two, _ = audit(capsys, loaded, "--workers", "2")
+    assert code == 0
+    assert two == one
+
+
+def test_results_are_one_row_a_call_however_often_audited(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded, clickhouse: Any
+) -> None:
+    """--results writes a row a call; a second audit of the same day leaves one row a call."""
+    _, rows, err = audit(capsys, loaded, "--results", "audit_results")
+    assert f"results: {len(rows)} row(s) written" in err
+    clickhouse.command("SELECT 1")
+    table = "default.audit_results"
+    assert clickhouse.query(f"SELECT count() FROM {table}").result_rows == [(len(rows),)]
+    audit(capsys, loaded, "--results", "audit_results")
+    assert clickhouse.query(f"SELECT count() FROM {table} FINAL").result_rows == [(len(rows),)]
+    clickhouse.command(f"OPTIMIZE TABLE {table} FINAL")
+    stored = clickhouse.query(
+        f"SELECT TraceId, SpanId, RunId, Epoch, Status, Reason, GapKinds, Model, ServiceName,"
+        f" toUnixTimestamp64Nano(Timestamp) FROM {table}"
+    ).result_rows
+    assert sorted(stored) == sorted(
+        (
+            r["trace_id"],
+            r["span_id"],
+            r["run_id"],
+            r["epoch"],
+            r["status"],
+            r["reason"],
+            r["gaps"],
+            r["model"],
+            r["service"],
+            r["time_ns"],
+        )
+        for r in rows
+    )
+
+
+def test_a_window_before_the_day_has_nothing_to_verify(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded
+) -> None:
+    """A window that holds no call exits 3, as verify on input with no af_otel span does."""
+    code, rows, err = audit(
+        capsys, loaded, "--start", "2001-01-01T00:00:00Z", "--end", "2001-01-02"
+    )
+    assert (code, rows) == (3, [])
+    assert "nothing to verify" in err
+
+
+def test_a_window_around_the_day_holds_all_of_it(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded
+) -> None:
+    """--since a day takes every call (the day was recorded just now)."""
+    _, whole, _ = audit(capsys, loaded)
+    code, rows, _ = audit(capsys, loaded, "--since", "1d")
+    assert code == 0
+    assert all(row.pop("source").endswith("Z)") for row in rows)  # each names the window
+    assert rows == [{k: v for k, v in row.items() if k != "source"} for row in whole]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("--clickhouse", "ftp://nowhere"), "--clickhouse ftp://nowhere"),
+        (("--table", "no_such_table"), "no_such_table"),
+        (("--shard", "2/2"), "shard 2/2"),
+        (("--table", "otel; DROP"), "--table"),
+    ],
+)
+def test_bad_options_exit_2_naming_them(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded, args: tuple[str, ...], named: str
+) -> None:
+    """A URL of another kind, a missing table, a shard out of range: exit 2, the option named."""
+    options = ["--clickhouse", loaded.url, "--store", str(loaded.day.store), *args]
+    try:
+        code, _, err = cli(capsys, "audit", *options)
+    except SystemExit as exc:  # argparse's usage errors
+        code, err = int(str(exc.code)), capsys.readouterr().err
+    assert code == 2
+    assert named in err
+
+
+def test_a_store_without_the_day_s_blobs_exits_2(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded, tmp_path: Path
+) -> None:
+    """Given a store that holds none of the blobs the spans refer to, audit refuses as verify does."""
+    empty = tmp_path / "empty-store"
+    empty.mkdir()
+    code, _, err = cli(capsys, "audit", "--clickhouse", loaded.url, "--store", str(empty))
+    verify_code, _, verify_err = cli(
+        capsys, "verify", str(loaded.day.traces), "--store", str(empty)
+    )
+    assert code == verify_code == 2
+    assert f"--store {empty}" in err
+    assert f"--store {empty}" in verify_err
