@@ -181,13 +181,16 @@ def audit_batches(
     lenient: bool = False,
 ) -> Iterator[Batch]:
     """The results of ``runs``, batch by batch in stream order, verified here (``workers`` 1) or
-    on ``workers`` processes. Workers are spawned, not forked: the engine's threads in this
-    process must not be copied mid-flight into a child."""
+    on ``workers`` processes. Workers are forked from a fork server, never from this process:
+    the engine's threads here must not be copied mid-flight into a child."""
     if workers <= 1:
         for group in batched(runs):
             yield _audit_batch(group, store, key, source, lenient)
         return
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    # The fork server is a fresh interpreter (no engine threads to copy) that imports the reader
+    # once; each worker forks from it ready to verify, instead of importing it again.
+    context.set_forkserver_preload([__name__])
     with ProcessPoolExecutor(
         workers,
         mp_context=context,
