@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.audit.clickhouse import RunRows
+from af_otel.audit.files import Files, span_from_otlp_row
 from af_otel.audit.rows import span_from_row
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
@@ -86,10 +87,11 @@ def run_records(
     """The spans of one run's rows, and what could not be read: strict, the first unreadable row
     raises `SourceError` naming its trace and span; ``lenient``, it is skipped and described."""
     records, problems = [], []
+    decode = span_from_otlp_row if run.kind == Files.kind else span_from_row
     for row in run.rows:
         where = f"{source} trace {row[3]} span {row[4]}"
         try:
-            records.append(span_from_row(row, where))
+            records.append(decode(row, where))
         except (Problem, ValueError) as exc:
             if not lenient:
                 raise SourceError(f"{where}: {exc}") from exc

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from af_otel import names
 from af_otel.audit.rows import COLUMNS, RUN_KEY
@@ -27,11 +27,14 @@ __all__ = [
     "DEFAULT_TABLE",
     "LLM_SPANS",
     "RunRows",
+    "Scan",
     "Shard",
     "Table",
     "connect",
+    "connect_embedded",
     "count_runs",
     "referencing_rows",
+    "shard_clause",
     "stream_runs",
 ]
 
@@ -88,12 +91,64 @@ class Table:
             if not _IDENTIFIER.fullmatch(name):
                 raise ValueError(f"{what} {name!r} is not a plain ClickHouse identifier")
 
+    kind: ClassVar[str] = "table"
+    run_key: ClassVar[str] = RUN_KEY
+    row_columns: ClassVar[str] = ", ".join(COLUMNS)
+    order: ClassVar[str] = "run_key, start_ns, SpanId"
+    # Rows that refer to stored blobs: a run base, a commit payload.
+    refers: ClassVar[str] = (
+        f"(mapContains(SpanAttributes, '{names.RUN_BASE}')"
+        f" OR arrayExists(a -> mapContains(a, '{names.COMMIT_REF}'), `Events.Attributes`))"
+    )
+
     @property
     def qualified(self) -> str:
         return f"`{self.database}`.`{self.table}`"
 
+    def sql(
+        self, window: Window | None, shard: Shard | None, select: str, tail: str = ""
+    ) -> tuple[str, dict[str, Any]]:
+        """``SELECT select`` over the LLM-call rows of the window and shard, then ``tail``."""
+        clauses: list[str] = [LLM_SPANS]
+        parameters: dict[str, Any] = {}
+        if window is not None:
+            clauses.append(
+                "Timestamp >= fromUnixTimestamp64Nano({start:Int64})"
+                " AND Timestamp < fromUnixTimestamp64Nano({end:Int64})"
+            )
+            parameters.update(start=window.start_ns, end=window.end_ns)
+        clauses += shard_clause(shard, self.run_key, parameters)
+        return (
+            f"SELECT {select} FROM {self.qualified} WHERE {' AND '.join(clauses)} {tail}",
+            parameters,
+        )
+
     def __str__(self) -> str:
         return f"{self.url} {self.database}.{self.table}"
+
+
+class Scan(Protocol):
+    """What the audit reads: the exporter's table (`Table`) or span files (`af_otel.audit.files`).
+    ``kind`` names how its rows decode (`af_otel.audit.calls.run_records`); every row shape holds
+    the run key first, the start time in ns second, the trace id fourth and the span id fifth."""
+
+    kind: ClassVar[str]
+    run_key: ClassVar[str]
+    row_columns: ClassVar[str]
+    order: ClassVar[str]
+    refers: ClassVar[str]
+
+    def sql(
+        self, window: Window | None, shard: Shard | None, select: str, tail: str = ""
+    ) -> tuple[str, dict[str, Any]]: ...
+
+
+def shard_clause(shard: Shard | None, run_key: str, parameters: dict[str, Any]) -> list[str]:
+    """The condition that keeps ``shard``'s runs (none for the whole), its parameters added."""
+    if shard is None or shard.count == 1:
+        return []
+    parameters.update(count=shard.count, index=shard.index)
+    return [f"cityHash64({run_key}) % {{count:UInt64}} = {{index:UInt64}}"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +157,17 @@ class RunRows:
 
     key: str
     rows: tuple[tuple[Any, ...], ...]
+    kind: str = Table.kind
+
+
+def connect_embedded() -> Client:
+    """An in-memory chDB engine, to read files with (nothing is written anywhere)."""
+    import clickhouse_connect  # noqa: PLC0415 - the optional audit extra
+
+    try:
+        return clickhouse_connect.get_client(interface="chdb")
+    except Exception as exc:
+        raise SourceError(f"audit: the embedded chDB engine could not start: {exc}") from exc
 
 
 def connect(url: str, database: str | None = None) -> Client:
@@ -122,35 +188,20 @@ def connect(url: str, database: str | None = None) -> Client:
         raise SourceError(f"--clickhouse {url}: {exc}") from exc
 
 
-def _where(window: Window | None, shard: Shard | None) -> tuple[str, dict[str, Any]]:
-    clauses: list[str] = [LLM_SPANS]
-    parameters: dict[str, Any] = {}
-    if window is not None:
-        clauses.append(
-            "Timestamp >= fromUnixTimestamp64Nano({start:Int64})"
-            " AND Timestamp < fromUnixTimestamp64Nano({end:Int64})"
-        )
-        parameters.update(start=window.start_ns, end=window.end_ns)
-    if shard is not None and shard.count > 1:
-        clauses.append(f"cityHash64({RUN_KEY}) % {{count:UInt64}} = {{index:UInt64}}")
-        parameters.update(count=shard.count, index=shard.index)
-    return " AND ".join(clauses), parameters
-
-
-def _failed(table: Table, exc: Exception) -> SourceError:
-    return SourceError(f"--clickhouse {table}: {exc}")
+def _failed(scan: Scan, exc: Exception) -> SourceError:
+    what = "--clickhouse" if isinstance(scan, Table) else "audit"
+    return SourceError(f"{what} {scan}: {exc}")
 
 
 def count_runs(
-    client: Client, table: Table, window: Window | None, shard: Shard | None
+    client: Client, scan: Scan, window: Window | None, shard: Shard | None
 ) -> tuple[int, int]:
     """How many runs and LLM-call spans the audit will read (for progress and its ETA)."""
-    where, parameters = _where(window, shard)
-    sql = f"SELECT uniqExact({RUN_KEY}), count() FROM {table.qualified} WHERE {where}"
+    sql, parameters = scan.sql(window, shard, f"uniqExact({scan.run_key}), count()")
     try:
         runs, spans = client.query(sql, parameters=parameters).result_rows[0]
     except Exception as exc:
-        raise _failed(table, exc) from exc
+        raise _failed(scan, exc) from exc
     return int(runs), int(spans)
 
 
@@ -159,40 +210,30 @@ STORE_SAMPLE: Final = 100
 
 
 def referencing_rows(
-    client: Client, table: Table, window: Window | None, shard: Shard | None
+    client: Client, scan: Scan, window: Window | None, shard: Shard | None
 ) -> RunRows:
     """Up to `STORE_SAMPLE` rows of the window that refer to stored blobs (a run base, a commit
     payload; `af_otel.reader.blobs.referenced_blobs`), for the store check ``verify`` makes on
     the whole trace: a store holding none of their blobs cannot be the one they were written
     with."""
-    where, parameters = _where(window, shard)
-    refers = (
-        f"(mapContains(SpanAttributes, '{names.RUN_BASE}')"
-        f" OR arrayExists(a -> mapContains(a, '{names.COMMIT_REF}'), `Events.Attributes`))"
-    )
-    sql = (
-        f"SELECT {', '.join(COLUMNS)} FROM {table.qualified} WHERE {where} AND {refers}"
-        f" LIMIT {STORE_SAMPLE}"
+    sql, parameters = scan.sql(
+        window, shard, scan.row_columns, f"AND {scan.refers} LIMIT {STORE_SAMPLE}"
     )
     try:
         rows = client.query(sql, parameters=parameters).result_rows
     except Exception as exc:
-        raise _failed(table, exc) from exc
-    return RunRows("", tuple(tuple(row) for row in rows))
+        raise _failed(scan, exc) from exc
+    return RunRows("", tuple(tuple(row) for row in rows), scan.kind)
 
 
 def stream_runs(
-    client: Client, table: Table, window: Window | None, shard: Shard | None
+    client: Client, scan: Scan, window: Window | None, shard: Shard | None
 ) -> Iterator[RunRows]:
     """Every run of the window (of the shard), one at a time, its rows in start order.
 
     ClickHouse sorts by run key (spilling to disk past ``max_bytes_before_external_sort`` on a
     server configured so); a run is complete when the next row names another."""
-    where, parameters = _where(window, shard)
-    sql = (
-        f"SELECT {', '.join(COLUMNS)} FROM {table.qualified} WHERE {where}"
-        " ORDER BY run_key, start_ns, SpanId"
-    )
+    sql, parameters = scan.sql(window, shard, scan.row_columns, f"ORDER BY {scan.order}")
     key: str | None = None
     rows: list[tuple[Any, ...]] = []
     try:
@@ -203,10 +244,10 @@ def stream_runs(
                 for row in block:
                     if row[0] != key:
                         if key is not None:
-                            yield RunRows(key, tuple(rows))
+                            yield RunRows(key, tuple(rows), scan.kind)
                         key, rows = row[0], []
                     rows.append(tuple(row))
     except Exception as exc:
-        raise _failed(table, exc) from exc
+        raise _failed(scan, exc) from exc
     if key is not None:
-        yield RunRows(key, tuple(rows))
+        yield RunRows(key, tuple(rows), scan.kind)

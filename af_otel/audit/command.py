@@ -20,13 +20,16 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from af_otel.audit.calls import audit_batches, run_records
 from af_otel.audit.clickhouse import (
+    Scan,
     Shard,
     Table,
     connect,
+    connect_embedded,
     count_runs,
     referencing_rows,
     stream_runs,
 )
+from af_otel.audit.files import Files
 from af_otel.audit.results import ResultsWriter
 from af_otel.audit.summary import Tally
 from af_otel.cli.read import (
@@ -59,15 +62,21 @@ def register(subparsers: Any) -> None:
     audit = subparsers.add_parser(
         "audit",
         help="verify every LLM call of a time window in ClickHouse (otel_traces); exit as verify",
-        description="Verify every LLM call of a time window in ClickHouse, with the same "
-        "verdicts as `af-otel verify`: one query streams the runs, each run is verified apart; "
-        "results go to a ClickHouse table (--results) or JSON lines (--json).",
+        description="Verify every LLM call of a time window in ClickHouse (or in OTLP JSON "
+        "lines files, read through embedded chDB), with the same verdicts as `af-otel verify`: "
+        "one query streams the runs, each run is verified apart; results go to a ClickHouse "
+        "table (--results) or JSON lines (--json).",
         **_EXITS,
+    )
+    audit.add_argument(
+        "files",
+        nargs="?",
+        metavar="FILES",
+        help="OTLP JSON lines to audit instead of a table: a path or a glob (quoted), .gz too",
     )
     audit.add_argument(
         "--clickhouse",
         metavar="URL",
-        required=True,
         help="chdb:///dir (embedded chDB) or http(s)://host:8123 (a server or cluster)",
     )
     audit.add_argument("--database", default="default", help="the database (default: default)")
@@ -130,32 +139,44 @@ def audit_command(args: argparse.Namespace) -> int:
         print(_EXTRA, file=sys.stderr)
         return EXIT_ERROR
 
+    if (args.files is None) == (args.clickhouse is None):
+        fail("give FILES or --clickhouse URL (one of them)")
+    if args.files is not None and args.results:
+        fail("--results writes into ClickHouse: it goes with --clickhouse URL")
     try:
         shard = Shard.parse(args.shard) if args.shard else None
-        table = Table(args.clickhouse, args.database, args.table)
+        scan: Scan = (
+            Files(args.files)
+            if args.files is not None
+            else Table(args.clickhouse, args.database, args.table)
+        )
         results = Table(args.clickhouse, args.database, args.results) if args.results else None
     except ValueError as exc:
         fail(str(exc))
-    where = str(table) + (f" ({window})" if window else "") + (f" shard {shard}" if shard else "")
+    where = str(scan) + (f" ({window})" if window else "") + (f" shard {shard}" if shard else "")
     with ExitStack() as clients:
 
         def opened() -> Any:
-            client = connect(args.clickhouse, args.database)
+            client = (
+                connect_embedded()
+                if args.clickhouse is None
+                else connect(args.clickhouse, args.database)
+            )
             clients.callback(client.close)
             return client
 
-        runs: Iterator[RunRows] = stream_runs(opened(), table, window, shard)
+        runs: Iterator[RunRows] = stream_runs(opened(), scan, window, shard)
         first = next(runs, None)
         if first is None:
             raise NothingToRead(f"no span of {where} carries af.* attributes: nothing to verify")
         store = open_checked_store(
             args.store,
-            run_records(referencing_rows(opened(), table, window, shard), where, lenient=True)[0],
+            run_records(referencing_rows(opened(), scan, window, shard), where, lenient=True)[0],
             warn=lambda text: print(f"af-otel audit: {text}", file=sys.stderr),
         )
         writer = ResultsWriter(opened(), results) if results else None
         # The number of runs is counted only for a person watching: it gives the ETA.
-        expected = count_runs(opened(), table, window, shard)[0] if sys.stderr.isatty() else None
+        expected = count_runs(opened(), scan, window, shard)[0] if sys.stderr.isatty() else None
         tally, skipped = Tally(), 0
         with Progress(expected) as tick:
             for batch in audit_batches(
