@@ -16,8 +16,8 @@ class Progress:
     """Runs and calls done, with their rates (and an ETA when the number of runs is known), on
     stderr through rich when it is a terminal; nothing otherwise."""
 
-    def __init__(self, total: int | None) -> None:
-        console = Console(stderr=True)
+    def __init__(self, total: int | None, console: Console | None = None) -> None:
+        console = console if console is not None else Console(stderr=True)
         self.bar = progress.Progress(
             progress.TextColumn("auditing runs"),
             progress.BarColumn(),
