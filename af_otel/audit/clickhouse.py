@@ -184,6 +184,11 @@ def connect(url: str, database: str | None = None) -> Client:
         )
     try:
         return clickhouse_connect.get_client(dsn=url, database=database)
+    except ImportError as exc:  # chdb:// without chDB installed
+        raise SourceError(
+            f"--clickhouse {url}: the embedded engine needs the chdb package "
+            f"(pip install 'af-otel[audit]'): {exc}"
+        ) from exc
     except Exception as exc:  # the client's errors have no common root with ours
         raise SourceError(f"--clickhouse {url}: {exc}") from exc
 

@@ -23,6 +23,14 @@ def test_audit_without_the_extra_names_it_and_exits_2(blocked: str) -> None:
     assert "pip install 'af-otel[audit]'" in result.stderr
 
 
+def test_a_chdb_url_without_chdb_names_the_missing_package() -> None:
+    """clickhouse-connect without chDB: a chdb:// URL is refused naming chdb, exit 2."""
+    result = run_without(AUDIT, blocked="chdb")
+    assert result.stdout.strip().splitlines()[-1] == "exit 2", result.stderr
+    assert "--clickhouse chdb:///nowhere" in result.stderr
+    assert "needs the chdb package (pip install 'af-otel[audit]')" in result.stderr
+
+
 @pytest.mark.parametrize("blocked", ["chdb", "clickhouse_connect", "rich"])
 def test_the_package_and_the_command_need_none_of_it(blocked: str) -> None:
     """The package, the reader, and the command's parser (with `audit` in it) import without it,
