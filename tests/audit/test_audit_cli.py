@@ -221,3 +221,26 @@ def test_a_store_without_the_day_s_blobs_exits_2(
     assert code == verify_code == 2
     assert f"--store {empty}" in err
     assert f"--store {empty}" in verify_err
+
+
+def test_a_receipt_edited_in_the_table_is_damaged(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded, clickhouse: Any
+) -> None:
+    """Someone with write access to the table changes one call's receipt (its model): that call
+    is damaged, never a gap, and the audit exits 1; the others are as they were."""
+    clickhouse.command("CREATE DATABASE IF NOT EXISTS edited")
+    clickhouse.command("CREATE TABLE edited.otel_traces AS default.otel_traces")
+    clickhouse.command("INSERT INTO edited.otel_traces SELECT * FROM default.otel_traces")
+    clickhouse.command(
+        "ALTER TABLE edited.otel_traces UPDATE SpanAttributes ="
+        " mapUpdate(SpanAttributes, map('af.receipt.model', 'gpt-4o'))"
+        f" WHERE SpanAttributes['af.run.id'] = '{TAMPERED_RUN}' AND SpanAttributes['af.epoch'] = '2'"
+        " SETTINGS mutations_sync = 1"
+    )
+    _, clean, _ = audit(capsys, loaded)
+    code, rows, _ = audit(capsys, loaded, "--database", "edited")
+    assert code == 1
+    changed = [
+        (r["run_id"], r["epoch"], r["status"]) for r in rows if key(r) not in set(map(key, clean))
+    ]
+    assert changed == [(TAMPERED_RUN, 2, "damaged")]
