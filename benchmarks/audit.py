@@ -16,6 +16,7 @@ import argparse
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import clickhouse_connect
 
 from af_otel.audit.calls import audit_batches
-from af_otel.audit.clickhouse import Table, connect, stream_runs
+from af_otel.audit.clickhouse import BLOCK_ROWS, Shard, Table, connect, stream_runs
 from af_otel.audit.summary import Tally
 from af_otel.cli.pipeline import json_lines_provider
 from af_otel.reader.sources import read_spans
@@ -89,9 +90,9 @@ def main() -> int:
         audit_client = connect(url)
         open_s = time.perf_counter() - started
 
-        def audited(workers: int) -> int:
+        def audited(workers: int, shard: Shard | None = None, block: int = BLOCK_ROWS) -> int:
             tally = Tally()
-            runs = stream_runs(audit_client, Table(url, "default"), None, None)
+            runs = stream_runs(audit_client, Table(url, "default"), None, shard, block)
             for batch in audit_batches(runs, store, source=url, workers=workers):
                 tally.add_run(batch.results)
             return tally.calls
@@ -99,6 +100,15 @@ def main() -> int:
         reader_s, reader_calls = best_of(options.repeats, reader)
         one_s, one_calls = best_of(options.repeats, lambda: audited(1))
         two_s, two_calls = best_of(options.repeats, lambda: audited(2))
+        # Python's peak heap while auditing a quarter, half (shards) and all of the day, in blocks of 64
+        # rows (a day this small fits in one default block): bounded by a block and the largest
+        # run, so the three should be alike (chDB's own memory is not traced here).
+        peaks = []
+        for shard in (Shard(0, 4), Shard(0, 2), None):
+            tracemalloc.start()
+            audited(1, shard, 64)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
         audit_client.close()
     assert reader_calls == one_calls == two_calls == calls, (reader_calls, one_calls, two_calls)
     rate = {name: calls / s for name, s in (("reader", reader_s), ("one", one_s), ("two", two_s))}
@@ -108,6 +118,11 @@ def main() -> int:
     print(f"  reader, one process, OTLP JSON lines: {rate['reader']:,.0f} calls/s")
     print(f"  audit, 1 worker (chDB in process):    {rate['one']:,.0f} calls/s")
     print(f"  audit, 2 workers:                     {rate['two']:,.0f} calls/s")
+    shown = " / ".join(f"{peak / 2**20:.1f}" for peak in peaks)
+    print(
+        f"  Python peak heap, a quarter / half / all of the day: {shown} MiB "
+        f"(all / a quarter: {peaks[2] / peaks[0]:.2f}; bounded by a block and the largest run)"
+    )
     print(f"  opening the chDB engine: {open_s:.2f} s (once a process, not in the rates)")
     print(
         f"  audit / reader on one core: {rate['one'] / rate['reader']:.2f} (target >= {READER_RATIO_TARGET})"

@@ -232,9 +232,14 @@ def referencing_rows(
 
 
 def stream_runs(
-    client: Client, scan: Scan, window: Window | None, shard: Shard | None
+    client: Client,
+    scan: Scan,
+    window: Window | None,
+    shard: Shard | None,
+    block_rows: int = BLOCK_ROWS,
 ) -> Iterator[RunRows]:
-    """Every run of the window (of the shard), one at a time, its rows in start order.
+    """Every run of the window (of the shard), one at a time, its rows in start order; rows
+    arrive in blocks of ``block_rows``, so a block and a run are what is held.
 
     ClickHouse sorts by run key (spilling to disk past ``max_bytes_before_external_sort`` on a
     server configured so); a run is complete when the next row names another."""
@@ -243,7 +248,7 @@ def stream_runs(
     rows: list[tuple[Any, ...]] = []
     try:
         with client.query_row_block_stream(
-            sql, parameters=parameters, settings={"max_block_size": BLOCK_ROWS}
+            sql, parameters=parameters, settings={"max_block_size": block_rows}
         ) as blocks:
             for block in blocks:
                 for row in block:
