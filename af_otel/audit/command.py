@@ -2,11 +2,10 @@
 
 Thin over the rest of `af_otel.audit` (none of which imports the ``audit`` extra until a
 connection is made or progress shown, so that the ``af-otel`` command and the core package need
-none of it): one query streams the window's runs, each
-run is verified by the reader's own `served_views` and `verify` (here or on ``--workers``
-processes), and each call's result goes to ``--results`` and ``--json`` as it comes. The
-terminal shows progress and ends on a summary, then the same last line as ``verify``, and the
-command exits as ``verify`` does (`EXIT_CODES`).
+none of it): one query streams the window's runs, each run is verified by the reader's own
+`served_views` and `verify` (here or on ``--workers`` processes), and each call's result goes to
+``--results`` and ``--json`` as it comes. The terminal shows progress and ends on a summary, then
+the same last line as ``verify``, and the command exits as ``verify`` does (`EXIT_CODES`).
 """
 
 from __future__ import annotations
@@ -46,6 +45,7 @@ from af_otel.cli.read import (
     open_checked_store,
     summary_line,
 )
+from af_otel.errors import ReaderError
 from af_otel.reader.sources.window import Window
 from af_otel.reader.verify import VerdictStatus
 
@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 __all__ = ["audit_command", "audit_exit", "register"]
 
 _EXTRA = "af-otel audit needs the audit extra: pip install 'af-otel[audit]'"
+# Unreadable rows described on stderr (all are counted): the first few say what is wrong.
+_PROBLEMS_SHOWN = 5
 
 
 def register(subparsers: Any) -> None:
@@ -193,15 +195,17 @@ def audit_command(args: argparse.Namespace) -> int:
                 tally.add_run(batch.results)
                 if writer is not None:
                     writer.add(batch.results)
+                for problem in batch.problems[: max(0, _PROBLEMS_SHOWN - skipped)]:
+                    print(f"af-otel audit: skipped {problem}", file=sys.stderr)
                 skipped += batch.skipped
-                for problem in batch.problems:
-                    print(f"  {problem}", file=sys.stderr)
                 tick(batch.runs, len(batch.results))
         if writer is not None:
             writer.close()
     out = sys.stderr if args.json else sys.stdout
     if skipped:
         print(f"af-otel audit: skipped {skipped} unreadable row(s) in {where}", file=sys.stderr)
+        if not tally.calls:  # what could not be read may have held the calls: not "nothing"
+            raise ReaderError(f"no LLM call left in {where} after skipping {skipped} row(s)")
     for line in tally.lines():
         print(line, file=out)
     if writer is not None:

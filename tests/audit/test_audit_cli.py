@@ -244,3 +244,27 @@ def test_a_receipt_edited_in_the_table_is_damaged(
         (r["run_id"], r["epoch"], r["status"]) for r in rows if key(r) not in set(map(key, clean))
     ]
     assert changed == [(TAMPERED_RUN, 2, "damaged")]
+
+
+def test_an_unreadable_row_fails_naming_it_or_is_skipped_when_lenient(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded, clickhouse: Any
+) -> None:
+    """A row whose trace id is not hex: exit 2 naming its trace and span; with --lenient it is
+    skipped, counted and described, and every other call is verified as before."""
+    clickhouse.command("CREATE DATABASE IF NOT EXISTS broken")
+    clickhouse.command("CREATE TABLE broken.otel_traces AS default.otel_traces")
+    clickhouse.command("INSERT INTO broken.otel_traces SELECT * FROM default.otel_traces")
+    clickhouse.command(
+        "INSERT INTO broken.otel_traces (Timestamp, TraceId, SpanId, SpanName, SpanAttributes)"
+        " VALUES (now64(9), 'not-a-trace-id', '00f067aa0ba902b7', 'chat',"
+        " map('af.receipt.state', 'minted', 'af.run.id', 'broken-run'))"
+    )
+    code, _, err = audit(capsys, loaded, "--database", "broken")
+    assert code == 2
+    assert "trace not-a-trace-id span 00f067aa0ba902b7" in err
+    _, clean, _ = audit(capsys, loaded)
+    code, rows, err = audit(capsys, loaded, "--database", "broken", "--lenient")
+    assert code == 0
+    assert "skipped 1 unreadable row(s)" in err
+    assert "trace not-a-trace-id span 00f067aa0ba902b7" in err
+    assert sorted(map(key, rows)) == sorted(map(key, clean))
