@@ -268,3 +268,30 @@ def test_an_unreadable_row_fails_naming_it_or_is_skipped_when_lenient(
     assert "skipped 1 unreadable row(s)" in err
     assert "trace not-a-trace-id span 00f067aa0ba902b7" in err
     assert sorted(map(key, rows)) == sorted(map(key, clean))
+
+
+def _doc_queries() -> list[str]:
+    """The SELECT queries docs/audit.md gives for charts and alerts on the results table."""
+    text = (Path(__file__).parents[2] / "docs" / "audit.md").read_text(encoding="utf-8")
+    blocks = [block.split("```", 1)[0] for block in text.split("```sql\n")[1:]]
+    return [block.strip() for block in blocks if block.lstrip().startswith("SELECT")]
+
+
+def test_the_docs_chart_and_alert_queries_run_on_the_results(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded
+) -> None:
+    """The chart counts every call by status; the alert names the service with damaged calls."""
+    import clickhouse_connect
+
+    code, rows, _ = audit(capsys, loaded, "--database", "tampered", "--results", "af_audit")
+    assert code == 1
+    chart, alert = _doc_queries()
+    client = clickhouse_connect.get_client(dsn=loaded.url, database="tampered")
+    try:
+        by_status = client.query(chart).result_rows
+        assert {s: sum(n for _, t, n in by_status if t == s) for _, s, _ in by_status} == {
+            s: sum(r["status"] == s for r in rows) for s in {r["status"] for r in rows}
+        }
+        assert client.query(alert).result_rows == [("checkout", 2)]
+    finally:
+        client.close()
