@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from af_otel import names
-from af_otel.audit.clickhouse import RunRows
+from af_otel.audit.clickhouse import JsonTable, RunRows, Table
 from af_otel.audit.files import Files, span_from_otlp_row
-from af_otel.audit.rows import span_from_row
+from af_otel.audit.rows import span_from_json_row, span_from_row
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources.decoders import Problem
@@ -81,13 +81,21 @@ class Batch:
     runs: int = 0
 
 
+# How each scan's rows decode (`af_otel.audit.clickhouse.Scan.kind`).
+_DECODERS: Final = {
+    Table.kind: span_from_row,
+    JsonTable.kind: span_from_json_row,
+    Files.kind: span_from_otlp_row,
+}
+
+
 def run_records(
     run: RunRows, source: str, lenient: bool = False
 ) -> tuple[list[SpanRecord], list[str]]:
     """The spans of one run's rows, and what could not be read: strict, the first unreadable row
     raises `SourceError` naming its trace and span; ``lenient``, it is skipped and described."""
     records, problems = [], []
-    decode = span_from_otlp_row if run.kind == Files.kind else span_from_row
+    decode = _DECODERS[run.kind]
     for row in run.rows:
         where = f"{source} trace {row[3]} span {row[4]}"
         try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from af_otel import names
-from af_otel.audit.rows import COLUMNS, RUN_KEY
+from af_otel.audit.rows import COLUMNS, JSON_COLUMNS, RUN_KEY, RUN_KEY_JSON
 from af_otel.errors import SourceError
 from af_otel.reader.sources.window import Window
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TABLE",
     "LLM_SPANS",
+    "JsonTable",
     "RunRows",
     "Scan",
     "Shard",
@@ -36,6 +37,7 @@ __all__ = [
     "referencing_rows",
     "shard_clause",
     "stream_runs",
+    "table_scan",
 ]
 
 DEFAULT_TABLE: Final = "otel_traces"
@@ -92,6 +94,7 @@ class Table:
                 raise ValueError(f"{what} {name!r} is not a plain ClickHouse identifier")
 
     kind: ClassVar[str] = "table"
+    llm: ClassVar[str] = LLM_SPANS
     run_key: ClassVar[str] = RUN_KEY
     row_columns: ClassVar[str] = ", ".join(COLUMNS)
     order: ClassVar[str] = "run_key, start_ns, SpanId"
@@ -109,7 +112,7 @@ class Table:
         self, window: Window | None, shard: Shard | None, select: str, tail: str = ""
     ) -> tuple[str, dict[str, Any]]:
         """``SELECT select`` over the LLM-call rows of the window and shard, then ``tail``."""
-        clauses: list[str] = [LLM_SPANS]
+        clauses: list[str] = [self.llm]
         parameters: dict[str, Any] = {}
         if window is not None:
             clauses.append(
@@ -125,6 +128,44 @@ class Table:
 
     def __str__(self) -> str:
         return f"{self.url} {self.database}.{self.table}"
+
+
+@dataclass(frozen=True, slots=True)
+class JsonTable(Table):
+    """The exporter's JSON variant of the table (its ``json`` option): the same columns, with
+    the attribute columns of ClickHouse type ``JSON`` (typed values, keys as paths)."""
+
+    kind: ClassVar[str] = "table-json"
+    llm: ClassVar[str] = (
+        f"(has(JSONAllPaths(SpanAttributes), '{names.RECEIPT_STATE}')"
+        f" OR has(JSONAllPaths(SpanAttributes), '{names.RUN_ID}')"
+        f" OR has(JSONAllPaths(SpanAttributes), '{names.EPOCH}')"
+        f" OR has(`Events.Name`, '{names.COMMIT_EVENT}')"
+        " OR arrayExists(k -> startsWith(k, 'af.receipt.'), JSONAllPaths(SpanAttributes)))"
+    )
+    run_key: ClassVar[str] = RUN_KEY_JSON
+    row_columns: ClassVar[str] = ", ".join(JSON_COLUMNS)
+    refers: ClassVar[str] = (
+        f"(has(JSONAllPaths(SpanAttributes), '{names.RUN_BASE}')"
+        f" OR arrayExists(a -> has(JSONAllPaths(a), '{names.COMMIT_REF}'), `Events.Attributes`))"
+    )
+
+
+def table_scan(client: Client, url: str, database: str, table: str) -> Table:
+    """The scan of ``database.table``: `JsonTable` when its ``SpanAttributes`` is of type
+    ``JSON``, else `Table` (a table that does not exist is named when the audit queries it)."""
+    plain = Table(url, database, table)
+    sql = (
+        "SELECT type FROM system.columns WHERE database = {database:String}"
+        " AND table = {table:String} AND name = 'SpanAttributes'"
+    )
+    try:
+        found = client.query(sql, parameters={"database": database, "table": table}).result_rows
+    except Exception as exc:
+        raise _failed(plain, exc) from exc
+    if found and str(found[0][0]).startswith("JSON"):
+        return JsonTable(url, database, table)
+    return plain
 
 
 class Scan(Protocol):

@@ -27,6 +27,7 @@ from af_otel.audit.clickhouse import (
     count_runs,
     referencing_rows,
     stream_runs,
+    table_scan,
 )
 from af_otel.audit.files import Files
 from af_otel.audit.results import ResultsWriter
@@ -151,7 +152,7 @@ def audit_command(args: argparse.Namespace) -> int:
             Files(args.files)
             if args.files is not None
             else Table(args.clickhouse, args.database, args.table)
-        )
+        )  # the table's variant (plain or JSON) is asked of ClickHouse once connected
         results = Table(args.clickhouse, args.database, args.results) if args.results else None
     except ValueError as exc:
         fail(str(exc))
@@ -167,6 +168,8 @@ def audit_command(args: argparse.Namespace) -> int:
             clients.callback(client.close)
             return client
 
+        if isinstance(scan, Table):
+            scan = table_scan(opened(), scan.url, scan.database, scan.table)
         runs: Iterator[RunRows] = stream_runs(opened(), scan, window, shard)
         first = next(runs, None)
         if first is None:

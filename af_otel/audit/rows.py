@@ -13,7 +13,8 @@ Nothing here imports a ClickHouse client: a row is a tuple of plain values in `C
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from af_otel import names
@@ -28,7 +29,18 @@ from af_otel.reader.sources.decoders import (
 )
 from af_otel.reader.sources.jaeger import ARRAY_KEYS
 
-__all__ = ["BOOL_KEYS", "COLUMNS", "INT_KEYS", "RUN_KEY", "span_from_row", "typed_attributes"]
+__all__ = [
+    "BOOL_KEYS",
+    "COLUMNS",
+    "INT_KEYS",
+    "JSON_COLUMNS",
+    "RUN_KEY",
+    "RUN_KEY_JSON",
+    "flat_json",
+    "span_from_json_row",
+    "span_from_row",
+    "typed_attributes",
+]
 
 # The af_otel attributes that are ints on the span (docs/receipt-spec.md §4 and §10), on the span
 # or on its `af.commit` events.
@@ -76,11 +88,37 @@ COLUMNS: Final = (
 )
 
 
-def typed_attributes(values: Mapping[str, str], what: str) -> dict[str, AttrValue]:
+# The JSON variant (the exporter's ``json`` option): attribute columns of ClickHouse type
+# ``JSON``, whose values keep their types; keys are paths (`flat_json`).
+RUN_KEY_JSON: Final = (
+    f"if(ifNull(SpanAttributes.`{names.RUN_ID}`::Nullable(String), '') != '',"
+    f" SpanAttributes.`{names.RUN_ID}`::String, concat('span:', TraceId, ':', SpanId))"
+)
+JSON_COLUMNS: Final = (
+    f"{RUN_KEY_JSON} AS run_key",
+    *COLUMNS[1:8],
+    "toJSONString(ResourceAttributes)",
+    "ScopeName",
+    "toJSONString(SpanAttributes)",
+    "StatusCode",
+    COLUMNS[12],
+    COLUMNS[13],
+    "arrayMap(a -> toJSONString(a), `Events.Attributes`)",
+)
+
+
+def typed_attributes(values: Mapping[str, Any], what: str) -> dict[str, AttrValue]:
     """The exporter's text values with the af_otel keys' types restored. A value that does not
-    read as its key's type stays text, for the reader to judge as it judges any bad value."""
+    read as its key's type stays text, for the reader to judge as it judges any bad value. A
+    value that already has a type (the JSON variant keeps them) is kept, a list as a tuple."""
     out: dict[str, AttrValue] = {}
     for key, text in values.items():
+        if isinstance(text, list):
+            out[key] = tuple(text)
+            continue
+        if isinstance(text, bool | int | float):
+            out[key] = text
+            continue
         if not isinstance(text, str):
             raise Problem(f"{what} {key!r} must be text, got {type(text).__name__}")
         value: AttrValue = text
@@ -100,6 +138,55 @@ def typed_attributes(values: Mapping[str, str], what: str) -> dict[str, AttrValu
 def span_from_row(row: Sequence[Any], origin: str) -> SpanRecord:
     """The span of one row selected with `COLUMNS` (the first, the run key, is not read here).
     Raises `Problem` naming the column that cannot be read."""
+    return _span(row, origin, _as_map)
+
+
+def span_from_json_row(row: Sequence[Any], origin: str) -> SpanRecord:
+    """The span of one row selected with `JSON_COLUMNS` from the exporter's JSON variant, whose
+    attribute columns are ClickHouse ``JSON`` (read back as text with `toJSONString`)."""
+    return _span(row, origin, flat_json)
+
+
+def _as_map(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise Problem(f"{what} must be a map, got {type(value).__name__}")
+    return value
+
+
+def flat_json(text: Any, what: str) -> dict[str, Any]:
+    """A ``JSON`` column's value as flat attribute keys: ClickHouse splits a key at its dots into
+    nested objects (``af.epoch`` and ``af.epoch.parent`` become ``{"af": {"epoch": 3, "epoch":
+    {"parent": 2}}}``, one name twice), so the text is read pair by pair and the paths joined
+    again. A map-valued attribute is flattened with them (af_otel writes none)."""
+    if not isinstance(text, str):
+        raise Problem(f"{what} must be JSON text, got {type(text).__name__}")
+    try:
+        pairs = json.loads(text, object_pairs_hook=_Pairs)
+    except ValueError as exc:
+        raise Problem(f"{what} is not JSON: {exc}") from None
+    if not isinstance(pairs, _Pairs):
+        raise Problem(f"{what} must be a JSON object")
+    out: dict[str, Any] = {}
+    _flatten(pairs, "", out)
+    return out
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """An object's members in order, repeats kept (`flat_json`)."""
+
+
+def _flatten(pairs: _Pairs, prefix: str, out: dict[str, Any]) -> None:
+    for key, value in pairs:
+        path = f"{prefix}{key}"
+        if isinstance(value, _Pairs):
+            _flatten(value, f"{path}.", out)
+        else:
+            out[path] = value
+
+
+def _span(
+    row: Sequence[Any], origin: str, read_map: Callable[[Any, str], Mapping[str, Any]]
+) -> SpanRecord:
     (
         _run,
         start_ns,
@@ -124,7 +211,9 @@ def span_from_row(row: Sequence[Any], origin: str) -> SpanRecord:
         EventRecord(
             name=str(event_name),
             time_ns=int_value(time_ns, f"Events.Timestamp[{index}]"),
-            attributes=typed_attributes(attrs, f"Events.Attributes[{index}]"),
+            attributes=typed_attributes(
+                read_map(attrs, f"Events.Attributes[{index}]"), f"Events.Attributes[{index}]"
+            ),
         )
         for index, (time_ns, event_name, attrs) in enumerate(
             zip(event_ns, event_names, event_attributes, strict=True)
@@ -138,9 +227,9 @@ def span_from_row(row: Sequence[Any], origin: str) -> SpanRecord:
         kind=enum_value(kind or None, SpanKind, "SpanKind"),
         start_ns=start,
         end_ns=start + int_value(duration, "Duration"),
-        attributes=typed_attributes(attributes, "SpanAttributes"),
+        attributes=typed_attributes(read_map(attributes, "SpanAttributes"), "SpanAttributes"),
         events=events,
-        resource=dict(resource),
+        resource=typed_attributes(read_map(resource, "ResourceAttributes"), "ResourceAttributes"),
         scope=str(scope),
         status_code=enum_value(status or None, StatusCode, "StatusCode"),
         origin=origin,

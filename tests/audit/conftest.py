@@ -1,6 +1,7 @@
 """One generated day for the audit's tests: recorded once (the real SDK and processor), written
 as OTLP JSON lines for ``verify`` and into chDB with the exporter's own DDL for ``audit``: the
-clean day in database ``default``, its tampered copy in database ``tampered``. Every client is
+clean day in database ``default``, its tampered copy in database ``tampered``, the clean day
+again in the exporter's JSON variant of the table in database ``jsonday``. Every client is
 closed again (chDB runs one engine path a process at a time), and all of it lives in pytest's
 temporary folders."""
 
@@ -32,6 +33,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Loaded:
     try:
         rows = load_table(client, day.traces)
         load_table(client, day.tampered, database="tampered")
+        load_table(client, day.traces, database="jsonday", json_variant=True)
     finally:
         client.close()
     return Loaded(day, url, rows)

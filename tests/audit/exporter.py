@@ -135,14 +135,35 @@ def _map(items: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
     return {kv["key"]: as_string(kv.get("value", {})) for kv in items or ()}
 
 
-def exporter_rows(lines: Sequence[str]) -> Iterator[list[Any]]:
-    """Each span of the OTLP JSON lines as the exporter's row, in `COLUMNS` order."""
+def _json_raw(value: Any) -> Any:
+    # The JSON variant's ValueToJSON: bytes as base64 text, everything else as its raw value.
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, list):
+        return [_json_raw(item) for item in value]
+    if isinstance(value, dict):
+        return {k: _json_raw(v) for k, v in value.items()}
+    return value
+
+
+def _json_map(items: Sequence[Mapping[str, Any]] | None) -> str:
+    """The JSON variant's attributes (``chjson.AttributesToJSON``): one object, the attribute
+    keys as they are (dots and all), each value typed: strings, ints, doubles, bools, arrays,
+    maps as objects, bytes as base64."""
+    return json.dumps({kv["key"]: _json_raw(_raw(kv.get("value", {}))) for kv in items or ()})
+
+
+def exporter_rows(lines: Sequence[str], *, json_variant: bool = False) -> Iterator[list[Any]]:
+    """Each span of the OTLP JSON lines as the exporter's row, in `COLUMNS` order; with
+    ``json_variant`` as its ``json`` option writes it (attribute columns as JSON text)."""
+    attrs = _json_map if json_variant else _map
     for line in lines:
         if not line.strip():
             continue
         for resource_spans in json.loads(line).get("resourceSpans", []):
-            resource = _map(resource_spans.get("resource", {}).get("attributes"))
-            service = resource.get("service.name", "")
+            resource_items = resource_spans.get("resource", {}).get("attributes")
+            resource = attrs(resource_items)
+            service = _map(resource_items).get("service.name", "")
             for scope_spans in resource_spans.get("scopeSpans", []):
                 scope = scope_spans.get("scope", {})
                 for span in scope_spans.get("spans", []):
@@ -162,34 +183,46 @@ def exporter_rows(lines: Sequence[str]) -> Iterator[list[Any]]:
                         resource,
                         scope.get("name", ""),
                         scope.get("version", ""),
-                        _map(span.get("attributes")),
+                        attrs(span.get("attributes")),
                         end - start,
                         STATUSES[int(status.get("code", 0))],
                         status.get("message", ""),
                         [int(e["timeUnixNano"]) for e in events],
                         [e.get("name", "") for e in events],
-                        [_map(e.get("attributes")) for e in events],
+                        [attrs(e.get("attributes")) for e in events],
                         [link["traceId"].lower() for link in links],
                         [link["spanId"].lower() for link in links],
                         [link.get("traceState", "") for link in links],
-                        [_map(link.get("attributes")) for link in links],
+                        [attrs(link.get("attributes")) for link in links],
                     ]
 
 
 DDL = Path(__file__).parent / "fixtures" / "otel_traces.sql"
+JSON_DDL = Path(__file__).parent / "fixtures" / "otel_traces_json.sql"
 
 
 def load_table(
-    client: Any, traces: Path, *, database: str = "default", table: str = "otel_traces"
+    client: Any,
+    traces: Path,
+    *,
+    database: str = "default",
+    table: str = "otel_traces",
+    json_variant: bool = False,
 ) -> int:
-    """Create ``database.table`` with the exporter's DDL and insert ``traces`` as the exporter
-    would; the number of rows written."""
+    """Create ``database.table`` with the exporter's DDL (of its JSON variant with
+    ``json_variant``) and insert ``traces`` as the exporter would; the number of rows written."""
     client.command(f"CREATE DATABASE IF NOT EXISTS `{database}`")
-    ddl = DDL.read_text(encoding="utf-8").replace(
-        "CREATE TABLE IF NOT EXISTS otel_traces",
-        f"CREATE TABLE IF NOT EXISTS `{database}`.`{table}`",
+    ddl = (
+        (JSON_DDL if json_variant else DDL)
+        .read_text(encoding="utf-8")
+        .replace(
+            "CREATE TABLE IF NOT EXISTS otel_traces",
+            f"CREATE TABLE IF NOT EXISTS `{database}`.`{table}`",
+        )
     )
     client.command(ddl)
-    rows = list(exporter_rows(traces.read_text(encoding="utf-8").splitlines()))
+    rows = list(
+        exporter_rows(traces.read_text(encoding="utf-8").splitlines(), json_variant=json_variant)
+    )
     client.insert(table, rows, column_names=list(COLUMNS), database=database)
     return len(rows)

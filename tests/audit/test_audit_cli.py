@@ -297,3 +297,17 @@ def test_the_docs_chart_and_alert_queries_run_on_the_results(
         assert client.query(alert).result_rows == [("checkout", 2)]
     finally:
         client.close()
+
+
+def test_the_json_variant_of_the_table_audits_the_same(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded
+) -> None:
+    """The exporter's JSON variant (attribute columns of type JSON) gives the same verdicts, and
+    shards the same runs as the plain table."""
+    _, plain, _ = audit(capsys, loaded)
+    code, rows, _ = audit(capsys, loaded, "--database", "jsonday")
+    assert code == 0
+    assert sorted(map(key, rows)) == sorted(map(key, plain))
+    _, plain_shard, _ = audit(capsys, loaded, "--shard", "1/2")
+    _, json_shard, _ = audit(capsys, loaded, "--database", "jsonday", "--shard", "1/2")
+    assert sorted(map(key, json_shard)) == sorted(map(key, plain_shard))

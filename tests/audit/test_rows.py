@@ -11,7 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from af_otel import names
-from af_otel.audit.rows import BOOL_KEYS, COLUMNS, INT_KEYS, span_from_row, typed_attributes
+from af_otel.audit.rows import (
+    BOOL_KEYS,
+    COLUMNS,
+    INT_KEYS,
+    JSON_COLUMNS,
+    flat_json,
+    span_from_json_row,
+    span_from_row,
+    typed_attributes,
+)
 from af_otel.reader.sources import ARRAY_KEYS, read_spans
 from af_otel.reader.sources.decoders import Problem
 from tests.audit.conftest import Loaded
@@ -106,3 +115,29 @@ def test_a_span_from_clickhouse_is_the_span_from_the_file(loaded: Loaded, clickh
             )
             assert got.attributes[key] == expected, key
         assert set(got.attributes) == set(want.attributes)
+
+
+def test_a_span_from_the_json_variant_is_the_span_from_the_file(
+    loaded: Loaded, clickhouse: Any
+) -> None:
+    """The JSON variant keeps the types: every span reads back equal to the file's, attributes,
+    resource and events included (dotted keys rebuilt from ClickHouse's paths)."""
+    from_file = {(s.trace_id, s.span_id): s for s in read_spans(str(loaded.day.traces))}
+    rows = clickhouse.query(
+        f"SELECT {', '.join(JSON_COLUMNS)} FROM jsonday.otel_traces"
+    ).result_rows
+    assert len(rows) == len(from_file)
+    for row in rows:
+        got = span_from_json_row(row, "row")
+        assert got == from_file[(got.trace_id, got.span_id)]
+
+
+def test_flat_json_keeps_a_name_that_is_both_a_value_and_a_prefix() -> None:
+    """``af.epoch`` and ``af.epoch.parent`` share a path: both come back."""
+    text = '{"af":{"epoch":3,"epoch":{"lane":"ab","parent":2}},"x":[1,null]}'
+    assert flat_json(text, "attrs") == {
+        "af.epoch": 3,
+        "af.epoch.lane": "ab",
+        "af.epoch.parent": 2,
+        "x": [1, None],
+    }
