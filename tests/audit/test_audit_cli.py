@@ -190,6 +190,7 @@ def test_a_window_around_the_day_holds_all_of_it(
     ("args", "named"),
     [
         (("--clickhouse", "ftp://nowhere"), "--clickhouse ftp://nowhere"),
+        (("--clickhouse", "http://127.0.0.1:9"), "--clickhouse http://127.0.0.1:9: "),
         (("--table", "no_such_table"), "no_such_table"),
         (("--shard", "2/2"), "shard 2/2"),
         (("--table", "otel; DROP"), "--table"),
@@ -198,7 +199,8 @@ def test_a_window_around_the_day_holds_all_of_it(
 def test_bad_options_exit_2_naming_them(
     capsys: pytest.CaptureFixture[str], loaded: Loaded, args: tuple[str, ...], named: str
 ) -> None:
-    """A URL of another kind, a missing table, a shard out of range: exit 2, the option named."""
+    """A URL of another kind, a server that does not answer, a missing table, a shard out of
+    range, a table name that is no identifier: exit 2, the option named."""
     options = ["--clickhouse", loaded.url, "--store", str(loaded.day.store), *args]
     try:
         code, _, err = cli(capsys, "audit", *options)
