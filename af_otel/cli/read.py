@@ -70,6 +70,7 @@ __all__ = [
     "policy_from_args",
     "print_outcome",
     "register",
+    "summary_line",
     "verdicts_or_none",
 ]
 
@@ -752,9 +753,7 @@ def verify_command(args: argparse.Namespace) -> int:
         summary = summary_json(outcome, read=where, store=store.url)
         sys.stdout.write(_json_line(summary) + "\n")
     else:
-        counts = {s: sum(v.status is s for v in verdicts) for s in VerdictStatus}
-        summary_text = ", ".join(f"{n} {s.value}" for s, n in counts.items())
-        print(f"{len(verdicts)} LLM call(s) in {where}: {summary_text}")
+        print(summary_line({s: sum(v.status is s for v in verdicts) for s in VerdictStatus}, where))
     # With --json the rules broken are in the summary object; people read them on stderr too.
     print_outcome(outcome, sys.stderr if args.json else sys.stdout)
     return outcome.exit_code
@@ -771,6 +770,12 @@ def print_outcome(outcome: Outcome, out: TextIO) -> None:
     print(f"failed (exit {outcome.exit_code}):", file=out)
     for breach in outcome.breaches:
         print(f"  {breach.option}: {breach.text}", file=out)
+
+
+def summary_line(counts: Mapping[VerdictStatus, int], where: str) -> str:
+    """The last line of ``verify`` (and of ``audit``): the calls read in ``where``, by verdict."""
+    summary = ", ".join(f"{counts.get(s, 0)} {s.value}" for s in VerdictStatus)
+    return f"{sum(counts.values())} LLM call(s) in {where}: {summary}"
 
 
 def _verdict_line(verdict: Verdict) -> str:
