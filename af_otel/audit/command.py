@@ -34,7 +34,6 @@ from af_otel.audit.results import ResultsWriter
 from af_otel.audit.summary import Tally
 from af_otel.cli.read import (
     _EXITS,
-    EXIT_DAMAGED,
     EXIT_ERROR,
     EXIT_OK,
     NothingToRead,
@@ -47,6 +46,7 @@ from af_otel.cli.read import (
     summary_line,
 )
 from af_otel.errors import ReaderError
+from af_otel.reader.policy import EXIT_DAMAGED
 from af_otel.reader.sources.window import Window
 from af_otel.reader.verify import VerdictStatus
 
