@@ -11,7 +11,9 @@ the source for one, and the live objects for any lock not made here):
   costs nothing here); with no owner, as long as the process (a module's lock);
 * `on_fork` ``(owner, reset)``: what the child does for ``owner`` once every lock is fresh. Each
   owner resets only its own state, so the order of owners does not matter;
-* `thread_pool`: worker threads for one call, which a child (that has none of them) never waits on.
+* `thread_pool`: worker threads for one call, which a child (that has none of them) never waits on;
+* `process_pool`: worker processes for one command, forked from a fork server (a fresh interpreter
+  with no thread of this process to copy mid-flight), never from the caller.
 
 One at-fork handler serves the whole package. CPython resets its own locks in a child the same way
 (``_at_fork_reinit``: threading, logging, concurrent.futures), in place, so no reference to a lock
@@ -22,15 +24,26 @@ steps finds nothing half-written and no lock held that the child will not reset.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar, cast
 
-__all__ = ["Lock", "RLock", "ThreadPool", "lock", "locks", "on_fork", "rlock", "thread_pool"]
+__all__ = [
+    "Lock",
+    "RLock",
+    "ThreadPool",
+    "lock",
+    "locks",
+    "on_fork",
+    "process_pool",
+    "rlock",
+    "thread_pool",
+]
 
 Lock = threading.Lock
 RLock = threading.RLock
@@ -143,6 +156,22 @@ def thread_pool(workers: int, name: str) -> Iterator[ThreadPool]:
         yield pool
     finally:
         pool.close()
+
+
+def process_pool(
+    workers: int,
+    *,
+    preload: list[str],
+    initializer: Callable[..., object],
+    initargs: tuple[Any, ...],
+) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes forked from a fork server that imports ``preload`` once;
+    each worker runs ``initializer(*initargs)`` first. The caller closes it (``with``)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(preload)
+    return ProcessPoolExecutor(
+        workers, mp_context=context, initializer=initializer, initargs=initargs
+    )
 
 
 def _after_fork_in_child() -> None:

@@ -9,14 +9,13 @@ with a bounded number of batches in flight (memory stays that of a few runs, not
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Final
 
-from af_otel import names
+from af_otel import forksafe, names
 from af_otel.audit.clickhouse import JsonTable, RunRows, Table
 from af_otel.audit.files import Files, span_from_otlp_row
 from af_otel.audit.rows import span_from_json_row, span_from_row
@@ -197,13 +196,11 @@ def audit_batches(
         for group in batched(runs):
             yield _audit_batch(group, store, key, source, lenient)
         return
-    context = multiprocessing.get_context("forkserver")
     # The fork server is a fresh interpreter (no engine threads to copy) that imports the reader
     # once; each worker forks from it ready to verify, instead of importing it again.
-    context.set_forkserver_preload([__name__])
-    with ProcessPoolExecutor(
+    with forksafe.process_pool(
         workers,
-        mp_context=context,
+        preload=[__name__],
         initializer=_start_worker,
         initargs=(store.url, key, source, lenient),
     ) as pool:

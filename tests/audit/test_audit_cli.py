@@ -42,7 +42,8 @@ def verified(
     capsys: pytest.CaptureFixture[str], traces: Path, store: Path
 ) -> tuple[int, list[Any]]:
     code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store), "--json")
-    return code, [json.loads(line) for line in out.splitlines()]
+    lines = [json.loads(line) for line in out.splitlines()]
+    return code, [line for line in lines if line.get("type", "verdict") == "verdict"]
 
 
 def key(row: dict[str, Any]) -> tuple[Any, ...]:

@@ -19,7 +19,8 @@ from tests.audit.day import TAMPERED_EPOCH, TAMPERED_RUN
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict[str, Any]]]:
     code = main(list(args))
     out = capsys.readouterr().out
-    return code, [json.loads(line) for line in out.splitlines()]
+    lines = [json.loads(line) for line in out.splitlines()]
+    return code, [line for line in lines if line.get("type", "verdict") == "verdict"]
 
 
 def key(row: dict[str, Any]) -> tuple[Any, ...]:
