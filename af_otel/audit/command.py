@@ -5,7 +5,10 @@ connection is made or progress shown, so that the ``af-otel`` command and the co
 none of it): one query streams the window's runs, each run is verified by the reader's own
 `served_views` and `verify` (here or on ``--workers`` processes), and each call's result goes to
 ``--results`` and ``--json`` as it comes. The terminal shows progress and ends on a summary, then
-the same last line as ``verify``, and the command exits as ``verify`` does (`EXIT_CODES`).
+the same last line as ``verify``; the audit is held to the same gate options as ``verify``
+(``--require``, ``--fail-on``, ``--max-reconstructed``) by the reader's own `Gate`, fed one call at
+a time so that memory stays bounded by the largest run, and exits as ``verify`` does
+(`EXIT_CODES`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from contextlib import ExitStack
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from af_otel.audit.calls import audit_batches, run_records
+from af_otel.audit.calls import CallResult, audit_batches, run_records
 from af_otel.audit.clickhouse import (
     Scan,
     Shard,
@@ -35,25 +38,28 @@ from af_otel.audit.summary import Tally
 from af_otel.cli.read import (
     _EXITS,
     EXIT_ERROR,
-    EXIT_OK,
     NothingToRead,
     _guarded,
     _json_line,
     add_key_options,
+    add_policy_options,
     add_store_options,
     key_from_args,
     open_checked_store,
+    policy_from_args,
+    print_outcome,
     summary_line,
 )
 from af_otel.errors import ReaderError
-from af_otel.reader.policy import EXIT_DAMAGED
+from af_otel.reader.policy import Gate
 from af_otel.reader.sources.window import Window
+from af_otel.reader.verdict_json import SCHEMA, summary_json
 from af_otel.reader.verify import VerdictStatus
 
 if TYPE_CHECKING:
     from af_otel.audit.clickhouse import RunRows
 
-__all__ = ["audit_command", "audit_exit", "register"]
+__all__ = ["audit_command", "register"]
 
 _EXTRA = "af-otel audit needs the audit extra: pip install 'af-otel[audit]'"
 # Unreadable rows described on stderr (all are counted): the first few say what is wrong.
@@ -64,11 +70,13 @@ def register(subparsers: Any) -> None:
     """Add ``audit`` to the ``af-otel`` command."""
     audit = subparsers.add_parser(
         "audit",
-        help="verify every LLM call of a time window in ClickHouse (otel_traces); exit as verify",
+        help="verify every LLM call of a time window in ClickHouse (otel_traces); gate and exit "
+        "as verify",
         description="Verify every LLM call of a time window in ClickHouse (or in OTLP JSON "
         "lines files, read through embedded chDB), with the same verdicts as `af-otel verify`: "
         "one query streams the runs, each run is verified apart; results go to a ClickHouse "
-        "table (--results) or JSON lines (--json).",
+        "table (--results) or JSON lines (--json); made to gate a pipeline as verify is, by "
+        "default on damage alone, or on a policy (--require, --fail-on, --max-reconstructed).",
         **_EXITS,
     )
     audit.add_argument(
@@ -100,9 +108,14 @@ def register(subparsers: Any) -> None:
         metavar="TABLE",
         help="write one row a call into TABLE (a ReplacingMergeTree it creates in --database)",
     )
-    audit.add_argument("--json", action="store_true", help="one JSON object a call on stdout")
+    audit.add_argument(
+        "--json",
+        action="store_true",
+        help=f"one JSON object a call on stdout, then verify's summary object ({SCHEMA})",
+    )
     add_store_options(audit)
     add_key_options(audit)
+    add_policy_options(audit)
     audit.set_defaults(func=_guarded(audit_command), source_parser=audit)
 
 
@@ -119,14 +132,6 @@ def _window(args: argparse.Namespace, fail: Callable[[str], NoReturn]) -> Window
     except ValueError as exc:
         fail(f"{'--since' if args.since is not None else '--start/--end'}: {exc}")
     return None
-
-
-def audit_exit(tally: Tally) -> int:
-    """The exit status of an audit: `EXIT_DAMAGED` when a call is damaged, else `EXIT_OK`.
-
-    The seam for the reader's gate policy (``verify --require/--fail-on``): the tally holds
-    every count such a policy judges (by status, by gap kind), so the integrator decides here."""
-    return EXIT_DAMAGED if tally.statuses[VerdictStatus.DAMAGED.value] else EXIT_OK
 
 
 def audit_command(args: argparse.Namespace) -> int:
@@ -183,6 +188,9 @@ def audit_command(args: argparse.Namespace) -> int:
         # The number of runs is counted only for a person watching: it gives the ETA.
         expected = count_runs(opened(), scan, window, shard)[0] if sys.stderr.isatty() else None
         tally, skipped = Tally(), 0
+        # The gate keeps counts and the first few calls of each rule broken: bounded, whatever
+        # the day's size (the rows and --results hold every call).
+        gate: Gate[CallResult] = Gate(policy_from_args(args))
         with Progress(expected) as tick:
             for batch in audit_batches(
                 chain((first,), runs),
@@ -196,6 +204,8 @@ def audit_command(args: argparse.Namespace) -> int:
                     for result in batch.results:
                         sys.stdout.write(_json_line(result.as_json()) + "\n")
                 tally.add_run(batch.results)
+                for result in batch.results:
+                    gate.add(result, VerdictStatus(result.status), result.gaps)
                 if writer is not None:
                     writer.add(batch.results)
                 for problem in batch.problems[: max(0, _PROBLEMS_SHOWN - skipped)]:
@@ -215,4 +225,8 @@ def audit_command(args: argparse.Namespace) -> int:
         print(f"results: {writer.written} row(s) written into {results}", file=out)
     print(f"store {store.url}", file=out)
     print(summary_line(tally.counts(), where), file=out)
-    return audit_exit(tally)
+    outcome = gate.outcome()
+    if args.json:  # the rows have no "type"; the summary is the one object that has
+        sys.stdout.write(_json_line(summary_json(outcome, read=where, store=store.url)) + "\n")
+    print_outcome(outcome, out)
+    return outcome.exit_code

@@ -80,17 +80,19 @@ EXIT_ERROR: Final = 2
 EXIT_NOTHING: Final = 3
 EXIT_CODES: Final = f"""\
 exit status:
-  {EXIT_OK}    every LLM call verified or reconstructed (and verify's policy, if given, met)
-  {EXIT_DAMAGED}    at least one LLM call is damaged (verify only: the others show it and exit 0);
-       damage wins over a broken policy
+  {EXIT_OK}    every LLM call verified or reconstructed (and the policy of verify or audit,
+       if given, met)
+  {EXIT_DAMAGED}    at least one LLM call is damaged (verify and audit only: the others show it
+       and exit 0); damage wins over a broken policy
   {EXIT_ERROR}    the input could not be read (missing file, unknown format, a bad line without
        --lenient, a keyed receipt without its key, an unknown --run or --epoch, a usage
        error), or the store is unusable: the trace refers to stored blobs and the store
        (--store, else ${names.ENV_STORE}, else {names.DEFAULT_STORE}) does not exist, is not a directory,
        or holds none of them
   {EXIT_NOTHING}    nothing to verify: no span carries af.* attributes (an empty file included)
-  {EXIT_POLICY}    verify's policy is not met (--require, --fail-on, --max-reconstructed), and
-       nothing is damaged; the output names each rule broken and the calls breaking it
+  {EXIT_POLICY}    verify's policy is not met, or audit's (--require, --fail-on,
+       --max-reconstructed), and nothing is damaged; the output names each rule broken and
+       the calls breaking it
   {EXIT_PIPE}  the output pipe was closed (e.g. by head); nothing more is printed
 """
 
@@ -759,7 +761,7 @@ def verify_command(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
-def print_outcome(outcome: Outcome, out: TextIO) -> None:
+def print_outcome(outcome: Outcome[Any], out: TextIO) -> None:
     """Each rule the read breaks (damage first), one line a rule naming a few of the calls
     breaking it, under a head line with the exit code; when it passes, the policy's options if
     any were given (the default policy, nothing damaged, says nothing more)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from af_otel.reader.fold import KeyedFold
 from af_otel.reader.gaps import SERVED_GAPS, UNGAPPED_FIELDS, Gap, GapKind
-from af_otel.reader.policy import Breach, Outcome, Policy, judge
+from af_otel.reader.policy import Breach, Gate, Outcome, Policy, judge
 from af_otel.reader.verify import Mismatch, Verdict, VerdictStatus, recompute, verify
 from af_otel.reader.view import ServedView, served_views
 
@@ -18,6 +18,7 @@ __all__ = [
     "Breach",
     "Gap",
     "GapKind",
+    "Gate",
     "KeyedFold",
     "Mismatch",
     "Outcome",

@@ -4,17 +4,19 @@ Damage always fails a gate (`EXIT_DAMAGED`). A policy adds what a record may lac
 damaged: every call verified, no call carrying a named gap kind, at most a share of the calls
 reconstructed; breaking one of them is `EXIT_POLICY`, so that a pipeline tells "someone edited
 this" from "this is not the evidence we asked for". Pure and free of any command line: every gate
-(``af-otel verify``, an audit over stored verdicts) parses its options into a `Policy` here and
-prints the `Outcome`.
+parses its options into a `Policy` here and prints the `Outcome`. The rules live in one place,
+`Gate`, which takes one call at a time and keeps counts and a few calls to name, so that
+``af-otel audit`` judges a day in bounded memory by the rules ``af-otel verify`` judges a file by
+(`judge`: a gate fed a whole list).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Final, Literal
+from typing import Final, Generic, Literal, Protocol, TypeVar
 
 from af_otel.reader.gaps import SERVED_GAPS
 from af_otel.reader.verify import Verdict, VerdictStatus
@@ -23,7 +25,10 @@ __all__ = [
     "EXIT_DAMAGED",
     "EXIT_PASSED",
     "EXIT_POLICY",
+    "NAMED",
     "Breach",
+    "Gate",
+    "NamedCall",
     "Outcome",
     "Policy",
     "judge",
@@ -109,9 +114,26 @@ class Policy:
         return tuple(given)
 
 
-def _named(calls: tuple[Verdict, ...]) -> str:
+class NamedCall(Protocol):
+    """What a gate needs to name a call in a breach: its run, its epoch, its span (a `Verdict`,
+    an audit's result)."""
+
+    @property
+    def run_id(self) -> str | None: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def span_id(self) -> str: ...
+
+
+C = TypeVar("C", bound=NamedCall)
+
+
+def _named(calls: Sequence[NamedCall], count: int) -> str:
     shown = ", ".join(f"{v.run_id or '(no run)'} epoch {v.epoch}" for v in calls[:NAMED])
-    more = len(calls) - NAMED
+    more = count - min(NAMED, len(calls))
     return f"{shown}, and {more} more" if more > 0 else shown
 
 
@@ -120,14 +142,17 @@ def _percent(value: float) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Breach:
+class Breach(Generic[C]):
     """One rule the read breaks: the rule (``damaged`` is always a rule), its value as given
-    (``verified``, a gap kind, ``10%``), the calls that break it, and how many calls were judged."""
+    (``verified``, a gap kind, ``10%``), the calls kept that break it (every one when `judge`
+    held the verdicts, the first few when a `Gate` was told to keep few), how many calls break
+    it (``count``) and how many calls were judged."""
 
     rule: Rule
     value: str
-    calls: tuple[Verdict, ...]
+    calls: tuple[C, ...]
     judged: int
+    count: int
 
     @property
     def option(self) -> str:
@@ -137,7 +162,7 @@ class Breach:
     @property
     def text(self) -> str:
         """One sentence: how many calls break the rule, naming the first few."""
-        count = f"{len(self.calls)} of {self.judged} call(s)"
+        count = f"{self.count} of {self.judged} call(s)"
         if self.rule == "damaged":
             what = "are damaged"
         elif self.rule == "require":
@@ -145,21 +170,22 @@ class Breach:
         elif self.rule == "fail-on":
             what = f"carry {self.value}"
         else:
-            share = _percent(100 * len(self.calls) / self.judged)
+            share = _percent(100 * self.count / self.judged)
             what = f"are reconstructed ({share}), more than {self.value}"
-        return f"{count} {what}: {_named(self.calls)}"
+        return f"{count} {what}: {_named(self.calls, self.count)}"
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
-    """What `judge` found: the counts of each verdict and every rule broken, in a fixed order
-    (damage first, then ``require``, each ``fail-on`` kind in catalogue order, the share)."""
+class Outcome(Generic[C]):
+    """What `judge` (or a `Gate`) found: the counts of each verdict and every rule broken, in a
+    fixed order (damage first, then ``require``, each ``fail-on`` kind in catalogue order, the
+    share)."""
 
     policy: Policy
     verified: int
     reconstructed: int
     damaged: int
-    breaches: tuple[Breach, ...] = ()
+    breaches: tuple[Breach[C], ...] = ()
 
     @property
     def calls(self) -> int:
@@ -178,33 +204,90 @@ class Outcome:
         return not self.breaches
 
 
-def judge(verdicts: Iterable[Verdict], policy: Policy | None = None) -> Outcome:
+@dataclass(slots=True)
+class _Broken(Generic[C]):
+    """The calls breaking one rule so far: how many, and the first ``keep`` of them."""
+
+    keep: int | None
+    count: int = 0
+    kept: list[C] = field(default_factory=list)
+
+    def add(self, call: C) -> None:
+        self.count += 1
+        if self.keep is None or len(self.kept) < self.keep:
+            self.kept.append(call)
+
+
+class Gate(Generic[C]):
+    """A `Policy` held to calls one at a time (`add`), for reads too large to hold their verdicts
+    (``af-otel audit`` over a day): it keeps the counts of each verdict and of each rule, and
+    only the first ``keep`` calls breaking each rule (None: every one; at least `NAMED`, the
+    calls a breach's sentence names), so its memory is bounded
+    by the policy, never by the read. `outcome` is what `judge` gives on the same calls in the
+    same order, but for the calls a breach holds beyond the first ``keep``.
+
+    Every rule is here, once: `judge` is a gate that keeps every call, fed a whole list."""
+
+    __slots__ = ("_by_status", "_fail_on", "_floor", "_require", "policy")
+
+    def __init__(self, policy: Policy | None = None, keep: int | None = NAMED) -> None:
+        if keep is not None and keep < NAMED:  # a breach's sentence names NAMED calls
+            raise ValueError(f"keep must be None or at least {NAMED}, got {keep}")
+        self.policy = policy if policy is not None else Policy()
+        self._by_status: dict[VerdictStatus, _Broken[C]] = {s: _Broken(keep) for s in VerdictStatus}
+        self._floor = _RANK[self.policy.require]
+        # "nothing damaged" is the damage rule; only a higher floor is a rule of its own.
+        self._require: _Broken[C] | None = (
+            _Broken(keep) if self.policy.require is not VerdictStatus.RECONSTRUCTED else None
+        )
+        self._fail_on: dict[str, _Broken[C]] = {
+            kind: _Broken(keep) for kind in SERVED_GAPS if kind in self.policy.fail_on
+        }
+
+    def add(self, call: C, status: VerdictStatus, gap_kinds: Collection[str]) -> None:
+        """Judge one call: its verdict's status and gap kinds, and the call to name if it breaks
+        a rule."""
+        self._by_status[status].add(call)
+        if self._require is not None and _RANK[status] < self._floor:
+            self._require.add(call)
+        for kind, broken in self._fail_on.items():
+            if kind in gap_kinds:
+                broken.add(call)
+
+    def outcome(self) -> Outcome[C]:
+        """The `Outcome` of the calls added so far."""
+        counts = {status: broken.count for status, broken in self._by_status.items()}
+        judged = sum(counts.values())
+        breaches: list[Breach[C]] = []
+
+        def breach(rule: Rule, value: str, broken: _Broken[C]) -> None:
+            if broken.count:
+                breaches.append(Breach(rule, value, tuple(broken.kept), judged, broken.count))
+
+        breach("damaged", "", self._by_status[VerdictStatus.DAMAGED])
+        if self._require is not None:
+            breach("require", self.policy.require.value, self._require)
+        for kind, broken in self._fail_on.items():
+            breach("fail-on", kind, broken)
+        limit = self.policy.max_reconstructed
+        reconstructed = self._by_status[VerdictStatus.RECONSTRUCTED]
+        # Exact decimal arithmetic: 1 call of 10 is 10%, which "at most 10%" allows.
+        if limit is not None and reconstructed.count * 100 > Fraction(str(limit)) * judged:
+            breach("max-reconstructed", _percent(limit), reconstructed)
+        return Outcome(
+            self.policy,
+            counts[VerdictStatus.VERIFIED],
+            counts[VerdictStatus.RECONSTRUCTED],
+            counts[VerdictStatus.DAMAGED],
+            tuple(breaches),
+        )
+
+
+def judge(verdicts: Iterable[Verdict], policy: Policy | None = None) -> Outcome[Verdict]:
     """The `Outcome` of holding ``verdicts`` (each carrying its call's gap kinds, as `verify`
-    gives them) to ``policy`` (default: nothing damaged)."""
-    policy = policy if policy is not None else Policy()
-    calls = tuple(verdicts)
-    by_status = {status: tuple(v for v in calls if v.status is status) for status in VerdictStatus}
-    breaches: list[Breach] = []
-
-    def breach(rule: Rule, value: str, broken: tuple[Verdict, ...]) -> None:
-        if broken:
-            breaches.append(Breach(rule, value, broken, len(calls)))
-
-    breach("damaged", "", by_status[VerdictStatus.DAMAGED])
-    floor = _RANK[policy.require]
-    if policy.require is not VerdictStatus.RECONSTRUCTED:  # "nothing damaged" is the rule above
-        breach("require", policy.require.value, tuple(v for v in calls if _RANK[v.status] < floor))
-    for kind in (k for k in SERVED_GAPS if k in policy.fail_on):
-        breach("fail-on", kind, tuple(v for v in calls if kind in v.gap_kinds))
-    limit = policy.max_reconstructed
-    reconstructed = by_status[VerdictStatus.RECONSTRUCTED]
-    # Exact decimal arithmetic: 1 call of 10 is 10%, which "at most 10%" allows.
-    if limit is not None and len(reconstructed) * 100 > Fraction(str(limit)) * len(calls):
-        breach("max-reconstructed", _percent(limit), reconstructed)
-    return Outcome(
-        policy,
-        len(by_status[VerdictStatus.VERIFIED]),
-        len(reconstructed),
-        len(by_status[VerdictStatus.DAMAGED]),
-        tuple(breaches),
-    )
+    gives them) to ``policy`` (default: nothing damaged); each breach holds every call that
+    breaks it."""
+    gate: Gate[Verdict] = Gate(policy, keep=None)
+    for verdict in verdicts:
+        gate.add(verdict, verdict.status, verdict.gap_kinds)
+    return gate.outcome()

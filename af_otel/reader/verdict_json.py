@@ -1,4 +1,5 @@
-"""The JSON form of verdicts (``af-otel verify --json``): one object per call and a closing summary.
+"""The JSON form of verdicts (``af-otel verify --json``): one object per call and a closing summary
+(which ``af-otel audit --json`` ends on too).
 
 The shape is a contract, versioned by `SCHEMA` and written down as a JSON Schema in
 docs/verdict.schema.json (and as a table in docs/reader.md); tests hold the output, the schema
@@ -66,9 +67,11 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def summary_json(outcome: Outcome, *, read: str, store: str) -> dict[str, Any]:
+def summary_json(outcome: Outcome[Any], *, read: str, store: str) -> dict[str, Any]:
     """The closing JSON object of a read (``type`` ``summary``): the counts, what was read with
-    which store, the policy held to, every rule broken, and the exit code it makes."""
+    which store, the policy held to, every rule broken (with the span ids of the calls the
+    outcome kept: all of them from `judge`, the first few from an audit's `Gate`), and the exit
+    code it makes."""
     policy = outcome.policy
     return {
         "schema": SCHEMA,
@@ -90,7 +93,7 @@ def summary_json(outcome: Outcome, *, read: str, store: str) -> dict[str, Any]:
                 "rule": breach.rule,
                 "value": breach.value,
                 "option": breach.option,
-                "calls": len(breach.calls),
+                "calls": breach.count,
                 "span_ids": [v.span_id for v in breach.calls],
                 "text": breach.text,
             }

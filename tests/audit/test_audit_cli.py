@@ -24,7 +24,8 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 def audit(
     capsys: pytest.CaptureFixture[str], loaded: Loaded, *args: str
 ) -> tuple[int, list[dict[str, Any]], str]:
-    """``audit --json`` on the day: exit code, the rows, stderr (the summary goes there)."""
+    """``audit --json`` on the day: exit code, the rows, stderr (the summary text goes there);
+    the summary object that ends stdout is checked and left out."""
     code, out, err = cli(
         capsys,
         "audit",
@@ -35,15 +36,22 @@ def audit(
         "--json",
         *args,
     )
-    return code, [json.loads(line) for line in out.splitlines()], err
+    lines = [json.loads(line) for line in out.splitlines()]
+    if lines:  # no summary when nothing was read (exit 2 or 3)
+        assert lines[-1]["type"] == "summary"
+        assert lines[-1]["exit"] == code
+        lines.pop()
+    assert all("type" not in line for line in lines)
+    return code, lines, err
 
 
 def verified(
     capsys: pytest.CaptureFixture[str], traces: Path, store: Path
 ) -> tuple[int, list[Any]]:
+    """``verify --json`` on a file: exit code and the verdict objects (not the summary)."""
     code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store), "--json")
     lines = [json.loads(line) for line in out.splitlines()]
-    return code, [line for line in lines if line.get("type", "verdict") == "verdict"]
+    return code, [line for line in lines if line["type"] == "verdict"]
 
 
 def key(row: dict[str, Any]) -> tuple[Any, ...]:

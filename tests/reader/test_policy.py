@@ -1,5 +1,6 @@
 """The gate's policy: `judge` holds verdicts to a `Policy`; damage always fails with 1 and wins,
-a broken rule fails with 4, and the outcome only gets worse as the calls or the policy do."""
+a broken rule fails with 4, and the outcome only gets worse as the calls or the policy do. A
+`Gate` fed one call at a time is `judge`, keeping only a few calls per rule."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from af_otel.reader.policy import (
     EXIT_DAMAGED,
     EXIT_PASSED,
     EXIT_POLICY,
+    NAMED,
+    Gate,
     Outcome,
     Policy,
     judge,
@@ -225,3 +228,48 @@ def test_a_policy_refuses_what_no_gate_can_mean() -> None:
         Policy(fail_on=frozenset({"made-up"}))
     with pytest.raises(ValueError, match="between"):
         Policy(max_reconstructed=150)
+
+
+@given(calls, policies, st.none() | st.integers(NAMED, 6))
+def test_a_gate_fed_one_call_at_a_time_is_judge(
+    found: list[Verdict], policy: Policy, keep: int | None
+) -> None:
+    """A `Gate` given the calls one by one gives judge's outcome: the same counts, rules,
+    counts per rule, sentences and exit code; each breach holds the first ``keep`` calls judge's
+    holds, in order (every one when keep is None)."""
+    gate: Gate[Verdict] = Gate(policy, keep=keep)
+    for verdict in found:
+        gate.add(verdict, verdict.status, verdict.gap_kinds)
+    fed = gate.outcome()
+    whole = judge(found, policy)
+    assert (fed.verified, fed.reconstructed, fed.damaged) == (
+        whole.verified,
+        whole.reconstructed,
+        whole.damaged,
+    )
+    assert fed.exit_code == whole.exit_code
+    assert [(b.rule, b.value, b.count, b.judged, b.text) for b in fed.breaches] == [
+        (b.rule, b.value, b.count, b.judged, b.text) for b in whole.breaches
+    ]
+    for kept, every in zip(fed.breaches, whole.breaches, strict=True):
+        assert every.count == len(every.calls)
+        assert kept.calls == every.calls[:keep]
+    if keep is None:
+        assert fed == whole
+
+
+def test_a_gate_keeps_no_more_than_asked_however_many_calls() -> None:
+    """A thousand damaged calls: counted, three kept; a gate cannot keep fewer than it names."""
+    gate: Gate[Verdict] = Gate(Policy(require=VerdictStatus.VERIFIED))
+    for epoch in range(1, 1001):
+        gate.add(call(VerdictStatus.DAMAGED, epoch), VerdictStatus.DAMAGED, ())
+    outcome = gate.outcome()
+    assert [(b.option, b.count, len(b.calls)) for b in outcome.breaches] == [
+        ("damaged", 1000, NAMED),
+        ("--require verified", 1000, NAMED),
+    ]
+    assert outcome.breaches[0].text == (
+        "1000 of 1000 call(s) are damaged: r epoch 1, r epoch 2, r epoch 3, and 997 more"
+    )
+    with pytest.raises(ValueError, match="at least 3"):
+        Gate(keep=NAMED - 1)
