@@ -311,6 +311,8 @@ class Engine:
             shown, sealed, scanned, prefix = None, None, None, None
         # State the server holds for this call (the Responses API's previous_response_id).
         held = responses.held_history(facts.attributes, request, facts.name, scanned)
+        if sent is not None:  # the body itself says
+            held = sent.held
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
             folded = self._folded.pop(facts.key, None)

@@ -57,6 +57,7 @@ class FromWire:
     request: Request
     unread: tuple[str, ...]  # body keys the reader could not place (af.receipt.unrecorded)
     direct: bool  # sent to the provider's own host (or a trusted one): no cache-transform
+    held: str | None = None  # the server-held state the body continues (af.held_history)
 
 
 def take(settings: Settings, key: tuple[int, int]) -> FromWire | None:
@@ -78,7 +79,7 @@ def take(settings: Settings, key: tuple[int, int]) -> FromWire | None:
     direct = host in PROVIDER_HOSTS.get(request.provider or "", frozenset()) or (
         host in settings.trusted_hosts
     )
-    return FromWire(request, found.unread, direct)
+    return FromWire(request, found.unread, direct, found.held)
 
 
 def inline_only_recorded(recorded: Request | None) -> Callable[[commits.Change], bool]:

@@ -394,3 +394,74 @@ def test_anthropic_output_config_is_named_unread() -> None:
 def test_a_body_of_another_shape_is_not_read(body: bytes) -> None:
     """A body that is not a JSON object naming a model is not read from the wire."""
     assert wire.read_body(wire.OPENAI_CHAT, body) is None
+
+
+RESPONSES_BODY: dict[str, Any] = {
+    "model": "o4-mini",
+    "instructions": "Answer in one sentence.",
+    "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "Weather in Oslo?"}]},
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "Look."}],
+            "encrypted_content": "ZW5j",
+        },
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city": "Oslo"}',
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "9C, rain"},
+    ],
+    "tools": [
+        {
+            "type": "function",
+            "name": "get_weather",
+            "description": "Weather.",
+            "parameters": {"type": "object"},
+            "strict": True,
+        }
+    ],
+    "tool_choice": {"type": "function", "name": "get_weather"},
+    "parallel_tool_calls": False,
+    "reasoning": {"effort": "low", "summary": "auto"},
+    "text": {
+        "format": {"type": "json_schema", "name": "a", "schema": {"type": "object"}, "strict": True}
+    },
+    "max_output_tokens": 300,
+    "store": False,
+    "stream": True,
+    "include": ["reasoning.encrypted_content"],
+}
+
+
+def test_a_responses_body_reads_as_the_request_it_is() -> None:
+    """Instructions, every input item kind the agent replays (reasoning with its encrypted
+    content, a function call and its output), strict tools and the nested settings: all read,
+    item by item, with nothing held on the server."""
+    from tests.wire.responses_server import input_items
+    from tests.wire.test_responses import _flat, from_seen
+
+    found = wire.read_body(wire.OPENAI_RESPONSES, orjson.dumps(RESPONSES_BODY))
+    assert found is not None
+    request = Request.from_dict(found.request)
+    wire_side = _flat(
+        from_seen(input_items(RESPONSES_BODY), RESPONSES_BODY["instructions"], RESPONSES_BODY)
+    )
+    assert differences(wire_side, _flat(from_view(request))) == []
+    assert [t.get("strict") for t in request.tools] == [True]
+    assert found.unread == ()
+    assert found.held is None
+
+
+def test_a_continued_responses_body_names_what_the_server_holds() -> None:
+    """``previous_response_id`` is the held state the call continues; an unknown nested
+    setting is named unread."""
+    body = {**RESPONSES_BODY, "previous_response_id": "resp_7", "text": {"verbosity": "low"}}
+    found = wire.read_body(wire.OPENAI_RESPONSES, orjson.dumps(body))
+    assert found is not None
+    assert found.held == "resp_7"
+    assert found.unread == ("text.verbosity",)
