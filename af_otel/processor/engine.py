@@ -305,8 +305,10 @@ class Engine:
         # The body the client sent, where the wire tap saw it, stands in for the record.
         keep_inline = None
         sent = wire_source.take(self.settings, facts.key) if self._wire else None
+        differs: tuple[str, ...] = ()
         if sent is not None:
             keep_inline = wire_source.inline_only_recorded(request)
+            differs = wire_source.record_differs(request, sent.request)
             request, unrecorded, direct, reason = sent.request, sent.unread, sent.direct, None
             shown, sealed, scanned, prefix = None, None, None, None
         # State the server holds for this call (the Responses API's previous_response_id).
@@ -351,6 +353,8 @@ class Engine:
             enrichment.attributes[names.RECEIPT_SOURCE] = (
                 wire_source.SOURCE_WIRE if sent is not None else wire_source.SOURCE_INSTRUMENTATION
             )
+            if differs:
+                enrichment.attributes[names.RECORD_DIFFERS] = list(differs)
             epoch = enrichment.attributes[names.EPOCH]
             conversation = dedupe.conversation(request)
             seen = dedupe.Seen(

@@ -10,14 +10,15 @@ record: what is minted must be the one request the model was served.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry import trace
 
 from af_otel import names
 from af_otel.model import Request
+from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.processor import commits
 from af_otel.processor.export_gaps import PROVIDER_HOSTS
 from af_otel.processor.settings import Settings
@@ -105,3 +106,64 @@ def inline_only_recorded(recorded: Request | None) -> Callable[[commits.Change],
         return bool(value == held)
 
     return inline
+
+
+def record_differs(recorded: Request | None, sent: Request) -> tuple[str, ...]:
+    """The fields on which the instrumentation's record of a call (when it made one) says
+    otherwise than the body the client sent: ``model``, ``instructions`` (system and developer
+    text wherever it stands), ``messages`` (the other turns), ``tools``, and each
+    ``params.<dial>`` the record holds. Saying otherwise is a value the body does not hold (a cut
+    text, a tool echoed from the response, a dropped part or message); leaving a key out (a
+    tool's ``strict``, a result's error flag) is not, the ledger names those as unrecorded."""
+    if recorded is None:
+        return ()
+    found: list[str] = []
+    if recorded.model is not None and recorded.model != sent.model:
+        found.append("model")
+    mine, theirs = _split(recorded), _split(sent)
+    if mine[0] and not _all_within(mine[0], theirs[0]):
+        found.append("instructions")
+    if recorded.messages and not _all_within(mine[1], theirs[1], _message_within):
+        found.append("messages")
+    if recorded.tools and not _all_within(recorded.tools, sent.tools):
+        found.append("tools")
+    found += [
+        f"params.{key}"
+        for key, value in recorded.params.items()
+        if key not in sent.params or sent.params[key] != value
+    ]
+    return tuple(found)
+
+
+def _within(record: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
+    """Every key the record holds, the body holds with the same value."""
+    return all(key in sent and sent[key] == value for key, value in record.items())
+
+
+def _message_within(record: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
+    return (
+        record.get("role") == sent.get("role")
+        and ("name" not in record or record["name"] == sent.get("name"))
+        and _all_within(record.get("parts", ()), sent.get("parts", ()))
+    )
+
+
+def _all_within(
+    record: Sequence[Any],
+    sent: Sequence[Any],
+    within: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] = _within,
+) -> bool:
+    return len(record) == len(sent) and all(map(within, record, sent))
+
+
+def _split(request: Request) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The instruction parts (system, then system and developer messages in order) and the other
+    messages: where a convention places the instructions is not a difference."""
+    instructions = list(request.system)
+    turns = []
+    for message in request.messages:
+        if message.get("role") in INSTRUCTION_ROLES:
+            instructions += message.get("parts", ())
+        else:
+            turns.append(message)
+    return tuple(instructions), tuple(turns)

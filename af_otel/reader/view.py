@@ -159,6 +159,11 @@ class ServedView:
     # The earlier calls whose requests and answers the server held for this one, oldest first,
     # as far as this run's record links them (`HeldCall`); empty unless it continues held state.
     held: tuple[HeldCall, ...] = ()
+    # Where the writer took the request from (``af.receipt.source``: ``wire``, the body the client
+    # sent, or ``instrumentation``), and on a wire call the fields the instrumentation's own
+    # record said otherwise (``af.record.differs``).
+    source: str | None = None
+    record_differs: tuple[str, ...] = ()
 
     @property
     def request(self) -> Request:
@@ -272,6 +277,14 @@ def _recorded_gaps(span: SpanRecord) -> tuple[frozenset[str], bool]:
     if isinstance(value, str):  # a backend that flattened the array to one string
         return frozenset({value}), True
     return frozenset(), False
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):  # a backend that flattened a one-item array
+        value = (value,)
+    if not isinstance(value, tuple):
+        return ()
+    return tuple(v for v in value if isinstance(v, str) and v)
 
 
 def _unrecorded(span: SpanRecord) -> tuple[str, ...]:
@@ -536,6 +549,8 @@ def _run_views(
             basis=record.basis,
             same_call=_same_call(folded, span),
             held=holding[0],
+            source=_text(span.attributes.get(names.RECEIPT_SOURCE)),
+            record_differs=_strings(span.attributes.get(names.RECORD_DIFFERS)),
         )
         if own:
             context.views[record.epoch] = view

@@ -245,7 +245,9 @@ def _read(endpoint: str, body: dict[str, Any]) -> tuple[Request, tuple[str, ...]
 
 
 _TEXT = st.text(max_size=12)
-_ARGS = st.dictionaries(st.sampled_from(["city", "day", "n"]), st.integers() | _TEXT, max_size=2)
+_ARGS = st.dictionaries(
+    st.sampled_from(["city", "day", "n"]), st.integers(-(2**53), 2**53) | _TEXT, max_size=2
+)
 
 
 @st.composite
@@ -465,3 +467,71 @@ def test_a_continued_responses_body_names_what_the_server_holds() -> None:
     assert found is not None
     assert found.held == "resp_7"
     assert found.unread == ("text.verbosity",)
+
+
+# -- the record against the wire -------------------------------------------------------------------
+
+
+def _chat(**extra: Any) -> Request:
+    body = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Weather in Oslo?"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
+        "temperature": 0.2,
+        **extra,
+    }
+    return _read(wire.OPENAI_CHAT, body)[0]
+
+
+def _record(**changes: Any) -> Request:
+    """The call as an instrumentation records it: its instructions beside the messages."""
+    sent = _chat()
+    fields = {
+        "system": [{"type": "text", "content": "Be brief."}],
+        "messages": [{"role": "user", "parts": [{"type": "text", "content": "Weather in Oslo?"}]}],
+        "tools": [dict(t) for t in sent.tools],
+        "params": {"temperature": 0.2},
+        "model": "gpt-4o",
+        "provider": "openai",
+    }
+    return Request.from_dict({**fields, **changes})
+
+
+def test_a_faithful_record_does_not_differ_from_the_wire() -> None:
+    """Instructions recorded beside the messages rather than among them, and fields the record
+    leaves out (a tool's strict flag, a dial): no difference."""
+    assert wire_source.record_differs(_record(), _chat()) == ()
+    assert wire_source.record_differs(_record(), _chat(seed=7)) == ()
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"model": "gpt-4o-mini"}, "model"),
+        ({"system": [{"type": "text", "content": "Be"}]}, "instructions"),
+        (
+            {"messages": [{"role": "user", "parts": [{"type": "text", "content": "Weather"}]}]},
+            "messages",
+        ),
+        ({"messages": []}, None),  # nothing recorded is not a difference
+        (
+            {
+                "tools": [
+                    {"type": "function", "name": "get_weather", "parameters": {}, "strict": True}
+                ]
+            },
+            "tools",
+        ),
+        ({"params": {"temperature": 0.7}}, "params.temperature"),
+    ],
+)
+def test_a_record_that_says_otherwise_names_the_field(
+    changes: dict[str, Any], field: str | None
+) -> None:
+    """A cut text, a tool echoed with a flag the client never sent, another model or dial: the
+    field is named; a record that holds no messages at all names none."""
+    found = wire_source.record_differs(_record(**changes), _chat())
+    assert found == ((field,) if field else ())
