@@ -139,3 +139,44 @@ def test_commits_rebuild_the_conversation_the_client_sent(
         "assistant",
         "tool",
     ]
+
+
+def test_a_body_the_tap_did_not_see_is_not_verified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client whose ``send`` bypasses httpx's own (it hands the request straight to its
+    transport) sends a body the tap never sees: the receipt comes from genai-openai's record,
+    which cannot show the ``tool_choice`` sent, so the call is not verified."""
+    import httpx
+    import openai
+
+    from tests.processor.fakes import WEATHER_TOOL, _openai_reply
+
+    class Bypass(httpx.Client):
+        def send(self, request: httpx.Request, **_: Any) -> httpx.Response:
+            response = self._transport.handle_request(request)
+            response.request = request
+            response.read()
+            return response
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "span_only")
+    exporter = InMemorySpanExporter()
+    store = LocalStore(tmp_path / "store")
+    provider = TracerProvider()
+    provider.add_span_processor(ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=store))
+    with instrumented_openai(provider), run("bypass"):
+        client = openai.OpenAI(
+            api_key="test", http_client=Bypass(transport=httpx.MockTransport(_openai_reply))
+        )
+        client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": "Weather in Oslo?"}],
+            tools=[WEATHER_TOOL],
+            tool_choice="required",
+        )
+    provider.shutdown()
+    (span,) = llm_spans(exporter.get_finished_spans())
+    assert af(span)[names.RECEIPT_SOURCE] == names.SOURCE_INSTRUMENTATION
+    assert "tool_choice" in af(span)[names.RECEIPT_UNRECORDED]
+    (view,) = served_views(tuple(read_spans([span])), store=store)
+    assert verify(view).status is not VerdictStatus.VERIFIED
