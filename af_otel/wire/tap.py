@@ -10,20 +10,20 @@ a redirect or an auth retry inside ``send`` would show one request twice.
 
 The tap only looks: it reads the method, the path and, for an LLM endpoint, the body bytes the
 request already holds (a streamed body is never read), the host; never a header. It never raises
-into the client (each look is guarded) and never blocks (one short lock around a dict).
+into the client (each look is guarded) and never blocks (one short lock around a dict, made by `af_otel.forksafe`, so a forked child gets
+it unlocked and an empty table).
 """
 
 from __future__ import annotations
 
 import importlib
-import os
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from af_otel import forksafe
 from af_otel.wire.endpoints import endpoint_of
 
 Key = tuple[int, int]
@@ -60,9 +60,11 @@ class SentTable:
     """Bodies sent under each span, least recently sent first out (bounds above)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock(self)
         self._table: OrderedDict[Key, _Entry] = OrderedDict()
         self._bytes = 0
+        # In a forked child: nothing sent (the parent's calls are not the child's).
+        forksafe.on_fork(self, SentTable._clear)
 
     def add(self, key: Key, sent: Sent) -> None:
         now = time.monotonic_ns()
@@ -103,11 +105,14 @@ class SentTable:
     def __len__(self) -> int:
         return len(self._table)
 
-    def reset(self) -> None:
-        """In a forked child: a fresh lock and nothing sent (the parent's calls are not ours)."""
-        self._lock = threading.Lock()
+    def _clear(self) -> None:
         self._table = OrderedDict()
         self._bytes = 0
+
+    def reset(self) -> None:
+        """Forget everything sent (tests, `uninstall`)."""
+        with self._lock:
+            self._clear()
 
 
 SENT: Final = SentTable()
@@ -116,7 +121,7 @@ SENT: Final = SentTable()
 _current: Callable[[], Key | None] | None = None
 _users = 0  # engines that want the tap; it records nothing while none does
 _patched: dict[str, tuple[Any, Any]] = {}  # module -> the original (send, async send)
-_install_lock = threading.Lock()
+_install_lock = forksafe.lock()
 
 
 def note(request: Any) -> None:
@@ -203,13 +208,3 @@ def uninstall() -> None:
 def installed() -> tuple[str, ...]:
     """The HTTP libraries whose ``send`` is patched now."""
     return tuple(_patched)
-
-
-def _after_fork_in_child() -> None:
-    global _install_lock
-    _install_lock = threading.Lock()
-    SENT.reset()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
