@@ -26,7 +26,7 @@ lint: $(STAMP)
 
 # Every script runs and prints its figures; the target fails after them if any target failed.
 bench: $(STAMP)
-	@status=0; for script in canonical mint processor reader; do \
+	@status=0; for script in canonical mint processor reader wire; do \
 		$(BIN)/python benchmarks/$$script.py || status=1; \
 	done; exit $$status
 

@@ -37,6 +37,8 @@ RECEIPT_UNRECORDED: Final = "af.receipt.unrecorded"
 RECEIPT_SOURCE: Final = "af.receipt.source"
 SOURCE_WIRE: Final = "wire"
 SOURCE_INSTRUMENTATION: Final = "instrumentation"
+# On a call minted from the wire: the fields the instrumentation's own record says otherwise.
+RECORD_DIFFERS: Final = "af.record.differs"
 
 GAPS: Final = "af.gaps"
 GAP_NO_RECEIPT_ON_CHART: Final = "af.gap.no_receipt_on_chart"

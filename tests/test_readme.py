@@ -82,13 +82,16 @@ def test_the_python_blocks_run(after_demo: Path, capsys: pytest.CaptureFixture[s
         finally:
             provider.shutdown()
     printed = capsys.readouterr().out.splitlines()
-    assert "demo-run-1 epoch 3: reconstructed" in printed
-    assert "demo-run-2 epoch 1: reconstructed" in printed
-    # As the README says: the agent's calls are reconstructed only because genai-openai does not
-    # record the two tool settings.
+    assert "demo-run-1 epoch 3: verified" in printed
+    assert "demo-run-2 epoch 1: verified" in printed
+    # As the README says: the wire tap minted every receipt from the body the client sent, so the
+    # agent's parallel_tool_calls=False is on record although genai-openai does not record it.
     demo = after_demo / "af-otel-demo"
     views = served_views(read_spans(demo / "traces.jsonl"), store=LocalStore(demo / "store"))
     hooked = [view for view in views if view.run_id == "demo-run-1"]
     assert len(hooked) == 5
-    assert {view.unrecorded for view in hooked} == {("tool_choice", "parallel_tool_calls")}
+    assert {view.unrecorded for view in hooked} == {()}
+    assert all(
+        view.params is not None and view.params["parallel_tool_calls"] is False for view in hooked
+    )
     assert not any(verify(view).mismatches for view in hooked)

@@ -5,12 +5,13 @@ The agent is the real ``openai`` client, its HTTP faked by a scripted model (no 
 by the official ``opentelemetry-instrumentation-genai-openai`` with content capture off; af_otel's
 completion hook mints each receipt and `ReceiptSpanProcessor` wraps the batch processor that
 writes the file. With capture off, af_otel's default puts no prompt text in the trace either: the
-commits' payloads and the run's base go to the store, the spans carry hashes and addresses. One
-more call goes through the instrumentation set up without the hook, so it carries no receipt
-(``no-receipt-on-chart``), and a tampered copy of the file shows what ``verify`` says of
-tampering. The agent passes tools, and genai-openai records neither ``tool_choice`` nor
-``parallel_tool_calls``: its calls read back ``reconstructed`` (``unrecorded-field``), not
-``verified``, since the record cannot show what the model was told about its tools. Needs the
+commits' payloads and the run's base go to the store, the spans carry hashes and addresses. The
+agent passes tools and ``parallel_tool_calls=False``, and genai-openai records neither
+``tool_choice`` nor ``parallel_tool_calls``; the processor's wire tap sees the request body the client sent, so every receipt is minted from
+it (``af.receipt.source = wire``) and the calls read back ``verified``. One more call goes through
+the instrumentation set up without the hook: its span holds nothing to mint from, and its receipt
+comes from the wire alone. A tampered copy of the file shows what ``verify`` says of tampering.
+Needs the
 ``test`` extra (openai, the instrumentation, the OTLP JSON file exporter):
 ``pip install 'af-otel[test]'``.
 """
@@ -38,7 +39,8 @@ from af_otel.store.local import LocalStore
 DEFAULT_OUT: Final = "af-otel-demo"
 RUN_ID: Final = "demo-run-1"
 # A second service calls the model through an instrumentation set up without af_otel's hook and
-# with content capture off: the span reaches the exporter with nothing to mint a receipt from.
+# with content capture off: the span reaches the processor with nothing to mint a receipt from,
+# and the wire tap's copy of the body the client sent is what its receipt is minted from.
 UNHOOKED_RUN_ID: Final = "demo-run-2"
 UNHOOKED_QUESTION: Final = "Translate the summary into French."
 # The tampered copy: one word of one recorded message changed, in the commit event of this epoch.
@@ -93,7 +95,8 @@ class DemoCall:
     messages: int
     commits: int
     gaps: tuple[str, ...]
-    unrecorded: tuple[str, ...] = ()  # af.receipt.unrecorded: fields genai-openai cannot show
+    unrecorded: tuple[str, ...] = ()  # af.receipt.unrecorded: fields the record cannot show
+    source: str = ""  # af.receipt.source: wire or instrumentation
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +183,12 @@ def _agent(client: Any, tool: Callable[[str], str]) -> None:
         messages.append({"role": "user", "content": question})
         while True:
             reply = client.chat.completions.create(
-                model="gpt-4o-mini", messages=messages, tools=TOOLS, temperature=0.2, seed=7
+                model="gpt-4o-mini",
+                messages=messages,
+                tools=TOOLS,
+                parallel_tool_calls=False,
+                temperature=0.2,
+                seed=7,
             )
             choice = reply.choices[0].message
             messages.append(choice.model_dump(exclude_none=True))
@@ -362,6 +370,7 @@ def _summarize(out: Path, traces: Path, store: Path) -> DemoResult:
                     commits=len(events),
                     gaps=tuple(attrs.get(names.GAPS) or ()),
                     unrecorded=tuple(attrs.get(names.RECEIPT_UNRECORDED) or ()),
+                    source=str(attrs.get(names.RECEIPT_SOURCE, "")),
                 )
             )
     order = {RUN_ID: 0, UNHOOKED_RUN_ID: 1}
@@ -387,17 +396,23 @@ def print_result(result: DemoResult) -> None:
             f"  tampered {result.tampered}  (a copy: {old!r} -> {new!r} in the commit of "
             f"{result.run_id} epoch {TAMPERED_EPOCH})"
         )
-    print(f"  {'run':<11} epoch  parent  receipt    messages  commits  gaps")
+    print(f"  {'run':<11} epoch  parent  receipt    source           messages  commits  gaps")
     for call in result.calls:
         gaps = ", ".join(call.gaps) or "-"
         print(
             f"  {call.run_id:<11} {call.epoch:>5}  {call.parent:>6}  {call.state:<9}  "
-            f"{call.messages:>8}  {call.commits:>7}  {gaps}"
+            f"{call.source or '-':<15}  {call.messages:>8}  {call.commits:>7}  {gaps}"
+        )
+    wired = sum(call.source == names.SOURCE_WIRE for call in result.calls)
+    if wired:
+        print(
+            f"  {wired} receipts minted from the request body the client sent (the wire tap): "
+            "the travel agent's hold its parallel_tool_calls=False, which genai-openai does not record"
         )
     unrecorded = order_fields(name for call in result.calls for name in call.unrecorded)
     if unrecorded:
         partial = sum(bool(call.unrecorded) for call in result.calls)
         print(
-            f"  {partial} calls read back reconstructed, not verified: the agent passes tools, "
-            f"and genai-openai does not record {', '.join(unrecorded)} (unrecorded-field)"
+            f"  {partial} calls read back reconstructed, not verified: their record does not "
+            f"show {', '.join(unrecorded)} (unrecorded-field)"
         )

@@ -601,6 +601,11 @@ def print_view(
     if unrecorded:
         by = view.recorded_by or "the instrumentation"
         print(f"  not recorded by {by}: {', '.join(unrecorded)}", file=out)
+    if view.source == names.SOURCE_WIRE:
+        print("  request: the body the client sent (wire tap)", file=out)
+    if view.record_differs:
+        by = view.recorded_by or "the instrumentation"
+        print(f"  {by} recorded otherwise than sent: {', '.join(view.record_differs)}", file=out)
     for gap in view.gaps:
         cause = f" ({gap.cause})" if gap.cause else ""
         print(f"  gap {gap.kind}{cause}: {gap_why(gap, notes)}", file=out)

@@ -26,7 +26,7 @@ import logging
 import os
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -34,7 +34,7 @@ from af_otel import forksafe, names
 from af_otel.model import Request
 from af_otel.model.fields import Shown
 from af_otel.model.request import INSTRUCTION_ROLES
-from af_otel.processor import commits, dedupe, export_gaps, incremental, metrics
+from af_otel.processor import commits, dedupe, export_gaps, incremental, metrics, wire_source
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
@@ -131,6 +131,7 @@ class Engine:
         # spans folded into one of them (run, lane, epoch). Bounded like ``_open``.
         self._llm_scope: OrderedDict[SpanKey, str | None] = OrderedDict()
         self._folded: OrderedDict[SpanKey, tuple[str, str, int]] = OrderedDict()
+        self._wire = wire_source.activate(settings)
         with _default_lock:
             _serial += 1
             self.serial = _serial
@@ -292,8 +293,19 @@ class Engine:
                 unrecorded = responses.with_responses(
                     unrecorded, request, convention, facts.attributes, facts.name
                 )
+        # The body the client sent, where the wire tap saw it, stands in for the record.
+        keep_inline = None
+        sent = wire_source.take(self.settings, facts.key) if self._wire else None
+        differs: tuple[str, ...] = ()
+        if sent is not None:
+            keep_inline = wire_source.inline_only_recorded(request)
+            differs = wire_source.record_differs(request, sent.request)
+            request, unrecorded, direct, reason = sent.request, sent.unread, sent.direct, None
+            shown, sealed, scanned, prefix = None, None, None, None
         # State the server holds for this call (the Responses API's previous_response_id).
         held = responses.held_history(facts.attributes, request, facts.name, scanned)
+        if sent is not None:  # the body itself says
+            held = sent.held
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
             folded = self._folded.pop(facts.key, None)
@@ -327,7 +339,13 @@ class Engine:
                 held,
                 sealed=sealed,
                 prefix=prefix,
+                keep_inline=keep_inline,
             )
+            enrichment.attributes[names.RECEIPT_SOURCE] = (
+                wire_source.SOURCE_WIRE if sent is not None else wire_source.SOURCE_INSTRUMENTATION
+            )
+            if differs:
+                enrichment.attributes[names.RECORD_DIFFERS] = list(differs)
             epoch = enrichment.attributes[names.EPOCH]
             conversation = dedupe.conversation(request)
             seen = dedupe.Seen(
@@ -353,6 +371,7 @@ class Engine:
         held: str | None = None,
         sealed: bool | None = None,
         prefix: tuple[Any, ...] | None = None,
+        keep_inline: Callable[[commits.Change], bool] | None = None,
     ) -> Enrichment:
         epoch, out_of_order = run.number(facts.key, facts.start_time)
         parent = run.parent_of(facts.start_time, request, prefix)
@@ -388,7 +407,11 @@ class Engine:
         if minted and request is not None:
             for change in commits.changes(parent_state, request, prefix=prefix):
                 seq = run.next_seq()
-                commit = commits.event_attributes(change, seq, self.settings, mode, self.items)
+                # A wire request's change goes inline only where the record held it too.
+                how = mode
+                if mode == "inline" and self.settings.content == "auto" and keep_inline:
+                    how = "inline" if keep_inline(change) else "store"
+                commit = commits.event_attributes(change, seq, self.settings, how, self.items)
                 events.append((names.COMMIT_EVENT, commit))
         kept = (request, receipt) if minted else (None, None)
         run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
@@ -468,6 +491,8 @@ class Engine:
 
     def close(self) -> None:
         """The processor or exporter shut down: the hook stops choosing this engine."""
+        if not self.closed and self._wire:
+            wire_source.deactivate()
         self.closed = True
 
     def release_trace(self, trace_id: int) -> None:

@@ -41,6 +41,8 @@ ENV_KEY_FILE: Final = names.ENV_KEY_FILE
 ENV_STRICT: Final = "AF_OTEL_STRICT"
 ENV_CHAIN_HOOK: Final = "AF_OTEL_CHAIN_HOOK"
 ENV_DISABLED: Final = "OTEL_SDK_DISABLED"
+# The wire tap (af_otel/wire/, docs/processor.md): on unless ``wire=False`` or AF_OTEL_WIRE=off.
+ENV_WIRE: Final = "AF_OTEL_WIRE"
 DEFAULT_STORE: Final = names.DEFAULT_STORE
 
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
@@ -70,6 +72,8 @@ class Settings:
     run_table_bytes: int = DEFAULT_RUN_TABLE_BYTES
     # When two spans record one call, the scope whose span is the call (see dedupe.py).
     trusted_scope: str | None = None
+    # Receipts from the request body the client sent (the wire tap), where the tap saw it.
+    wire: bool = True
 
     def write_mode(self, on_span: bool) -> WriteMode:
         """How one call's commit payloads are written. ``auto`` follows the instrumentation:
@@ -91,6 +95,7 @@ class Options(TypedDict, total=False):
     key: bytes | str | None
     trusted_hosts: str | Iterable[str] | None
     trusted_scope: str | None
+    wire: bool | None
 
 
 class AllOptions(Options, total=False):
@@ -124,6 +129,7 @@ def resolve_settings(**options: Unpack[AllOptions]) -> Settings:
             options, "run_table_bytes", ENV_RUN_TABLE_BYTES, _size, DEFAULT_RUN_TABLE_BYTES
         ),
         trusted_scope=_choose(options, "trusted_scope", ENV_TRUSTED_SCOPE, _scope, None),
+        wire=_choose(options, "wire", ENV_WIRE, _flag, True),
     )
 
 

@@ -258,6 +258,9 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "the call, not what was sent.",
         "view.same_call": "other spans that record this same model call, folded into it by the "
         "writer (af.epoch.same_as); they say who else recorded the call, not what was sent.",
+        "view.record_differs": "the fields on which the instrumentation's own record says "
+        "otherwise than the body the client sent (af.record.differs); the request shown is the "
+        "body's, so they say how far to trust that instrumentation elsewhere, not what was sent.",
         "view.origin": "where this reader found the span (file and line, URL); not a recorded fact.",
         "view.lane": "read straight off the span's af.epoch.lane, the writer that numbered the "
         "call; it says where to look, and the receipt's own lane enters the digest.",

@@ -171,6 +171,9 @@ class ServedView:
     lane: str | None = None
     scope_version: str | None = None
     source: str = names.SOURCE_INSTRUMENTATION
+    # On a call minted from the wire, the fields the instrumentation's own record said otherwise
+    # than the body sent (``af.record.differs``).
+    record_differs: tuple[str, ...] = ()
 
     @property
     def request(self) -> Request:
@@ -286,6 +289,14 @@ def _recorded_gaps(span: SpanRecord) -> tuple[frozenset[str], bool]:
     return frozenset(), False
 
 
+def _strings(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):  # a backend that flattened a one-item array
+        value = (value,)
+    if not isinstance(value, tuple):
+        return ()
+    return tuple(v for v in value if isinstance(v, str) and v)
+
+
 def _unrecorded(span: SpanRecord) -> tuple[str, ...]:
     value = span.attributes.get(names.RECEIPT_UNRECORDED)
     if isinstance(value, str):  # a backend that flattened a one-item array
@@ -304,6 +315,7 @@ def _span_facts(span: SpanRecord) -> dict[str, Any]:
         "lane": lane if isinstance(lane, str) and lane else None,
         "scope_version": span.scope_version or None,
         "source": source if isinstance(source, str) and source else names.SOURCE_INSTRUMENTATION,
+        "record_differs": _strings(span.attributes.get(names.RECORD_DIFFERS)),
     }
 
 

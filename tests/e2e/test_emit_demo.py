@@ -1,6 +1,6 @@
 """``af-otel demo`` end to end: the files it writes hold what it reports, read back through the
-reader: minted receipts and a stored base, a call without a receipt (``no-receipt-on-chart``), a
-tampered copy that verifies as damaged at the edited epoch and message, and next commands that
+reader: receipts minted from the wire and a stored base, every call verified (the one made without
+af_otel's hook too), a tampered copy that verifies as damaged at the edited epoch and message, and next commands that
 run as printed."""
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ def views_of(path: Path, store: Path) -> dict[tuple[str | None, int], ServedView
 
 
 def test_demo_writes_traces_and_store(demo: Demo) -> None:
-    """The demo exports OTLP JSON lines with minted receipts and a stored base, no prompt text
-    on any span, and exits 0."""
+    """The demo exports OTLP JSON lines with receipts minted from the wire and a stored base, no
+    prompt text on any span (no commit payload inline either), and exits 0."""
     assert demo.code == 0
     assert "6 LLM calls" in demo.printed
     spans = [
@@ -67,47 +67,37 @@ def test_demo_writes_traces_and_store(demo: Demo) -> None:
     for span in spans:
         attrs = {a["key"]: a["value"] for a in span.get("attributes", [])}
         assert "gen_ai.input.messages" not in attrs
+        for event in span.get("events", []):
+            assert names.COMMIT_VALUE not in {a["key"] for a in event.get("attributes", [])}
         if names.RECEIPT_STATE in attrs:
             calls.append(attrs)
     states = {
         (c[names.RUN_ID]["stringValue"], c[names.RECEIPT_STATE]["stringValue"]) for c in calls
     }
-    assert states == {(RUN_ID, "minted"), (UNHOOKED_RUN_ID, "absent")}
+    assert states == {(RUN_ID, "minted"), (UNHOOKED_RUN_ID, "minted")}
+    assert {c[names.RECEIPT_SOURCE]["stringValue"] for c in calls} == {names.SOURCE_WIRE}
     base = calls[0][names.RUN_BASE]["stringValue"]
     stored = LocalStore(demo.out / "store").get_json(base)
     assert isinstance(stored, dict)
     assert len(stored["messages"]) == 3
 
 
-# What genai-openai cannot show of a request with tools (the demo's agent passes tools).
-TOOL_SETTINGS = ("tool_choice", "parallel_tool_calls")
-
-
-def _whole(view: ServedView) -> bool:
-    """Reconstructed only because genai-openai records neither `tool_choice` nor
-    `parallel_tool_calls` (unrecorded-field), every receipt field recomputing."""
-    verdict = verify(view)
-    partial = verdict.status is VerdictStatus.RECONSTRUCTED and not verdict.mismatches
-    return partial and view.unrecorded == TOOL_SETTINGS and names.GAP_UNRECORDED in verdict.reason
-
-
-def test_the_call_without_a_hook_has_no_receipt_on_chart(demo: Demo) -> None:
-    """Read back, every hooked call recomputes, reconstructed only by the tool settings genai-openai
-    cannot record, and the unhooked call is reconstructed with ``no-receipt-on-chart``; the demo
-    prints both, and says why the hooked calls are not verified."""
+def test_every_call_reads_back_verified_from_the_wire(demo: Demo) -> None:
+    """Read back, every call is verified: the receipts were minted from the bodies the client
+    sent, so nothing is unrecorded and the agent's parallel_tool_calls=False (which genai-openai
+    does not record) is in the served view; the call made without af_otel's hook verifies too.
+    The demo prints each verdict and says where the receipts came from."""
     views = views_of(demo.out / "traces.jsonl", demo.out / "store")
+    assert len(views) == 6
+    for (run_id, epoch), view in views.items():
+        assert verify(view).status is VerdictStatus.VERIFIED, (run_id, epoch, verify(view).reason)
+        assert view.unrecorded == ()
+        assert names.GAP_CACHE_TRANSFORM not in view.gap_kinds
+        assert f"{run_id} epoch {epoch}: verified" in demo.printed
     hooked = [v for key, v in views.items() if key[0] == RUN_ID]
     assert len(hooked) == 5
-    assert all(_whole(v) for v in hooked)
-    why = "genai-openai does not record " + ", ".join(TOOL_SETTINGS)
-    assert f"5 calls read back reconstructed, not verified: the agent passes tools, and {why}" in (
-        demo.printed
-    )
-    unhooked = views[(UNHOOKED_RUN_ID, 1)]
-    assert names.GAP_NO_RECEIPT in unhooked.gap_kinds
-    assert verify(unhooked).status is VerdictStatus.RECONSTRUCTED
-    assert f"{UNHOOKED_RUN_ID} epoch 1: reconstructed" in demo.printed
-    assert names.GAP_NO_RECEIPT in demo.printed
+    assert all(v.params is not None and v.params["parallel_tool_calls"] is False for v in hooked)
+    assert "6 receipts minted from the request body the client sent (the wire tap)" in demo.printed
 
 
 def test_the_tampered_copy_is_damaged_where_it_was_edited(demo: Demo) -> None:
@@ -127,10 +117,8 @@ def test_the_tampered_copy_is_damaged_where_it_was_edited(demo: Demo) -> None:
     assert old in json.dumps(before[where[0]], default=list)
     for (run_id, epoch), view in tampered.items():
         verdict = verify(view)
-        if run_id != RUN_ID:
-            assert verdict.status is VerdictStatus.RECONSTRUCTED
-        elif epoch < TAMPERED_EPOCH:
-            assert _whole(view)
+        if run_id != RUN_ID or epoch < TAMPERED_EPOCH:
+            assert verdict.status is VerdictStatus.VERIFIED
         else:
             assert verdict.status is VerdictStatus.DAMAGED
             assert verdict.message_index == where[0]

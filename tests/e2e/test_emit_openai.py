@@ -11,8 +11,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from af_otel import names
+from af_otel import names, read_spans, served_views, verify
 from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, completion_hook, run
+from af_otel.reader import VerdictStatus
 from af_otel.store import LocalStore
 from tests.processor.fakes import instrumented_openai, weather_agent
 from tests.processor.helpers import af, llm_spans, states
@@ -26,16 +27,19 @@ FINGERPRINTS = (
 )  # not the digest: it binds each writer's own lane (af.epoch.lane)
 
 
-def _agent(tmp_path: Path, *, hook: bool, form: str = "processor") -> list[Any]:
+def _agent(tmp_path: Path, *, hook: bool, form: str = "processor", wire: bool = False) -> list[Any]:
+    """The agent's LLM spans; ``wire``: with the wire tap (the default of af_otel, off here so
+    that these tests read what the instrumentation recorded)."""
     exporter = InMemorySpanExporter()
     store = LocalStore(tmp_path / f"store-{hook}-{form}")
     provider = TracerProvider()
     if form == "processor":
         provider.add_span_processor(
-            ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=store)
+            ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=store, wire=wire)
         )
     else:
-        provider.add_span_processor(SimpleSpanProcessor(ReceiptSpanExporter(exporter, store=store)))
+        exporting = ReceiptSpanExporter(exporter, store=store, wire=wire)
+        provider.add_span_processor(SimpleSpanProcessor(exporting))
     options = {"completion_hook": completion_hook} if hook else {}
     with instrumented_openai(provider, **options) as client, run("same-run"):
         weather_agent(client, turns=2)
@@ -82,6 +86,39 @@ def test_content_off_without_hook_is_an_honest_absence(
         assert af(span)[names.RECEIPT_STATE] == names.STATE_ABSENT
         assert af(span)[names.RECEIPT_ABSENT_REASON] == names.REASON_NOT_CAPTURED
         assert af(span)[names.GAP_NO_RECEIPT_ON_CHART] is True
+        assert af(span)[names.RECEIPT_SOURCE] == names.SOURCE_INSTRUMENTATION
+
+
+@pytest.mark.parametrize("form", ["processor", "exporter"])
+def test_content_off_without_hook_mints_from_the_wire(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    """No content and no hook, but the wire tap on: every call is minted from the body the client
+    sent, its payloads in the store only (the span shows no prompt), and each reads back
+    verified with the conversation the client sent."""
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    spans = _agent(tmp_path, hook=False, form=form, wire=True)
+    assert len(spans) == 4
+    for span in spans:
+        assert af(span)[names.RECEIPT_STATE] == names.STATE_MINTED
+        assert af(span)[names.RECEIPT_SOURCE] == names.SOURCE_WIRE
+        assert "gen_ai.input.messages" not in (span.attributes or {})
+        assert all(names.COMMIT_VALUE not in dict(e.attributes or {}) for e in span.events)
+    store = LocalStore(tmp_path / f"store-False-{form}")
+    views = served_views(tuple(read_spans(spans)), store=store)
+    assert [verify(v).status for v in views] == [VerdictStatus.VERIFIED] * 4
+    assert views[-1].messages is not None
+    roles = [m["role"] for m in views[-1].messages]
+    assert roles == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+    ]
 
 
 def test_commits_rebuild_the_conversation_the_client_sent(
@@ -102,3 +139,44 @@ def test_commits_rebuild_the_conversation_the_client_sent(
         "assistant",
         "tool",
     ]
+
+
+def test_a_body_the_tap_did_not_see_is_not_verified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client whose ``send`` bypasses httpx's own (it hands the request straight to its
+    transport) sends a body the tap never sees: the receipt comes from genai-openai's record,
+    which cannot show the ``tool_choice`` sent, so the call is not verified."""
+    import httpx
+    import openai
+
+    from tests.processor.fakes import WEATHER_TOOL, _openai_reply
+
+    class Bypass(httpx.Client):
+        def send(self, request: httpx.Request, **_: Any) -> httpx.Response:
+            response = self._transport.handle_request(request)
+            response.request = request
+            response.read()
+            return response
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "span_only")
+    exporter = InMemorySpanExporter()
+    store = LocalStore(tmp_path / "store")
+    provider = TracerProvider()
+    provider.add_span_processor(ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=store))
+    with instrumented_openai(provider), run("bypass"):
+        client = openai.OpenAI(
+            api_key="test", http_client=Bypass(transport=httpx.MockTransport(_openai_reply))
+        )
+        client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": "Weather in Oslo?"}],
+            tools=[WEATHER_TOOL],
+            tool_choice="required",
+        )
+    provider.shutdown()
+    (span,) = llm_spans(exporter.get_finished_spans())
+    assert af(span)[names.RECEIPT_SOURCE] == names.SOURCE_INSTRUMENTATION
+    assert "tool_choice" in af(span)[names.RECEIPT_UNRECORDED]
+    (view,) = served_views(tuple(read_spans([span])), store=store)
+    assert verify(view).status is not VerdictStatus.VERIFIED

@@ -27,9 +27,14 @@ DOCS = ROOT / "docs" / "reader.md"
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """What ``af-otel demo`` writes: five calls with receipts, one without, a tampered copy."""
+    """What ``af-otel demo`` writes with the wire tap off (``AF_OTEL_WIRE=off``): five calls with
+    receipts from genai-openai's record, reconstructed (it does not record the tool settings),
+    one without a receipt, a tampered copy. With the tap on every call verifies, which leaves
+    the policies nothing to refuse (tests/e2e/test_emit_demo.py)."""
     out = tmp_path_factory.mktemp("demo") / "af-otel-demo"
-    assert main(["demo", "--out", str(out)]) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AF_OTEL_WIRE", "off")
+        assert main(["demo", "--out", str(out)]) == 0
     return out
 
 

@@ -19,8 +19,8 @@ from af_otel import names, read_spans, served_views, verify
 from af_otel.processor import ReceiptCompletionHook, completion_hook, run
 from af_otel.processor import engine as engine_module
 from af_otel.reader import VerdictStatus
-from af_otel.store import LocalStore
-from tests.processor.conftest import Pipeline
+from af_otel.store import LocalStore, Store
+from tests.processor.conftest import Pipeline, make_pipeline
 from tests.processor.fakes import WEATHER_TOOL, instrumented_openai, weather_agent
 from tests.processor.helpers import af, commits, llm_spans, states
 
@@ -30,6 +30,15 @@ def _content_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
 
 
+@pytest.fixture
+def record_only(store: Store) -> Iterator[Pipeline]:
+    """A pipeline with the wire tap off: receipts come from what the instrumentation recorded,
+    which is what the ledger tests below are about."""
+    made = make_pipeline(store, wire=False)
+    yield made
+    made.provider.shutdown()
+
+
 def test_util_genai_loader_finds_the_af_otel_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
     """OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK=af_otel loads af_otel's hook."""
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK", "af_otel")
@@ -37,7 +46,8 @@ def test_util_genai_loader_finds_the_af_otel_entry_point(monkeypatch: pytest.Mon
     assert isinstance(getattr(loaded, "_wrapped", None), ReceiptCompletionHook)
 
 
-def test_hook_mints_with_content_capture_off(pipeline: Pipeline) -> None:
+def test_hook_mints_with_content_capture_off(record_only: Pipeline) -> None:
+    pipeline = record_only
     """With content capture off the span carries receipts and commits but no prompt attributes."""
     with (
         instrumented_openai(pipeline.provider, completion_hook=completion_hook) as client,
@@ -79,11 +89,12 @@ def test_hook_mints_with_content_capture_off(pipeline: Pipeline) -> None:
     ],
 )
 def test_hook_names_exactly_what_genai_openai_cannot_show(
-    pipeline: Pipeline, model: str, extra: dict[str, Any], unrecorded: tuple[str, ...]
+    record_only: Pipeline, model: str, extra: dict[str, Any], unrecorded: tuple[str, ...]
 ) -> None:
     """Through the real instrumentation and client, the receipt names as unrecorded exactly the
     fields this request may have set that genai-openai does not record; with none, no gap says
     so and the call reads back verified."""
+    pipeline = record_only
     with (
         instrumented_openai(pipeline.provider, completion_hook=completion_hook) as client,
         run("ledger"),
@@ -100,6 +111,39 @@ def test_hook_names_exactly_what_genai_openai_cannot_show(
     want = VerdictStatus.RECONSTRUCTED if unrecorded else VerdictStatus.VERIFIED
     assert verify(view).status is want
     assert view.unrecorded == unrecorded
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"response_format": {"type": "json_object"}},
+        {"reasoning_effort": "low"},
+        {"tools": [WEATHER_TOOL], "tool_choice": "required", "parallel_tool_calls": False},
+    ],
+)
+def test_with_the_wire_tap_nothing_is_unrecorded(pipeline: Pipeline, extra: dict[str, Any]) -> None:
+    """With the wire tap on (the default), the same calls are minted from the body the client
+    sent: nothing is named unrecorded, the receipt's params hold every setting sent, no
+    cache-transform (the client sent to api.openai.com), and the call reads back verified."""
+    with (
+        instrumented_openai(pipeline.provider, completion_hook=completion_hook) as client,
+        run("wire"),
+    ):
+        client.chat.completions.create(
+            model="o3-mini", messages=[{"role": "user", "content": "Say hi."}], **extra
+        )
+    (span,) = llm_spans(pipeline.spans())
+    assert af(span)[names.RECEIPT_SOURCE] == names.SOURCE_WIRE
+    assert tuple(af(span)[names.RECEIPT_UNRECORDED]) == ()
+    assert names.GAP_CACHE_TRANSFORM not in af(span)[names.GAPS]
+    assert "gen_ai.input.messages" not in (span.attributes or {})
+    assert all(names.COMMIT_VALUE not in c for c in commits(span))  # capture off: store only
+    (view,) = served_views(tuple(read_spans(pipeline.spans())), store=pipeline.store)
+    assert verify(view).status is VerdictStatus.VERIFIED
+    assert view.params is not None
+    for key in ("response_format", "reasoning_effort", "tool_choice", "parallel_tool_calls"):
+        assert view.params.get(key) == extra.get(key)
 
 
 def test_hook_without_processor_writes_onto_the_live_span(

@@ -52,6 +52,9 @@ class Scenario:
     # The span limits cut the record: calls may go without a receipt. Elsewhere every call must
     # carry a minted one, so that no scenario passes because nothing was minted to check.
     cut: bool = False
+    # The wire tap pairs each request with the call's span (the instrumentation makes its span
+    # current while the client sends), so every receipt is minted from the body sent.
+    wire: bool = True
 
     @property
     def env(self) -> envs.Env:
@@ -103,7 +106,17 @@ SCENARIOS: Final = (
         limits=None,
         cut=True,
     ),
-    Scenario("anthropic-openllmetry", "openllmetry-anthropic"),
+    # OpenLLMetry's anthropic instrumentation does not make its span current: the tap sees the
+    # body but cannot tell whose call it is, so the instrumentation's record stands.
+    Scenario("anthropic-openllmetry", "openllmetry-anthropic", wire=False),
+    # The tap switched off: the instrumentation's record alone, as honest as without the tap.
+    Scenario(
+        "openai-genai-forced-tool-no-wire",
+        "genai-openai",
+        profile="dials",
+        env_vars={**_GENAI_CONTENT, "AF_OTEL_WIRE": "off"},
+        wire=False,
+    ),
 )
 
 
@@ -124,6 +137,7 @@ class Epoch:
     wire: Comparable
     unrecorded: tuple[str, ...]  # fields the view says its instrumentation does not record
     expected_parent: int | None  # by the wire (see `_expected_parents`); None: no earlier prefix
+    source: str | None = None  # af.receipt.source: wire or instrumentation
 
     @property
     def overclaims(self) -> tuple[Difference, ...]:
@@ -350,6 +364,7 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
                 wire,
                 tuple(getattr(view, "unrecorded", ())),
                 parents.get(view.span_id),
+                attributes[view.span_id].get(names.RECEIPT_SOURCE),
             )
         )
     collisions = []

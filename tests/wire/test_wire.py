@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from af_otel import names
 from af_otel.reader.verify import VerdictStatus
 from tests.wire.conftest import Outcomes
 from tests.wire.convert import differences, from_anthropic, from_openai, from_view
 from tests.wire.harness import (
+    RAISED,
     SCENARIOS,
     Scenario,
     describe,
@@ -29,7 +31,9 @@ def test_no_epoch_claims_more_than_its_wire_request(
     scenario: Scenario, wire_outcomes: Outcomes
 ) -> None:
     """A verified epoch's served view is its wire request on system, messages, tools, model and
-    every dial set; any other epoch differs only where one of its gaps names the field."""
+    every dial set; any other epoch differs only where one of its gaps names the field. Where the
+    wire tap pairs the requests with their spans (the default), every receipt is minted from the
+    body sent and every epoch whose span is whole is verified."""
     outcome = wire_outcomes[scenario]
     assert outcome.wire_requests == len(outcome.epochs) == scenario.calls
     account = describe(outcome)
@@ -38,6 +42,18 @@ def test_no_epoch_claims_more_than_its_wire_request(
     assert not outcome.collisions, account
     if not scenario.cut:
         assert outcome.minted == scenario.calls, account
+    if scenario.wire:
+        # Minted from the body the client sent: verified wherever the span's own record is whole
+        # (the span limits may still cut the instrumentation's attributes: span-limits).
+        assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
+        for epoch in outcome.epochs:
+            kinds = {kind for kind, _ in epoch.gaps}
+            assert epoch.status == VerdictStatus.VERIFIED or names.GAP_SPAN_LIMITS in kinds, account
+            assert names.GAP_CACHE_TRANSFORM not in kinds, account  # sent to the provider's host
+        if scenario.limits == RAISED:
+            assert outcome.count(VerdictStatus.VERIFIED) == scenario.calls, account
+    else:
+        assert {e.source for e in outcome.epochs} == {names.SOURCE_INSTRUMENTATION}, account
     if scenario.control:
         # every field recorded: every epoch verifies, and each names the call it grew from (the
         # fan-in follow-up its branch, not whichever parallel call finished last)

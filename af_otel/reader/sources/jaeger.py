@@ -67,6 +67,7 @@ ARRAY_KEYS: Final = frozenset(
         names.RECEIPT_TOOLS_NAMES,
         names.RECEIPT_TOOLS_HASHES,
         names.RECEIPT_UNRECORDED,
+        names.RECORD_DIFFERS,
     }
 )
 

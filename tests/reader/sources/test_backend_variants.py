@@ -78,8 +78,8 @@ def test_jaeger_text_arrays_verify_like_the_demo_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The demo trace served by Jaeger 2.x from a tag store (arrays and maps as JSON text)
-    verifies exactly as the file the demo wrote: every minted call reconstructed only because
-    genai-openai does not record the tool settings of the demo's tool-using agent."""
+    verifies exactly as the file the demo wrote: every minted call verified, minted from the
+    request body the client sent (the wire tap), nothing unrecorded."""
     monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
     demo = run_demo(tmp_path / "demo")
     as_text, changed = replay.arrays_as_text(
@@ -93,10 +93,9 @@ def test_jaeger_text_arrays_verify_like_the_demo_trace(
     whole = [
         view
         for view in views
-        if verify(view).status.value == "reconstructed"
-        and not verify(view).mismatches
-        and view.unrecorded == ("tool_choice", "parallel_tool_calls")
-        and names.GAP_UNRECORDED in view.gap_kinds
+        if verify(view).status.value == "verified"
+        and view.unrecorded == ()
+        and view.source == names.SOURCE_WIRE
     ]
     assert len(whole) == len([c for c in demo.calls if c.state == names.STATE_MINTED]) >= 5
     for record in read_spans(as_text):

@@ -1,0 +1,169 @@
+"""The processor's side of the wire tap (af_otel/wire/): switch it on for an engine, hand it the
+current span, and turn what it saw under a finished call's span into the request that call's
+receipt is minted from (docs/processor.md, the wire tap).
+
+A call is taken from the wire when the tap saw exactly one distinct body under its span (retries
+that resend the same bytes are one request) and the endpoint's reader could read it. Several
+different bodies under one span, or one it cannot read, leave the call to the instrumentation's
+record: what is minted must be the one request the model was served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from opentelemetry import trace
+
+from af_otel import names
+from af_otel.model import Request
+from af_otel.model.request import INSTRUCTION_ROLES
+from af_otel.processor import commits
+from af_otel.processor.export_gaps import PROVIDER_HOSTS
+from af_otel.processor.settings import Settings
+from af_otel.wire import SENT, read_body
+from af_otel.wire import install as install_tap
+from af_otel.wire import release as release_tap
+
+SOURCE_WIRE: Final = names.SOURCE_WIRE
+SOURCE_INSTRUMENTATION: Final = names.SOURCE_INSTRUMENTATION
+
+
+def current_key() -> tuple[int, int] | None:
+    """The sampled span current in this context, as (trace id, span id): the one a request sent
+    now belongs to (instrumentations of provider SDKs make their LLM span current)."""
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid or not context.trace_flags.sampled:
+        return None
+    return (context.trace_id, context.span_id)
+
+
+def activate(settings: Settings) -> bool:
+    """Switch the tap on for one engine when its settings want it; whether they did."""
+    if not settings.wire or settings.disabled:
+        return False
+    install_tap(current_key)
+    return True
+
+
+def deactivate() -> None:
+    release_tap()
+
+
+@dataclass(frozen=True, slots=True)
+class FromWire:
+    """A finished call's request as its client sent it."""
+
+    request: Request
+    unread: tuple[str, ...]  # body keys the reader could not place (af.receipt.unrecorded)
+    direct: bool  # sent to the provider's own host (or a trusted one): no cache-transform
+    held: str | None = None  # the server-held state the body continues (af.held_history)
+
+
+def take(settings: Settings, key: tuple[int, int]) -> FromWire | None:
+    """The request sent under ``key`` (module rule), or None; the tap forgets it either way."""
+    sent = SENT.take(key)
+    if not sent or not settings.wire:
+        return None
+    last = sent[-1]
+    if any(attempt.body != last.body or attempt.endpoint != last.endpoint for attempt in sent):
+        return None
+    found = read_body(last.endpoint, last.body)
+    if found is None:
+        return None
+    try:
+        request = Request.from_dict(found.request)
+    except Exception:  # a body the normalizer refuses is not read from the wire
+        return None
+    host = last.host.lower()
+    direct = host in PROVIDER_HOSTS.get(request.provider or "", frozenset()) or (
+        host in settings.trusted_hosts
+    )
+    return FromWire(request, found.unread, direct, found.held)
+
+
+def inline_only_recorded(recorded: Request | None) -> Callable[[commits.Change], bool]:
+    """Whether a commit of a wire request may go on the span: only when the instrumentation's
+    own record holds that very value, so the tap adds to the trace nothing the instrumentation
+    kept off it (anything else goes to the store). Costs the commit's own size."""
+    state = recorded.set_fields() if recorded is not None else {}
+
+    def inline(change: commits.Change) -> bool:
+        if change.verb == "delete":
+            return True
+        held = state.get(change.key)
+        if held is None:
+            return False
+        if change.verb == "append":
+            payload = change.payload
+            return len(payload) <= len(held) and tuple(held[len(held) - len(payload) :]) == tuple(
+                payload
+            )
+        value = change.payload
+        if isinstance(value, list | tuple) and isinstance(held, list | tuple):
+            return tuple(value) == tuple(held)
+        return bool(value == held)
+
+    return inline
+
+
+def record_differs(recorded: Request | None, sent: Request) -> tuple[str, ...]:
+    """The fields on which the instrumentation's record of a call (when it made one) says
+    otherwise than the body the client sent: ``model``, ``instructions`` (system and developer
+    text wherever it stands), ``messages`` (the other turns), ``tools``, and each
+    ``params.<dial>`` the record holds. Saying otherwise is a value the body does not hold (a cut
+    text, a tool echoed from the response, a dropped part or message); leaving a key out (a
+    tool's ``strict``, a result's error flag) is not, the ledger names those as unrecorded."""
+    if recorded is None:
+        return ()
+    found: list[str] = []
+    if recorded.model is not None and recorded.model != sent.model:
+        found.append("model")
+    mine, theirs = _split(recorded), _split(sent)
+    if mine[0] and not _all_within(mine[0], theirs[0]):
+        found.append("instructions")
+    if recorded.messages and not _all_within(mine[1], theirs[1], _message_within):
+        found.append("messages")
+    if recorded.tools and not _all_within(recorded.tools, sent.tools):
+        found.append("tools")
+    found += [
+        f"params.{key}"
+        for key, value in recorded.params.items()
+        if key not in sent.params or sent.params[key] != value
+    ]
+    return tuple(found)
+
+
+def _within(record: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
+    """Every key the record holds, the body holds with the same value."""
+    return all(key in sent and sent[key] == value for key, value in record.items())
+
+
+def _message_within(record: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
+    return (
+        record.get("role") == sent.get("role")
+        and ("name" not in record or record["name"] == sent.get("name"))
+        and _all_within(record.get("parts", ()), sent.get("parts", ()))
+    )
+
+
+def _all_within(
+    record: Sequence[Any],
+    sent: Sequence[Any],
+    within: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] = _within,
+) -> bool:
+    return len(record) == len(sent) and all(map(within, record, sent))
+
+
+def _split(request: Request) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The instruction parts (system, then system and developer messages in order) and the other
+    messages: where a convention places the instructions is not a difference."""
+    instructions = list(request.system)
+    turns = []
+    for message in request.messages:
+        if message.get("role") in INSTRUCTION_ROLES:
+            instructions += message.get("parts", ())
+        else:
+            turns.append(message)
+    return tuple(instructions), tuple(turns)

@@ -1,0 +1,91 @@
+"""Anthropic Messages (``POST .../v1/messages``) read into the normalized request.
+
+``system`` (a string or text blocks) is the system; content blocks become parts: ``text``,
+``tool_use`` as ``tool_call`` (its ``input`` the arguments), ``tool_result`` as
+``tool_call_response`` (``is_error`` kept when true), ``thinking`` as ``reasoning`` with its
+signature; other blocks (images, documents, redacted thinking, server tool blocks) are kept as
+sent. ``cache_control`` marks are caching advice and dropped. ``tool_choice`` and ``thinking`` are
+kept as sent (``disable_parallel_tool_use`` stays inside ``tool_choice``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from af_otel.wire.shapes import WireRead, tool, unread, without
+
+PROVIDER: Final = "anthropic"
+PARAMS: Final = {
+    "max_tokens": "max_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "stop_sequences": "stop_sequences",
+    "tool_choice": "tool_choice",
+    "thinking": "thinking",
+}
+PLACED: Final = frozenset({"model", "system", "messages", "tools", *PARAMS})
+DROPPED: Final = frozenset({"stream", "metadata", "service_tier"})
+
+
+def _block(block: Any) -> Any:
+    if isinstance(block, str):
+        return {"type": "text", "content": block}
+    if not isinstance(block, Mapping):
+        return block
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "content": block.get("text", ""), **_extra(block, {"type", "text"})}
+    if kind == "tool_use":
+        return {
+            "type": "tool_call",
+            "id": block.get("id"),
+            "name": block.get("name"),
+            "arguments": block.get("input"),
+            **_extra(block, {"type", "id", "name", "input"}),
+        }
+    if kind == "tool_result":
+        part = {
+            "type": "tool_call_response",
+            "id": block.get("tool_use_id"),
+            "response": block.get("content"),
+            **_extra(block, {"type", "tool_use_id", "content", "is_error"}),
+        }
+        if block.get("is_error"):
+            part["is_error"] = True
+        return part
+    if kind == "thinking":
+        return {
+            "type": "reasoning",
+            "content": block.get("thinking", ""),
+            **_extra(block, {"type", "thinking"}),
+        }
+    return without(block)
+
+
+def _extra(block: Mapping[str, Any], known: set[str]) -> dict[str, Any]:
+    """A block's keys beyond the ones its part spells otherwise (a signature, citations): kept."""
+    return {k: v for k, v in block.items() if k not in known and k != "cache_control"}
+
+
+def _message(raw: Mapping[str, Any]) -> dict[str, Any]:
+    content = raw.get("content")
+    blocks = [content] if isinstance(content, str) else content or []
+    return {"role": raw["role"], "parts": [_block(b) for b in blocks]}
+
+
+def read(body: Mapping[str, Any]) -> WireRead:
+    system = body.get("system")
+    if isinstance(system, list):
+        system = [_block(b) for b in system]
+    params = {target: body[key] for key, target in PARAMS.items() if body.get(key) is not None}
+    request = {
+        "model": body["model"],
+        "provider": PROVIDER,
+        "system": system,
+        "messages": [_message(m) for m in body.get("messages") or ()],
+        "tools": [tool(t) for t in body.get("tools") or ()],
+        "params": params,
+    }
+    return WireRead(request, unread(body, PLACED, DROPPED))

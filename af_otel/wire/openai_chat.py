@@ -1,0 +1,125 @@
+"""OpenAI Chat Completions (``POST .../chat/completions``, also every compatible server) read
+into the normalized request.
+
+Messages keep their order and roles (a system or developer message is a message, where it
+stands); content becomes parts: text as ``text``, an assistant's ``tool_calls`` as ``tool_call``
+parts after its text, a ``tool`` message as one ``tool_call_response``; other content blocks
+(images, audio, files, refusals) are kept as they were sent. Legacy ``functions`` are tools and a
+legacy ``function_call`` is a tool call (or, at the top level, the ``tool_choice``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from af_otel.wire.shapes import WireRead, tool, unread, without
+
+PROVIDER: Final = "openai"
+# Body key -> params key (rule 5 of af_otel.model.request).
+PARAMS: Final = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "seed": "seed",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "max_tokens": "max_tokens",
+    "max_completion_tokens": "max_tokens",
+    "stop": "stop_sequences",
+    "n": "choice_count",
+    "tool_choice": "tool_choice",
+    "function_call": "tool_choice",
+    "parallel_tool_calls": "parallel_tool_calls",
+    "response_format": "response_format",
+    "reasoning_effort": "reasoning_effort",
+}
+PLACED: Final = frozenset({"model", "messages", "tools", "functions", *PARAMS})
+# What shows the model nothing: how the answer travels, and bookkeeping about the caller.
+DROPPED: Final = frozenset(
+    {
+        "stream",
+        "stream_options",
+        "metadata",
+        "user",
+        "store",
+        "safety_identifier",
+        "prompt_cache_key",
+        "prompt_cache_retention",
+    }
+)
+_MESSAGE_KEYS: Final = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+
+
+def _content(content: Any) -> list[Any]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "content": content}] if content else []
+    parts: list[Any] = []
+    for block in content:
+        if isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append({"type": "text", "content": block.get("text", "")})
+        else:
+            parts.append(dict(block) if isinstance(block, Mapping) else block)
+    return parts
+
+
+def _call(call: Mapping[str, Any]) -> dict[str, Any]:
+    kind = call.get("type") or "function"
+    found = call.get(kind)
+    inner: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    part = {"type": "tool_call", "id": call.get("id"), "name": inner.get("name")}
+    if kind == "function":
+        part["arguments"] = inner.get("arguments")
+    else:  # a custom tool's call carries free text
+        part["input"] = inner.get("input")
+        part["tool_type"] = kind
+    return part
+
+
+def _message(raw: Mapping[str, Any]) -> dict[str, Any]:
+    role = raw["role"]
+    if role == "tool":
+        parts = [
+            {
+                "type": "tool_call_response",
+                "id": raw.get("tool_call_id"),
+                "response": raw.get("content"),
+            }
+        ]
+    else:
+        parts = _content(raw.get("content"))
+    parts += [_call(call) for call in raw.get("tool_calls") or ()]
+    legacy = raw.get("function_call")
+    if isinstance(legacy, Mapping):
+        parts.append(
+            {"type": "tool_call", "name": legacy.get("name"), "arguments": legacy.get("arguments")}
+        )
+    # Any other key the message carries (audio, refusal, ...) is shown to the model as sent.
+    parts += [
+        {"type": key, "content": value}
+        for key, value in raw.items()
+        if key not in _MESSAGE_KEYS and key != "function_call" and value is not None
+    ]
+    message: dict[str, Any] = {"role": role, "parts": parts}
+    if raw.get("name") is not None:
+        message["name"] = raw["name"]
+    return message
+
+
+def read(body: Mapping[str, Any]) -> WireRead:
+    params: dict[str, Any] = {}
+    for key, target in PARAMS.items():
+        value = body.get(key)
+        if value is not None:
+            params[target] = value
+    tools = [tool(t) for t in body.get("tools") or ()]
+    tools += [{**without(f), "type": "function"} for f in body.get("functions") or ()]
+    request = {
+        "model": body["model"],
+        "provider": PROVIDER,
+        "messages": [_message(m) for m in body.get("messages") or ()],
+        "tools": tools,
+        "params": params,
+    }
+    return WireRead(request, unread(body, PLACED, DROPPED))

@@ -1,0 +1,210 @@
+"""The wire tap: the exact body an LLM client sends, seen at ``Client.send`` of ``httpx`` (and of
+``httpx2``, the same API under another name, which the ``openai`` 3.x and ``anthropic`` 2.x clients
+send through), kept a short while under the span that was current when it was sent.
+
+Why ``Client.send`` / ``AsyncClient.send``: every request a client makes passes there once per
+attempt (``Client.request``, ``post`` and the provider SDKs' own retry loops all call it), whatever
+transport the client holds: the default ``HTTPTransport``, a subclass of it, ``MockTransport`` or a
+user's own ``BaseTransport``. A transport method would miss transports that do not inherit it, and
+a redirect or an auth retry inside ``send`` would show one request twice.
+
+The tap only looks: it reads the method, the path and, for an LLM endpoint, the body bytes the
+request already holds (a streamed body is never read), the host; never a header. It never raises
+into the client (each look is guarded) and never blocks (one short lock around a dict, made by `af_otel.forksafe`, so a forked child gets
+it unlocked and an empty table).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from af_otel import forksafe
+from af_otel.wire.endpoints import endpoint_of
+
+Key = tuple[int, int]
+
+# Bounds of the table of sent bodies (docs/processor.md, the wire tap): a body is taken off when
+# its span ends, so the table holds the calls in flight; the bounds only matter for spans that
+# never end or that the processor never sees (not sampled, another provider's). 1,024 calls or
+# 64 MiB of bodies, and none older than 10 minutes, whichever is reached first.
+MAX_CALLS: Final = 1024
+MAX_BYTES: Final = 64 * 1024 * 1024
+MAX_AGE_NS: Final = 600 * 1_000_000_000
+# Attempts kept per call (retries under one span); more are counted, not kept.
+MAX_ATTEMPTS: Final = 8
+MODULES: Final = ("httpx", "httpx2")
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """One HTTP attempt at an LLM endpoint: which endpoint, to which host, with which body."""
+
+    endpoint: str
+    host: str
+    body: bytes
+
+
+@dataclass(slots=True)
+class _Entry:
+    at: int
+    sent: list[Sent]
+    size: int
+
+
+class SentTable:
+    """Bodies sent under each span, least recently sent first out (bounds above)."""
+
+    def __init__(self) -> None:
+        self._lock = forksafe.lock(self)
+        self._table: OrderedDict[Key, _Entry] = OrderedDict()
+        self._bytes = 0
+        # In a forked child: nothing sent (the parent's calls are not the child's).
+        forksafe.on_fork(self, SentTable._clear)
+
+    def add(self, key: Key, sent: Sent) -> None:
+        now = time.monotonic_ns()
+        with self._lock:
+            entry = self._table.get(key)
+            if entry is None:
+                entry = self._table[key] = _Entry(now, [], 0)
+            else:
+                self._table.move_to_end(key)
+            if len(entry.sent) < MAX_ATTEMPTS:
+                entry.sent.append(sent)
+                entry.size += len(sent.body)
+                self._bytes += len(sent.body)
+            entry.at = now
+            while self._table and (len(self._table) > MAX_CALLS or self._bytes > MAX_BYTES):
+                self._drop_oldest()
+            while self._table:
+                oldest = next(iter(self._table.values()))
+                if now - oldest.at <= MAX_AGE_NS:
+                    break
+                self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        _, entry = self._table.popitem(last=False)
+        self._bytes -= entry.size
+
+    def take(self, key: Key) -> tuple[Sent, ...]:
+        """The attempts sent under ``key``, removed from the table (none: empty)."""
+        with self._lock:
+            entry = self._table.pop(key, None)
+            if entry is None:
+                return ()
+            self._bytes -= entry.size
+        if time.monotonic_ns() - entry.at > MAX_AGE_NS:
+            return ()
+        return tuple(entry.sent)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def _clear(self) -> None:
+        self._table = OrderedDict()
+        self._bytes = 0
+
+    def reset(self) -> None:
+        """Forget everything sent (tests, `uninstall`)."""
+        with self._lock:
+            self._clear()
+
+
+SENT: Final = SentTable()
+# The span current while a request is sent, as (trace id, span id), or None: handed in by the
+# processor (only processor/ touches OpenTelemetry).
+_current: Callable[[], Key | None] | None = None
+_users = 0  # engines that want the tap; it records nothing while none does
+_patched: dict[str, tuple[Any, Any]] = {}  # module -> the original (send, async send)
+_install_lock = forksafe.lock()
+
+
+def note(request: Any) -> None:
+    """Keep ``request``'s body if it goes to an LLM endpoint under a current span. Guarded: a
+    request af_otel cannot read is one it does not keep."""
+    try:
+        url = request.url
+        endpoint = endpoint_of(url.raw_path)
+        if endpoint is None or _current is None:
+            return
+        key = _current()
+        if key is None:
+            return
+        try:
+            body = request.content  # raises for a streamed body that was not read: not ours to read
+        except Exception:
+            return
+        if isinstance(body, bytes) and body:
+            SENT.add(key, Sent(endpoint, url.host, body))
+    except Exception:  # the tap never raises into the client
+        return
+
+
+def _wrap(module: Any) -> tuple[Any, Any]:
+    client, async_client = module.Client, module.AsyncClient
+    send, async_send = client.send, async_client.send
+
+    def tapped_send(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        if _users and request.method == "POST":
+            note(request)
+        return send(self, request, *args, **kwargs)
+
+    async def tapped_async_send(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        if _users and request.method == "POST":
+            note(request)
+        return await async_send(self, request, *args, **kwargs)
+
+    tapped_send.__wrapped__ = send  # type: ignore[attr-defined]
+    tapped_async_send.__wrapped__ = async_send  # type: ignore[attr-defined]
+    client.send = tapped_send
+    async_client.send = tapped_async_send
+    return send, async_send
+
+
+def install(current: Callable[[], Key | None]) -> None:
+    """Patch ``send`` of every HTTP library present (once) and count one more user of the tap."""
+    global _current, _users
+    with _install_lock:
+        _current = current
+        _users += 1
+        for name in MODULES:
+            if name in _patched:
+                continue
+            try:
+                module = importlib.import_module(name)
+            except ImportError:
+                continue
+            try:
+                _patched[name] = _wrap(module)
+            except Exception:  # an HTTP library of a shape we do not know is left as it is
+                continue
+
+
+def release() -> None:
+    """One user less; with none left the patched ``send`` only checks a counter."""
+    global _users
+    with _install_lock:
+        _users = max(0, _users - 1)
+
+
+def uninstall() -> None:
+    """Put every patched ``send`` back (tests; a process that wants the libraries untouched)."""
+    global _users
+    with _install_lock:
+        for name, (send, async_send) in _patched.items():
+            module = importlib.import_module(name)
+            module.Client.send = send
+            module.AsyncClient.send = async_send
+        _patched.clear()
+        _users = 0
+        SENT.reset()
+
+
+def installed() -> tuple[str, ...]:
+    """The HTTP libraries whose ``send`` is patched now."""
+    return tuple(_patched)
