@@ -41,7 +41,7 @@ from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
 from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
-from af_otel.receipts import Receipt, mint_receipt
+from af_otel.receipts import Receipt, ReceiptContext, mint_receipt, seal_receipt
 from af_otel.semconv import Convention, Limits, Recorded, is_llm_call, ledger, record_of, responses
 from af_otel.semconv.adapted import CUT_COUNT, CUT_LENGTH
 from af_otel.store.items import StoredItems
@@ -63,6 +63,10 @@ class CallFacts:
     end_time: int
     attributes: Mapping[str, Any]
     scope: str | None = None
+    scope_version: str | None = None
+    # Where the request was read: `wire` (a tap on the HTTP request) or None (an instrumentation's
+    # record), bound by the receipt as af.receipt.source.
+    source: str | None = None
     dropped: bool = False
     run_unknown: bool = False  # the exporter cannot tell which `af_otel.run` the call was in
     # The span limits the attributes were recorded under (None: the request does not come from
@@ -381,6 +385,14 @@ class Engine:
                 digests=run.digests,
                 key=self.settings.key,
                 lane=run.lane,
+                context=ReceiptContext(
+                    source=facts.source or names.SOURCE_INSTRUMENTATION,
+                    scope_name=facts.scope,
+                    scope_version=facts.scope_version,
+                    base=run.base.address if run.base is not None else None,
+                    held=held,
+                ),
+                seal=False,  # the digest binds the gaps, known below
             )
         events: list[tuple[str, dict[str, Any]]] = []
         mode = self.settings.write_mode(on_span)
@@ -390,8 +402,6 @@ class Engine:
                 seq = run.next_seq()
                 commit = commits.event_attributes(change, seq, self.settings, mode, self.items)
                 events.append((names.COMMIT_EVENT, commit))
-        kept = (request, receipt) if minted else (None, None)
-        run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
         # A payload the store refused leaves its commit without value or ref: this epoch's
         # changes are incomplete, so the span says `no-run-log` itself, not only the reader.
         lost = mode != "none" and any(
@@ -411,6 +421,12 @@ class Engine:
             held=held is not None,
             sealed=sealed,
         )
+        receipt = seal_receipt(
+            receipt, key=self.settings.key, gaps=found, unrecorded=unrecorded if minted else ()
+        )
+        # The sealed receipt is kept: the next epoch of the lane binds its digest.
+        kept = (request, receipt) if minted else (None, None)
+        run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,
             names.EPOCH: epoch,

@@ -13,7 +13,7 @@ from af_otel import names
 from af_otel.model import Request
 from af_otel.processor.engine import CallFacts, Engine
 from af_otel.processor.settings import DEFAULT_RUN_TABLE_BYTES, resolve_settings
-from af_otel.receipts import mint_receipt
+from af_otel.receipts import ReceiptContext, mint_receipt
 from af_otel.semconv import Limits
 
 DOC = "Billing settings are per workspace; admins can change plans. " * 8
@@ -101,6 +101,10 @@ def test_an_evicted_run_comes_back_with_an_exact_receipt_in_a_lane_of_its_own() 
     assert back[names.EPOCH] == 1  # numbered afresh in its new lane, never as epoch 3 of the old
     assert back[names.EPOCH_PARENT] == 0  # no parent it cannot know
     request = Request.from_dict({"messages": history("r", 3), "model": "m", "provider": "openai"})
-    fresh = mint_receipt(request, run_id="r", epoch=1, lane=back[names.EPOCH_LANE])
+    # The same context the span binds (af-2): its gap kinds and unrecorded fields, no scope.
+    context = ReceiptContext(
+        gaps=tuple(back[names.GAPS]), unrecorded=tuple(back[names.RECEIPT_UNRECORDED])
+    )
+    fresh = mint_receipt(request, run_id="r", epoch=1, lane=back[names.EPOCH_LANE], context=context)
     assert back[names.RECEIPT_DIGEST] == fresh.digest
     assert back[names.RECEIPT_MESSAGES_CHAIN] == fresh.messages_chain
