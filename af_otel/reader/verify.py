@@ -153,6 +153,7 @@ class _Recomputer:
 
     def state(self, view: ServedView) -> _State:
         chain: list[ServedView] = []
+        walked: set[int] = set()
         at: ServedView | None = view
         previous: _State | None = None
         while at is not None:
@@ -161,7 +162,7 @@ class _Recomputer:
                 previous = found
                 break
             chain.append(at)
-            at = at.basis_view
+            at = _next_basis(at, walked)
         for step in reversed(chain):
             previous = self._step(step.messages or (), step.system, step.tools, previous)
             if self._own(step):
@@ -243,6 +244,7 @@ class _Recomputer:
         gives its ``added`` entries and says its first ``kept`` are its parent's. Positions no
         receipt on record covers are None; None overall when the view has no usable receipt."""
         chain: list[ServedView] = []
+        walked: set[int] = set()
         at: ServedView | None = view
         known: tuple[str | None, ...] | None = None
         while at is not None:
@@ -254,7 +256,7 @@ class _Recomputer:
             if not (isinstance(receipt, Receipt) and receipt.minted) or receipt.messages_kept == 0:
                 at = None
                 break
-            at = at.basis_view
+            at = _next_basis(at, walked)
         for step in reversed(chain):
             receipt = step.receipt
             if not (isinstance(receipt, Receipt) and receipt.minted):
@@ -267,6 +269,15 @@ class _Recomputer:
             if self._own(step):
                 self._remember(self.recorded, step.epoch, known)
         return known
+
+
+def _next_basis(view: ServedView, walked: set[int]) -> ServedView | None:
+    """The view ``view`` grew from, unless the walk (the ids of the views it passed) already
+    passed it: a record whose parents loop (an epoch re-numbered onto its own parent) is rebuilt
+    from nothing there, so its fields and digest differ instead of the walk never ending."""
+    walked.add(id(view))
+    basis = view.basis_view
+    return None if basis is not None and id(basis) in walked else basis
 
 
 def _recomputer(view: ServedView, key: bytes | None, digits: int) -> _Recomputer:
