@@ -385,6 +385,7 @@ class Engine:
                 digests=run.digests,
                 key=self.settings.key,
                 lane=run.lane,
+                parent_digest=None if parent is None else (parent.digest or ""),
                 context=ReceiptContext(
                     source=facts.source or names.SOURCE_INSTRUMENTATION,
                     scope_name=facts.scope,
