@@ -51,6 +51,9 @@ class ReceiptContext:
     held: str | None = None
 
 
+_NO_CONTEXT: Final = ReceiptContext()
+
+
 def mint_receipt(
     request: Request | Mapping[str, Any],
     *,
@@ -90,19 +93,21 @@ def mint_receipt(
         secret = key_bytes(key) or None
         family = _FAMILY[scheme if scheme is not None else DEFAULT_FAMILY]
         memo = digests if digests is not None else ReceiptDigests()
+        if family == names.SCHEME_PLAIN:
+            bound: dict[str, Any] = {"scheme": _KEYED[family] if secret else family}
+        else:
+            if parent_digest is None:
+                parent_digest = _digest_of(parent)
+            bound = _bound(
+                context or _NO_CONTEXT, parent_digest, key_id(secret) if secret else None
+            )
         with memo.lock:
             hasher = memo.begin(run_id, secret, digits_of(family))
-            receipt = _mint(normalized, run_id, epoch, parent, parent_epoch, memo, hasher, lane)
+            receipt = _mint(
+                normalized, run_id, epoch, parent, parent_epoch, memo, hasher, lane, bound
+            )
             memo.commit()
-        if family == names.SCHEME_PLAIN:
-            receipt = replace(receipt, scheme=_KEYED[family] if secret else family)
-            return replace(receipt, digest=hasher.hash_bytes(digest_preimage(receipt)))
-        if parent_digest is None:
-            parent_digest = _digest_of(parent)
-        receipt = _bind(
-            receipt, context or ReceiptContext(), parent_digest, key_id(secret) if secret else None
-        )
-        if not seal:
+        if not seal and family != names.SCHEME_PLAIN:
             return receipt
         return replace(receipt, digest=hasher.hash_bytes(digest_preimage(receipt)))
     except (RequestShapeError, CanonicalJSONError):
@@ -163,23 +168,20 @@ def _digest_of(parent: int | Receipt) -> str:
     return ""
 
 
-def _bind(
-    receipt: Receipt, context: ReceiptContext, parent_digest: str, key_ident: str | None
-) -> Receipt:
-    keyed = key_ident is not None
-    return replace(
-        receipt,
-        scheme=names.SCHEME_2_HMAC if keyed else names.SCHEME_2,
-        gaps=tuple(context.gaps),
-        unrecorded=tuple(context.unrecorded),
-        source=context.source,
-        scope_name=context.scope_name,
-        scope_version=context.scope_version,
-        base=context.base,
-        held=context.held,
-        parent_digest=parent_digest or None,
-        key_id=key_ident,
-    )
+def _bound(context: ReceiptContext, parent_digest: str, key_ident: str | None) -> dict[str, Any]:
+    """The `Receipt` fields of an af-2 receipt besides its fingerprints."""
+    return {
+        "scheme": names.SCHEME_2_HMAC if key_ident is not None else names.SCHEME_2,
+        "gaps": tuple(context.gaps),
+        "unrecorded": tuple(context.unrecorded),
+        "source": context.source,
+        "scope_name": context.scope_name,
+        "scope_version": context.scope_version,
+        "base": context.base,
+        "held": context.held,
+        "parent_digest": parent_digest or None,
+        "key_id": key_ident,
+    }
 
 
 def _mint(
@@ -190,7 +192,8 @@ def _mint(
     parent_epoch: int,
     memo: ReceiptDigests,
     hasher: _Hasher,
-    lane: str | None = None,
+    lane: str | None,
+    bound: dict[str, Any],
 ) -> Receipt:
     system = memo.pieces(hasher, "system", request.system, keep_body=True)
     entries, messages_size = memo.message_entries(hasher, request.messages)
@@ -205,7 +208,6 @@ def _mint(
         run_id=run_id,
         epoch=epoch,
         parent=parent_epoch,
-        scheme=None,  # set by the caller, which knows the scheme
         model=request.model,
         provider=request.provider,
         system_hash=system_hash,
@@ -223,6 +225,7 @@ def _mint(
         ),
         entries=entries,
         lane=lane,
+        **bound,  # the scheme, and what af-2 binds besides
     )
 
 
