@@ -33,8 +33,9 @@ RECEIPT_BYTES: Final = "af.receipt.bytes"
 # The request fields the instrumentation could not record (bound by the af-2 digest, as af.gaps
 # is; af-1's digest binds neither).
 RECEIPT_UNRECORDED: Final = "af.receipt.unrecorded"
-# af-2 (docs/receipt-spec.md section 12): where the request was read (`wire`: a tap on the HTTP
-# request; `instrumentation`: an instrumentation's record of it), the instrumentation scope that
+# af-2 (docs/receipt-spec.md section 12): where the request was read (`wire`: the HTTP bytes
+# af_otel saw leave; `instrumentation`: what an instrumentation recorded; a span without it reads
+# as the latter, and an af-2 digest binds it), the instrumentation scope that
 # wrote the span as the writer saw it, the digest of the epoch this one grew from (its parent in
 # its lane; left out when there is none), and the id of the key of a keyed receipt.
 RECEIPT_SOURCE: Final = "af.receipt.source"

@@ -28,7 +28,6 @@ batch always reaches ``inner`` whole and ``inner``'s result is returned as it is
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
@@ -36,7 +35,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from af_otel import names
+from af_otel import forksafe, names
 from af_otel.processor import context as run_context
 from af_otel.processor import dedupe
 from af_otel.processor.context import current_run
@@ -62,7 +61,7 @@ class ReceiptSpanExporter(SpanExporter):
         self.engine = Engine(self._settings, deferred=True)
         # SimpleSpanProcessor exports from every application thread at once; one batch at a time
         # keeps a batch's numbering and commit sequence together.
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock(self)
         # Set by a `RunTagger` wrapping the batch processor this exporter is in, or on the first
         # span a tagger recorded.
         self.tagged = False

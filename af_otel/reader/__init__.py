@@ -8,19 +8,25 @@ from __future__ import annotations
 
 from af_otel.reader.fold import KeyedFold
 from af_otel.reader.gaps import SERVED_GAPS, UNGAPPED_FIELDS, Gap, GapKind
+from af_otel.reader.policy import Breach, Gate, Outcome, Policy, judge
 from af_otel.reader.verify import Mismatch, Verdict, VerdictStatus, recompute, verify
 from af_otel.reader.view import ServedView, served_views
 
 __all__ = [
     "SERVED_GAPS",
     "UNGAPPED_FIELDS",
+    "Breach",
     "Gap",
     "GapKind",
+    "Gate",
     "KeyedFold",
     "Mismatch",
+    "Outcome",
+    "Policy",
     "ServedView",
     "Verdict",
     "VerdictStatus",
+    "judge",
     "recompute",
     "served_views",
     "verify",

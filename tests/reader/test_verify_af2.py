@@ -120,6 +120,9 @@ TAMPERS: dict[str, Callable[[Spans], Spans]] = {
     "span's scope changed": lambda s: replace_span(
         s, span_of(s, 2), dataclasses.replace(span_of(s, 2), scope="af_otel")
     ),
+    "span's scope version changed": lambda s: replace_span(
+        s, span_of(s, 2), dataclasses.replace(span_of(s, 2), scope_version="9.9")
+    ),
     "scope version stripped": lambda s: _without(s, 2, names.RECEIPT_SCOPE_VERSION),
     "scope version edited": lambda s: edit(s, 2, af__receipt__scope__version="9.9"),
     "lane edited": lambda s: edit(s, 2, af__epoch__lane="0" * 16),
