@@ -30,13 +30,22 @@ RECEIPT_TOOLS_HASHES: Final = "af.receipt.tools.hashes"
 RECEIPT_TOOLS_FORCED: Final = "af.receipt.tools.forced"
 RECEIPT_PARAMS: Final = "af.receipt.params"
 RECEIPT_BYTES: Final = "af.receipt.bytes"
-# The request fields the instrumentation could not record (not part of the digest, like af.gaps).
+# The request fields the instrumentation could not record (bound by the af-2 digest, as af.gaps
+# is; af-1's digest binds neither).
 RECEIPT_UNRECORDED: Final = "af.receipt.unrecorded"
-# Where the recorded request came from: "wire" (the HTTP bytes af_otel saw leave) or
-# "instrumentation" (what an instrumentation recorded); a span without it reads as the latter.
+# af-2 (docs/receipt-spec.md section 12): where the request was read (`wire`: the HTTP bytes
+# af_otel saw leave; `instrumentation`: what an instrumentation recorded; a span without it reads
+# as the latter, and an af-2 digest binds it), the instrumentation scope that
+# wrote the span as the writer saw it, the digest of the epoch this one grew from (its parent in
+# its lane; left out when there is none), and the id of the key of a keyed receipt.
 RECEIPT_SOURCE: Final = "af.receipt.source"
+RECEIPT_SCOPE_NAME: Final = "af.receipt.scope.name"
+RECEIPT_SCOPE_VERSION: Final = "af.receipt.scope.version"
+RECEIPT_PARENT_DIGEST: Final = "af.receipt.parent_digest"
+RECEIPT_KEY_ID: Final = "af.receipt.key_id"
 SOURCE_WIRE: Final = "wire"
 SOURCE_INSTRUMENTATION: Final = "instrumentation"
+RECEIPT_SOURCES: Final = (SOURCE_WIRE, SOURCE_INSTRUMENTATION)
 # On a call minted from the wire: the fields the instrumentation's own record says otherwise.
 RECORD_DIFFERS: Final = "af.record.differs"
 
@@ -78,9 +87,14 @@ GAP_FORCED_TOOL_SCHEMA: Final = "forced-tool-schema"
 GAP_THINKING_REPLAY: Final = "thinking-replay"
 GAP_UNRECORDED: Final = "unrecorded-field"
 
-# Receipt schemes.
+# Receipt schemes: af-1 (64-bit hashes; read and verified forever) and af-2 (256-bit hashes, a
+# digest that binds the verdict's inputs and the parent epoch's digest), each plain or keyed.
 SCHEME_PLAIN: Final = "af-1"
 SCHEME_HMAC: Final = "af-1-hmac"
+SCHEME_2: Final = "af-2"
+SCHEME_2_HMAC: Final = "af-2-hmac"
+SCHEMES: Final = (SCHEME_PLAIN, SCHEME_HMAC, SCHEME_2, SCHEME_2_HMAC)
+KEYED_SCHEMES: Final = frozenset({SCHEME_HMAC, SCHEME_2_HMAC})
 
 # The metric for alerting without span metrics: OTel counter, exported to Prometheus as
 # `af_otel_receipts_total` with labels `state` and `reason`.
@@ -97,6 +111,8 @@ METRIC_ATTR_VERDICT: Final = "verdict"
 ENV_STORE: Final = "AF_OTEL_STORE"  # store URL or directory; default ./.af_otel/store
 ENV_KEY: Final = "AF_OTEL_KEY"  # HMAC secret for keyed receipts
 ENV_KEY_FILE: Final = "AF_OTEL_KEY_FILE"  # file holding the HMAC secret
+# A key ring for verifying (rotation): a file of secrets, one a line; each key's id is derived.
+ENV_KEY_RING: Final = "AF_OTEL_KEY_RING"
 DEFAULT_STORE: Final = "./.af_otel/store"
 DEFAULT_INLINE_LIMIT: Final = 1024
 

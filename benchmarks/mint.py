@@ -168,8 +168,10 @@ def _sha_input(requests: list[Request], *, memo: bool) -> list[int]:
     real = memo_module.salted_hash
     fed = [0]
 
-    def counting(salt: str, *, key: bytes | str | None = None) -> Callable[[str | bytes], str]:
-        hash_text = real(salt, key=key)
+    def counting(
+        salt: str, *, key: bytes | str | None = None, digits: int = 16
+    ) -> Callable[[str | bytes], str]:
+        hash_text = real(salt, key=key, digits=digits)
         prefix = len(salt.encode("utf-8", "surrogatepass")) + 1
 
         def counted(data: str | bytes) -> str:

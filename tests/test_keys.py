@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from af_otel import names
+from af_otel.canonical import key_id
 from af_otel.cli import main
-from af_otel.keys import KeyProblem, find_key
+from af_otel.keys import KeyProblem, KeyRing, find_key, find_keys
 from af_otel.processor import settings as settings_module
 from af_otel.processor.settings import resolve_settings
 from af_otel.store import LocalStore
@@ -22,6 +23,7 @@ from tests.reader.recordings import agent, file_recorder
 def _no_key_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(names.ENV_KEY, raising=False)
     monkeypatch.delenv(names.ENV_KEY_FILE, raising=False)
+    monkeypatch.delenv(names.ENV_KEY_RING, raising=False)
     monkeypatch.setattr(settings_module, "_warned", set())
 
 
@@ -74,3 +76,31 @@ def test_the_reader_stops_naming_the_file(
     monkeypatch.setenv(names.ENV_KEY_FILE, str(tmp_path / "missing"))
     assert main(["verify", str(traces), "--store", str(tmp_path / "store")]) == 2
     assert f"{names.ENV_KEY_FILE}={tmp_path / 'missing'}" in capsys.readouterr().err
+
+
+def test_rotated_keys_verify_from_a_ring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs keyed before and after a rotation verify together with both keys, as repeated
+    --key-file or as the ring file AF_OTEL_KEY_RING; with one key, the other run's key id is named
+    and the command exits 2."""
+    store = LocalStore(tmp_path / "store")
+    for name, key in (("old", "key-before-rotation"), ("new", "key-after-rotation")):
+        with file_recorder(tmp_path / f"{name}.jsonl", store, key=key) as recorder:
+            agent(recorder, f"run-{name}", 2)
+        (tmp_path / name).write_text(key + "\n")
+    traces = tmp_path / "both.jsonl"
+    traces.write_bytes(
+        (tmp_path / "old.jsonl").read_bytes() + (tmp_path / "new.jsonl").read_bytes()
+    )
+    common = ["verify", str(traces), "--store", str(tmp_path / "store")]
+    both = ["--key-file", str(tmp_path / "old"), "--key-file", str(tmp_path / "new")]
+    assert main([*common, *both]) == 0
+    capsys.readouterr()
+    assert main([*common, "--key-file", str(tmp_path / "new")]) == 2
+    assert key_id("key-before-rotation") in capsys.readouterr().err
+    ring = tmp_path / "ring"
+    ring.write_text("key-before-rotation\n\nkey-after-rotation\n")
+    monkeypatch.setenv(names.ENV_KEY_RING, str(ring))
+    assert main(common) == 0
+    assert find_keys() == KeyRing((b"key-before-rotation", b"key-after-rotation"))

@@ -22,7 +22,7 @@ from af_otel.audit.rows import span_from_json_row, span_from_row
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources.decoders import Problem
-from af_otel.reader.verify import Verdict, verify
+from af_otel.reader.verify import KeyArg, Verdict, verify
 from af_otel.reader.view import ServedView, served_views
 from af_otel.store import Store, open_store
 
@@ -128,7 +128,7 @@ def _result(view: ServedView, verdict: Verdict, span: SpanRecord | None, source:
 
 
 def audit_run(
-    records: Sequence[SpanRecord], store: Store, key: bytes | None, source: str
+    records: Sequence[SpanRecord], store: Store, key: KeyArg, source: str
 ) -> list[CallResult]:
     """The result of every LLM call among ``records`` (one run's spans, or any spans: they are
     grouped as the reader groups them), in the order ``verify`` lists them."""
@@ -155,7 +155,7 @@ def batched(runs: Iterable[RunRows], rows: int = BATCH_ROWS) -> Iterator[tuple[R
 
 
 def _audit_batch(
-    runs: tuple[RunRows, ...], store: Store, key: bytes | None, source: str, lenient: bool
+    runs: tuple[RunRows, ...], store: Store, key: KeyArg, source: str, lenient: bool
 ) -> Batch:
     results: list[CallResult] = []
     problems: list[str] = []
@@ -170,7 +170,7 @@ def _audit_batch(
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(store_url: str, key: bytes | None, source: str, lenient: bool) -> None:
+def _start_worker(store_url: str, key: KeyArg, source: str, lenient: bool) -> None:
     _WORKER.update(store=open_store(store_url), key=key, source=source, lenient=lenient)
 
 
@@ -184,7 +184,7 @@ def audit_batches(
     runs: Iterable[RunRows],
     store: Store,
     *,
-    key: bytes | None = None,
+    key: KeyArg = None,
     source: str,
     workers: int = 1,
     lenient: bool = False,

@@ -27,7 +27,7 @@ from af_otel import names
 from af_otel.cli import EXIT_PIPE
 from af_otel.cli.report import FOLD_CHARS, held_shown, json_text, render_report, show_part
 from af_otel.errors import AfOtelError, ReaderError, StoreError
-from af_otel.keys import KeyProblem, find_key
+from af_otel.keys import KeyProblem, KeyRing, find_keys
 from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import SERVED_GAPS, gap_why
 from af_otel.reader.gc_pause import collector_paused
@@ -55,7 +55,7 @@ from af_otel.reader.sources import (
 from af_otel.reader.sources.tempo import DEFAULT_QUERY as TEMPO_QUERY
 from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT as SEARCH_LIMIT
 from af_otel.reader.verdict_json import SCHEMA, summary_json, verdict_json
-from af_otel.reader.verify import Verdict, VerdictStatus, verify
+from af_otel.reader.verify import KeyArg, Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
 from af_otel.store import Store, open_store
 
@@ -240,11 +240,14 @@ def policy_from_args(args: argparse.Namespace) -> Policy:
 
 
 def add_key_options(parser: argparse.ArgumentParser) -> None:
-    """``--key-file``: the option every command that checks keyed receipts takes."""
+    """``--key-file``: the option every command that checks keyed receipts takes (repeat it for
+    keys rotated over time: each af-2 receipt names its key's id)."""
     parser.add_argument(
         "--key-file",
         metavar="PATH",
-        help=f"secret of keyed receipts (default ${names.ENV_KEY} or ${names.ENV_KEY_FILE})",
+        action="append",
+        help=f"secret of keyed receipts, repeatable (default ${names.ENV_KEY} or "
+        f"${names.ENV_KEY_FILE}; ${names.ENV_KEY_RING}: a file of secrets, one a line)",
     )
 
 
@@ -317,11 +320,12 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 # -- reading -----------------------------------------------------------------------------------
 
 
-def key_from_args(args: argparse.Namespace) -> bytes | None:
-    """The key of keyed receipts (`af_otel.keys.find_key`): ``--key-file``, else
-    ``$AF_OTEL_KEY``, else the file ``$AF_OTEL_KEY_FILE`` names; None when none is given.
-    Raises `ReaderError` naming the option or variable when a named file cannot be read."""
-    found = find_key(getattr(args, "key_file", None))
+def key_from_args(args: argparse.Namespace) -> KeyRing | None:
+    """The keys of keyed receipts (`af_otel.keys.find_keys`): each ``--key-file``, else
+    ``$AF_OTEL_KEY``, else the file ``$AF_OTEL_KEY_FILE`` names; with the secrets of
+    ``$AF_OTEL_KEY_RING``; None when none is given. Raises `ReaderError` naming the option or
+    variable when a named file cannot be read."""
+    found = find_keys(getattr(args, "key_file", None) or ())
     if isinstance(found, KeyProblem):
         raise ReaderError(str(found))
     return found
@@ -549,7 +553,7 @@ def load_views(args: argparse.Namespace) -> Loaded:
     return Loaded(views, records, where, store, tuple(stream.notes))
 
 
-def verify_all(views: Sequence[ServedView], key: bytes | None) -> list[Verdict]:
+def verify_all(views: Sequence[ServedView], key: KeyArg) -> list[Verdict]:
     return list(verify(Progress("verifying").over(views, len(views)), key=key))
 
 
@@ -713,7 +717,7 @@ def served_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def verdicts_or_none(views: Sequence[ServedView], key: bytes | None) -> list[Verdict | None]:
+def verdicts_or_none(views: Sequence[ServedView], key: KeyArg) -> list[Verdict | None]:
     """Verdicts where they can be had: a keyed receipt without its key is left unchecked."""
     out: list[Verdict | None] = []
     with collector_paused():

@@ -27,7 +27,7 @@ import os
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from af_otel import forksafe, names
@@ -40,7 +40,7 @@ from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
 from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
-from af_otel.receipts import Receipt, mint_receipt
+from af_otel.receipts import Receipt, ReceiptContext, mint_receipt, seal_receipt
 from af_otel.semconv import Convention, Limits, Recorded, is_llm_call, ledger, record_of, responses
 from af_otel.semconv.adapted import CUT_COUNT, CUT_LENGTH
 from af_otel.store.items import StoredItems
@@ -62,6 +62,10 @@ class CallFacts:
     end_time: int
     attributes: Mapping[str, Any]
     scope: str | None = None
+    scope_version: str | None = None
+    # Where the request was read: `wire` (a tap on the HTTP request) or None (an instrumentation's
+    # record), bound by the receipt as af.receipt.source.
+    source: str | None = None
     dropped: bool = False
     run_unknown: bool = False  # the exporter cannot tell which `af_otel.run` the call was in
     # The span limits the attributes were recorded under (None: the request does not come from
@@ -302,6 +306,7 @@ class Engine:
             differs = wire_source.record_differs(request, sent.request)
             request, unrecorded, direct, reason = sent.request, sent.unread, sent.direct, None
             shown, sealed, scanned, prefix = None, None, None, None
+            facts = replace(facts, source=names.SOURCE_WIRE)  # the af-2 digest binds it
         # State the server holds for this call (the Responses API's previous_response_id).
         held = responses.held_history(facts.attributes, request, facts.name, scanned)
         if sent is not None:  # the body itself says
@@ -341,8 +346,9 @@ class Engine:
                 prefix=prefix,
                 keep_inline=keep_inline,
             )
-            enrichment.attributes[names.RECEIPT_SOURCE] = (
-                wire_source.SOURCE_WIRE if sent is not None else wire_source.SOURCE_INSTRUMENTATION
+            # A minted af-2 receipt wrote (and bound) its source; any other call says it here.
+            enrichment.attributes.setdefault(
+                names.RECEIPT_SOURCE, facts.source or names.SOURCE_INSTRUMENTATION
             )
             if differs:
                 enrichment.attributes[names.RECORD_DIFFERS] = list(differs)
@@ -400,6 +406,15 @@ class Engine:
                 digests=run.digests,
                 key=self.settings.key,
                 lane=run.lane,
+                parent_digest=None if parent is None else (parent.digest or ""),
+                context=ReceiptContext(
+                    source=facts.source or names.SOURCE_INSTRUMENTATION,
+                    scope_name=facts.scope,
+                    scope_version=facts.scope_version,
+                    base=run.base.address if run.base is not None else None,
+                    held=held,
+                ),
+                seal=False,  # the digest binds the gaps, known below
             )
         events: list[tuple[str, dict[str, Any]]] = []
         mode = self.settings.write_mode(on_span)
@@ -413,8 +428,6 @@ class Engine:
                     how = "inline" if keep_inline(change) else "store"
                 commit = commits.event_attributes(change, seq, self.settings, how, self.items)
                 events.append((names.COMMIT_EVENT, commit))
-        kept = (request, receipt) if minted else (None, None)
-        run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
         # A payload the store refused leaves its commit without value or ref: this epoch's
         # changes are incomplete, so the span says `no-run-log` itself, not only the reader.
         lost = mode != "none" and any(
@@ -434,6 +447,12 @@ class Engine:
             held=held is not None,
             sealed=sealed,
         )
+        receipt = seal_receipt(
+            receipt, key=self.settings.key, gaps=found, unrecorded=unrecorded if minted else ()
+        )
+        # The sealed receipt is kept: the next epoch of the lane binds its digest.
+        kept = (request, receipt) if minted else (None, None)
+        run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,
             names.EPOCH: epoch,

@@ -36,6 +36,7 @@ from af_otel import forksafe, names
 from af_otel.processor import export_gaps
 from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for, error_enrichment
 from af_otel.processor.guard import guard, settle
+from af_otel.processor.processor import scope_version
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
 from af_otel.semconv import record_of
 from af_otel.semconv.genai import SLOTS
@@ -167,6 +168,7 @@ def live_facts(
         end_time=time.time_ns(),
         attributes=attributes,
         scope=scope,
+        scope_version=scope_version(span),
         dropped=dropped,
     )
 

@@ -152,6 +152,7 @@ def facts_of(
         end_time=span.end_time or 0,
         attributes=recorded.attributes if recorded is not None else span.attributes or {},
         scope=scope_name(span),
+        scope_version=scope_version(span),
         dropped=bool(span.dropped_attributes or span.dropped_events),
         run_unknown=run_unknown,
         limits=limits_of(span),
@@ -163,6 +164,12 @@ def facts_of(
 def scope_name(span: ReadableSpan) -> str | None:
     scope = span.instrumentation_scope
     return scope.name if scope is not None else None
+
+
+def scope_version(span: Any) -> str | None:
+    """The version of the span's instrumentation scope, when it names one (af-2 binds it)."""
+    version = getattr(getattr(span, "instrumentation_scope", None), "version", None)
+    return version if isinstance(version, str) and version else None
 
 
 def parent_key(span: ReadableSpan) -> tuple[int, int] | None:

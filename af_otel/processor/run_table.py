@@ -29,24 +29,32 @@ MAX_RUNS: Final = 10_000
 MAX_BYTES: Final = 256 * 1024 * 1024
 # What one run costs beyond its history (locks, memo records, the finished-call list).
 RUN_OVERHEAD: Final = 4096
-FINISHED_OVERHEAD: Final = 160
+# A record's own slots plus its af-2 digest (a 64-character string), which it keeps for life.
+FINISHED_OVERHEAD: Final = 280
 IDLE_SECONDS: Final = 3600.0
 STATE_DEPTH: Final = 16
 HISTORY_DEPTH: Final = 256
 
 
 class Finished:
-    """One finished call: when it ended, and (while recent) what it was sent and its receipt.
-    Its messages and entries are the first ``count`` of its `History`'s, which later calls that
-    extend it share (`RunState.finish`)."""
+    """One finished call: when it ended, its receipt's digest (for life: a later call that grows
+    from it binds it, docs/receipt-spec.md §12.3), and (while recent) what it was sent and its
+    receipt. Its messages and entries are the first ``count`` of its `History`'s, which later
+    calls that extend it share (`RunState.finish`)."""
 
-    __slots__ = ("_history", "_receipt", "_request", "count", "end_time", "epoch")
+    __slots__ = ("_history", "_receipt", "_request", "count", "digest", "end_time", "epoch")
 
     def __init__(
-        self, end_time: int, epoch: int, request: Request | None, receipt: Receipt | None
+        self,
+        end_time: int,
+        epoch: int,
+        request: Request | None,
+        receipt: Receipt | None,
+        digest: str | None = None,
     ) -> None:
         self.end_time = end_time
         self.epoch = epoch
+        self.digest = receipt.digest if receipt is not None else digest
         entries = receipt.entries if receipt is not None else None
         self._history = History(request.messages, entries) if request is not None else None
         self.count = len(request.messages) if request is not None else 0
@@ -82,8 +90,8 @@ class Finished:
         return self._history.messages, self.count
 
     def forget(self) -> Finished:
-        """The record without its request and receipt."""
-        return Finished(self.end_time, self.epoch, None, None)
+        """The record without its request and receipt (its digest stays)."""
+        return Finished(self.end_time, self.epoch, None, None, self.digest)
 
 
 def _first(items: tuple[Any, ...], count: int) -> tuple[Any, ...]:

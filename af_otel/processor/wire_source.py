@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from opentelemetry import trace
 
-from af_otel import names
 from af_otel.model import Request
 from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.processor import commits
@@ -25,9 +24,6 @@ from af_otel.processor.settings import Settings
 from af_otel.wire import SENT, read_body
 from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
-
-SOURCE_WIRE: Final = names.SOURCE_WIRE
-SOURCE_INSTRUMENTATION: Final = names.SOURCE_INSTRUMENTATION
 
 
 def current_key() -> tuple[int, int] | None:

@@ -241,6 +241,24 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "enters the digest like the epoch.",
         "receipt.entries": "held in memory by the writer only and never exported; the chain, "
         "kept and added fields stand for it on the record.",
+        # what an af-2 digest binds besides the request (docs/receipt-spec.md section 12)
+        "receipt.gaps": "the gap kinds the writer set (af.gaps), bound by the af-2 digest: a "
+        "claim about the record, checked as a whole, not a fact about the request.",
+        "receipt.unrecorded": "the fields the writer's instrumentation does not record, bound by "
+        "the af-2 digest; the unrecorded-field gap is raised from it.",
+        "receipt.source": "where the writer read the request (wire or instrumentation), bound by "
+        "the af-2 digest; it says who saw the request, not what was sent.",
+        "receipt.scope_name": "the instrumentation scope the writer saw, bound by the af-2 digest "
+        "and compared with the span's own scope.",
+        "receipt.scope_version": "the version of that scope, bound by the af-2 digest.",
+        "receipt.parent_digest": "the digest of the epoch this one grew from, bound by the af-2 "
+        "digest and compared with that epoch's when it is on record.",
+        "receipt.key_id": "the id of the key of a keyed af-2 receipt, bound by its digest; it "
+        "picks the key from a key ring.",
+        "receipt.base": "the run's base address (af.run.base), bound by the af-2 digest; the "
+        "no-fold-base gap is raised when that base is not in the store.",
+        "receipt.held": "the held-history note (af.held_history), bound by the af-2 digest; the "
+        "server-held-history gap is raised from it.",
         # view fields
         "view.run_id": "read straight off the span; the salt every recomputed hash uses.",
         "view.epoch": "read straight off the span; it enters the digest. In a run several writers "

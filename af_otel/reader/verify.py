@@ -11,6 +11,12 @@ One field is a claim rather than a value: ``messages.kept`` says that the first 
 the parent's. The writer counts them only while it still holds the parent's receipt and writes 0
 otherwise, so the reader checks the claim (the rebuilt entries and the rebuilt parent's agree that
 far) and splits ``added`` where the claim says, instead of requiring its own maximal count.
+
+An af-2 receipt is checked before its fields are compared (docs/receipt-spec.md §12.5): its digest
+must recompute from the span's own attributes (the fingerprints and what the digest binds besides:
+gap kinds, unrecorded fields, scope, lane, source, parent digest, key id), the scope it names must
+be the span's, and the parent epoch on record must carry the digest it bound. Any of these failing
+is damage, which no gap excuses: the record contradicts itself.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias, overload
 
 from af_otel import names
-from af_otel.canonical import canonical_json, salted_hash
+from af_otel.canonical import canonical_json, digits_of, key_id, salted_hash
 from af_otel.errors import ReaderError
+from af_otel.keys import KeyRing
 from af_otel.model import FrozenDict, forced_tool
 from af_otel.reader.arguments import first_of, only
 from af_otel.reader.fold import ChainedTuple
@@ -33,11 +40,13 @@ from af_otel.reader.gc_pause import collector_paused
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.view import RunContext, ServedView, served_views
 from af_otel.receipts import (
+    MalformedReceipt,
     Receipt,
     chain_start,
     chain_step,
     digest_preimage,
     list_bytes,
+    receipt_digest,
     request_bytes,
 )
 from af_otel.store import Store
@@ -49,6 +58,8 @@ __all__ = ["Mismatch", "Verdict", "VerdictStatus", "recompute", "verify"]
 STATES_KEPT: Final = 64
 Looks = Literal["cut", "altered"]
 StoreArg: TypeAlias = Store | str | os.PathLike[str] | None
+# One key, or a ring of them (rotation), for keyed receipts.
+KeyArg: TypeAlias = bytes | str | KeyRing | None
 
 
 class VerdictStatus(enum.StrEnum):
@@ -135,9 +146,10 @@ class _State:
 class _Recomputer:
     """Recomputed states of one run under one key, bounded (`STATES_KEPT`)."""
 
-    def __init__(self, context: RunContext, key: bytes | None) -> None:
+    def __init__(self, context: RunContext, key: bytes | None, digits: int) -> None:
         self.context = context
-        self.hash = salted_hash(context.run_id or "", key=key)
+        self.digits = digits
+        self.hash = salted_hash(context.run_id or "", key=key, digits=digits)
         self.states: OrderedDict[int, _State] = OrderedDict()
         self.recorded: OrderedDict[int, tuple[str | None, ...] | None] = OrderedDict()
         self.base: _State | None = None
@@ -153,6 +165,7 @@ class _Recomputer:
 
     def state(self, view: ServedView) -> _State:
         chain: list[ServedView] = []
+        walked: set[int] = set()
         at: ServedView | None = view
         previous: _State | None = None
         while at is not None:
@@ -161,7 +174,7 @@ class _Recomputer:
                 previous = found
                 break
             chain.append(at)
-            at = at.basis_view
+            at = _next_basis(at, walked)
         for step in reversed(chain):
             previous = self._step(step.messages or (), step.system, step.tools, previous)
             if self._own(step):
@@ -243,6 +256,7 @@ class _Recomputer:
         gives its ``added`` entries and says its first ``kept`` are its parent's. Positions no
         receipt on record covers are None; None overall when the view has no usable receipt."""
         chain: list[ServedView] = []
+        walked: set[int] = set()
         at: ServedView | None = view
         known: tuple[str | None, ...] | None = None
         while at is not None:
@@ -254,7 +268,7 @@ class _Recomputer:
             if not (isinstance(receipt, Receipt) and receipt.minted) or receipt.messages_kept == 0:
                 at = None
                 break
-            at = at.basis_view
+            at = _next_basis(at, walked)
         for step in reversed(chain):
             receipt = step.receipt
             if not (isinstance(receipt, Receipt) and receipt.minted):
@@ -269,13 +283,22 @@ class _Recomputer:
         return known
 
 
-def _recomputer(view: ServedView, key: bytes | None) -> _Recomputer:
+def _next_basis(view: ServedView, walked: set[int]) -> ServedView | None:
+    """The view ``view`` grew from, unless the walk (the ids of the views it passed) already
+    passed it: a record whose parents loop (an epoch re-numbered onto its own parent) is rebuilt
+    from nothing there, so its fields and digest differ instead of the walk never ending."""
+    walked.add(id(view))
+    basis = view.basis_view
+    return None if basis is not None and id(basis) in walked else basis
+
+
+def _recomputer(view: ServedView, key: bytes | None, digits: int) -> _Recomputer:
     context = view.context
     with context.lock:
-        found = context.memo.get(("verify", key))
+        found = context.memo.get(("verify", key, digits))
         if not isinstance(found, _Recomputer):
-            found = _Recomputer(context, key)
-            context.memo[("verify", key)] = found
+            found = _Recomputer(context, key, digits)
+            context.memo[("verify", key, digits)] = found
         return found
 
 
@@ -300,17 +323,21 @@ def _basis(view: ServedView, worker: _Recomputer) -> Sequence[str] | None:
     return worker.state(parent).entries
 
 
-def recompute(
-    view: ServedView, *, key: bytes | str | None = None, kept: int | None = None
-) -> Receipt:
+def recompute(view: ServedView, *, key: KeyArg = None, kept: int | None = None) -> Receipt:
     """The receipt the view's request gets, recomputed from the view alone.
 
     ``kept`` is the claim to split ``messages.added`` at (checked by `verify`); without it the
     maximal count against the parent's rebuilt entries is used, as the writer computes it."""
-    secret = key.encode("utf-8") if isinstance(key, str) else key
     if not view.run_id:
         raise ReaderError(f"span {view.span_id} names no run: there is no salt to recompute with")
-    worker = _recomputer(view, secret)
+    recorded = view.receipt if isinstance(view.receipt, Receipt) else None
+    if isinstance(key, KeyRing):
+        keyed = recorded is not None and recorded.minted and recorded.keyed
+        secret = _key_for(view, recorded, key) if keyed and recorded else None
+    else:
+        secret = key.encode("utf-8") if isinstance(key, str) else key
+    scheme = recorded.scheme if recorded is not None and recorded.scheme else names.SCHEME_2
+    worker = _recomputer(view, secret, digits_of(scheme))
     with view.context.lock:
         state = worker.state(view)
         basis = _basis(view, worker)
@@ -342,6 +369,7 @@ def _receipt(
         system=state.system_sums[2] if view.system else None,
         tools=state.tool_sums[1] if view.tools else None,
     )
+    scheme = _scheme(recorded, secret)
     receipt = Receipt(
         state="minted",
         run_id=view.run_id or "",
@@ -350,7 +378,7 @@ def _receipt(
         epoch=recorded.epoch if recorded is not None else view.epoch,
         parent=recorded.parent if recorded is not None else view.parent,
         lane=recorded.lane if recorded is not None else None,
-        scheme=names.SCHEME_HMAC if secret is not None else names.SCHEME_PLAIN,
+        scheme=scheme,
         model=model,
         provider=provider,
         system_hash=state.system_sums[1],
@@ -366,19 +394,55 @@ def _receipt(
         bytes=size,
         entries=tuple(entries) if with_entries else None,
     )
+    if receipt.binds_context and recorded is not None:
+        # What af-2 binds besides the request is a claim of the span (checked by the digest of
+        # the span's own attributes in `verify`), not something a rebuild recomputes.
+        receipt = replace(
+            receipt,
+            gaps=recorded.gaps,
+            unrecorded=recorded.unrecorded,
+            source=recorded.source,
+            scope_name=recorded.scope_name,
+            scope_version=recorded.scope_version,
+            parent_digest=recorded.parent_digest,
+            key_id=recorded.key_id,
+            base=recorded.base,
+            held=recorded.held,
+        )
     return replace(receipt, digest=worker.hash(digest_preimage(receipt)))
 
 
-def _key_for(view: ServedView, receipt: Receipt, key: bytes | str | None) -> bytes | None:
-    if receipt.scheme != names.SCHEME_HMAC:
+def _scheme(recorded: Receipt | None, secret: bytes | None) -> str:
+    """The scheme to recompute in: the recorded receipt's, else af-2 (keyed when a key is given)."""
+    if recorded is not None and recorded.scheme in names.SCHEMES:
+        return recorded.scheme
+    return names.SCHEME_2_HMAC if secret is not None else names.SCHEME_2
+
+
+def _key_for(view: ServedView, receipt: Receipt, key: KeyArg) -> bytes | None:
+    """The key a keyed receipt is checked with: the one of ``key`` (a key or a ring) whose id is
+    the receipt's ``af.receipt.key_id`` (af-2); for af-1, which names no key, the ring's key under
+    which the recorded digest recomputes (else its first). Raises `ReaderError` when no key is
+    given, or none given has the receipt's key id."""
+    if not receipt.keyed:
         return None
-    if key is None:
+    where = f"epoch {view.epoch} of run {view.run_id} ({view.origin or view.span_id})"
+    ring = key if isinstance(key, KeyRing) else KeyRing.of(() if key is None else (key,))
+    if not ring.keys:
         raise ReaderError(
-            f"epoch {view.epoch} of run {view.run_id} ({view.origin or view.span_id}) has a keyed "
-            f"receipt ({names.SCHEME_HMAC}); pass its key (or set {names.ENV_KEY} / "
-            f"{names.ENV_KEY_FILE})"
+            f"{where} has a keyed receipt ({receipt.scheme}); pass its key (or set "
+            f"{names.ENV_KEY} / {names.ENV_KEY_FILE} / {names.ENV_KEY_RING})"
         )
-    return key.encode("utf-8") if isinstance(key, str) else key
+    if receipt.scheme == names.SCHEME_HMAC:
+        matching = (k for k in ring.keys if receipt_digest(receipt, key=k) == receipt.digest)
+        return next(matching, ring.keys[0])
+    found = ring.find(receipt.key_id or "")
+    if found is None:
+        raise ReaderError(
+            f"{where} was keyed with key id {receipt.key_id}, and no key given has that id "
+            f"(given: {', '.join(ring.ids)}); pass that key, unless the id on the span was edited"
+        )
+    return found
 
 
 def _first_difference(
@@ -426,25 +490,96 @@ _FIELDS: Final = (
 )
 
 
+def _self_check(view: ServedView, receipt: Receipt, secret: bytes | None) -> Verdict | str | None:
+    """The af-2 checks that need no rebuild (docs/receipt-spec.md §12.5): a `damaged` verdict
+    when the span's receipt contradicts itself, its span or its parent epoch; else what could not
+    be checked (the parent epoch not on record), or None."""
+
+    def damaged(field: str, reason: str, recorded: Any = None, found: Any = None) -> Verdict:
+        mismatch = Mismatch(field, recorded, found)
+        return Verdict(
+            VerdictStatus.DAMAGED,
+            view.run_id,
+            view.epoch,
+            view.span_id,
+            reason,
+            field=field,
+            looks="altered",
+            mismatches=(mismatch,),
+        )
+
+    if receipt_digest(receipt, key=secret) != receipt.digest:
+        return damaged(
+            "digest",
+            "digest does not recompute from the span's own receipt attributes: one it binds "
+            "(a fingerprint, af.gaps, the unrecorded fields, scope, lane, source, parent digest "
+            "or key id) was stripped or edited",
+            receipt.digest,
+        )
+    if receipt.keyed and secret is not None and key_id(secret) != receipt.key_id:
+        return damaged("key_id", "key_id is not the id of the key it verifies under")
+    scope = view.recorded_by
+    if scope and receipt.scope_name and scope != receipt.scope_name:
+        return damaged(
+            "scope.name",
+            f"the span's instrumentation scope is {scope!r}, its receipt was minted for "
+            f"{receipt.scope_name!r}",
+            receipt.scope_name,
+            scope,
+        )
+    version = view.scope_version
+    if version and receipt.scope_version and version != receipt.scope_version:
+        return damaged(
+            "scope.version",
+            f"the span's instrumentation scope version is {version!r}, its receipt was minted "
+            f"for {receipt.scope_version!r}",
+            receipt.scope_version,
+            version,
+        )
+    bound = receipt.parent_digest or ""
+    if view.basis == 0:
+        if bound:
+            return damaged("parent_digest", "parent_digest is set on an epoch with no parent")
+        return None
+    parent = view.basis_view
+    if parent is None:
+        return f"its parent epoch {receipt.parent} is not on record to check the chain against"
+    if not bound:
+        return (
+            f"its writer held only the number of its parent epoch {receipt.parent}, not its digest"
+        )
+    found = parent.receipt
+    if isinstance(found, MalformedReceipt):
+        return f"its parent epoch's receipt does not read ({found.reason})"
+    expected = (found.digest or "") if isinstance(found, Receipt) and found.minted else ""
+    if bound != expected:  # a bound digest and a parent without one is a mismatch too
+        return damaged(
+            "parent_digest",
+            f"parent_digest differs from the digest of its parent epoch {receipt.parent} on "
+            "record: an epoch of the lane was removed, replaced or reordered",
+            bound,
+            expected,
+        )
+    return None
+
+
 def _excuse(gaps: Sequence[Gap], field: str) -> str | None:
     return next((g.kind for g in gaps if g.excuses and covers(g.fields, field)), None)
 
 
 @overload
-def verify(
-    view: ServedView, *, key: bytes | str | None = None, store: StoreArg = None
-) -> Verdict: ...
+def verify(view: ServedView, *, key: KeyArg = None, store: StoreArg = None) -> Verdict: ...
 @overload
 def verify(
     view: Iterable[ServedView] | Iterable[SpanRecord],
     *,
-    key: bytes | str | None = None,
+    key: KeyArg = None,
     store: StoreArg = None,
 ) -> tuple[Verdict, ...]: ...
 def verify(
     view: ServedView | Iterable[ServedView] | Iterable[SpanRecord],
     *,
-    key: bytes | str | None = None,
+    key: KeyArg = None,
     store: StoreArg = None,
 ) -> Verdict | tuple[Verdict, ...]:
     """Recompute every receipt field from ``view`` and compare: `verified` (every field recomputes
@@ -452,8 +587,9 @@ def verify(
     excused by a gap, or a partial record) or `damaged` (the first unexcused field, with the
     message index and whether the rebuild looks cut or altered).
 
-    ``key`` is the HMAC secret for keyed (``af-1-hmac``) receipts; a keyed receipt without it
-    raises `ReaderError`, as does a view of a span that names no run.
+    ``key`` is the HMAC secret for keyed (``af-1-hmac``, ``af-2-hmac``) receipts, or a `KeyRing`
+    of several (an af-2 receipt names its key's id); a keyed receipt without its key raises
+    `ReaderError`, as does a view of a span that names no run.
 
     Given views (``served_views(...)``) or span records (``read_spans(path)``) instead of one
     view, returns one verdict a call, in view order; spans are rebuilt with ``store`` first
@@ -495,10 +631,19 @@ def _with_facts(view: ServedView, verdict: Verdict) -> Verdict:
     )
 
 
-def _judged(view: ServedView, key: bytes | str | None) -> Verdict:
+def _judged(view: ServedView, key: KeyArg) -> Verdict:
     """The verdict on one view, without the call's facts (`_with_facts` adds them)."""
     receipt = view.receipt
     run_id, epoch, span_id = view.run_id, view.epoch, view.span_id
+    if isinstance(receipt, MalformedReceipt) and receipt.af2:
+        return Verdict(
+            VerdictStatus.DAMAGED,
+            run_id,
+            epoch,
+            span_id,
+            f"the af-2 receipt does not read ({receipt.reason}): a writer never writes one so",
+            field="receipt",
+        )
     if not (isinstance(receipt, Receipt) and receipt.minted):
         no_receipt = view.gap(names.GAP_NO_RECEIPT)
         why = no_receipt.detail if no_receipt is not None else "no receipt"
@@ -514,7 +659,25 @@ def _judged(view: ServedView, key: bytes | str | None) -> Verdict:
             "the span names no run, so there is no salt to recompute its receipt with",
         )
     secret = _key_for(view, receipt, key)
-    worker = _recomputer(view, secret)
+    verdict = _compare(view, receipt, secret)
+    if not receipt.binds_context or verdict.status is VerdictStatus.DAMAGED:
+        return verdict  # a field that differs is named before the digest over all of them
+    broken = _self_check(view, receipt, secret)
+    if isinstance(broken, Verdict):
+        return broken
+    if broken is not None and verdict.status is VerdictStatus.VERIFIED:
+        return replace(
+            verdict,
+            status=VerdictStatus.RECONSTRUCTED,
+            reason=f"every receipt field recomputes, but {broken}",
+        )
+    return verdict
+
+
+def _compare(view: ServedView, receipt: Receipt, secret: bytes | None) -> Verdict:
+    """Every receipt field recomputed from the view and compared with the recorded one."""
+    run_id, epoch, span_id = view.run_id, view.epoch, view.span_id
+    worker = _recomputer(view, secret, digits_of(receipt.scheme or names.SCHEME_PLAIN))
     with view.context.lock:
         state = worker.state(view)
         basis = _basis(view, worker)

@@ -28,7 +28,8 @@ every mint, so a value that stops repeating is gone after the next call)::
     retained() <= S + T + 2 * M + 3
 
 where S, M, T are those of the last completed mint of the run (0 before the first). An unreadable
-call changes only the generations, never past that bound. A new run id (or key) starts fresh.
+call changes only the generations, never past that bound. A new run id (key, or scheme) starts
+fresh.
 Nothing grows with the number of calls. The memo changes no result: a receipt minted with it is
 byte-identical to one minted without (tests hold it to that).
 
@@ -49,6 +50,7 @@ import orjson
 
 from af_otel import forksafe
 from af_otel.canonical import canonical_json, salted_hash
+from af_otel.canonical.digest import DIGITS
 from af_otel.model import FrozenDict
 from af_otel.model.prefix import equal_prefix, identical_prefix
 
@@ -80,11 +82,12 @@ class _Hasher:
     every canonical encoding of a mint goes through here, and nothing is counted on the way
     (benchmarks/mint.py measures the work by wrapping this module's two functions)."""
 
-    __slots__ = ("hash_bytes", "key")
+    __slots__ = ("digits", "hash_bytes", "key")
 
-    def __init__(self, salt: str, key: bytes | None) -> None:
+    def __init__(self, salt: str, key: bytes | None, digits: int = DIGITS) -> None:
         self.key = key
-        self.hash_bytes: Callable[[bytes], str] = salted_hash(salt, key=key)
+        self.digits = digits
+        self.hash_bytes: Callable[[bytes], str] = salted_hash(salt, key=key, digits=digits)
 
     def hash_text(self, text: str) -> str:
         return self.hash_bytes(text.encode("utf-8"))
@@ -120,7 +123,7 @@ class ReceiptDigests:
 
     def __init__(self) -> None:
         self._lock = forksafe.rlock(self)
-        self._run: tuple[str, bytes | None] | None = None
+        self._run: tuple[str, bytes | None, int] | None = None
         self._reset()
         # A parent thread may have been half-way through a mint at the fork: the child starts
         # the memo afresh, which changes no receipt (only what the next mint hashes again).
@@ -144,17 +147,18 @@ class ReceiptDigests:
     def lock(self) -> forksafe.RLock:
         return self._lock
 
-    def begin(self, run_id: str, key: bytes | None) -> _Hasher:
-        """Start one mint for ``run_id``: a new run (or key) drops everything; the same run rotates.
+    def begin(self, run_id: str, key: bytes | None, digits: int = DIGITS) -> _Hasher:
+        """Start one mint for ``run_id``: a new run (key, or hash length: the scheme) drops
+        everything; the same run rotates.
         Until `commit`, `pieces`, `message_entries` and `chain` record their results aside: a mint
         that fails half-way leaves the memo as the last completed mint left it."""
-        if self._run != (run_id, key):
-            self._run = (run_id, key)
+        if self._run != (run_id, key, digits):
+            self._run = (run_id, key, digits)
             self._reset()
         else:
             self._previous, self._current = self._current, {}
         self._pending = _Pending()
-        return _Hasher(run_id, key)
+        return _Hasher(run_id, key, digits)
 
     def commit(self) -> None:
         """Keep what the current mint recorded (see `begin`)."""

@@ -9,13 +9,13 @@ ship hashes a dictionary attack can read); a bug of af_otel's own gives state ``
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 from af_otel import names
-from af_otel.canonical import canonical_json, receipt_hash
-from af_otel.canonical.digest import key_bytes
+from af_otel.canonical import canonical_json, salted_hash
+from af_otel.canonical.digest import digits_of, key_bytes, key_id
 from af_otel.errors import CanonicalJSONError, RequestShapeError
 from af_otel.model import Request
 from af_otel.model.prefix import equal_prefix
@@ -23,6 +23,35 @@ from af_otel.receipts.memo import Piece, ReceiptDigests, _Hasher
 from af_otel.receipts.receipt import Receipt
 
 _SIZE: Callable[[Piece], int] = operator.attrgetter("size")
+# The scheme new receipts are minted in (keyed: its -hmac form).
+DEFAULT_FAMILY: Final = names.SCHEME_2
+_FAMILY: Final = {
+    names.SCHEME_PLAIN: names.SCHEME_PLAIN,
+    names.SCHEME_HMAC: names.SCHEME_PLAIN,
+    names.SCHEME_2: names.SCHEME_2,
+    names.SCHEME_2_HMAC: names.SCHEME_2,
+}
+_KEYED: Final = {names.SCHEME_PLAIN: names.SCHEME_HMAC, names.SCHEME_2: names.SCHEME_2_HMAC}
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptContext:
+    """What an af-2 digest binds besides the request and the call's place (docs/receipt-spec.md
+    §12): the gap kinds the writer sets on the span (``af.gaps``), the request fields its
+    instrumentation does not record, where the request was read (``wire`` or
+    ``instrumentation``), the instrumentation scope of the span, the run's base address and the
+    held-history note. af-1 receipts ignore it."""
+
+    gaps: tuple[str, ...] = ()
+    unrecorded: tuple[str, ...] = ()
+    source: str = names.SOURCE_INSTRUMENTATION
+    scope_name: str | None = None
+    scope_version: str | None = None
+    base: str | None = None
+    held: str | None = None
+
+
+_NO_CONTEXT: Final = ReceiptContext()
 
 
 def mint_receipt(
@@ -34,14 +63,22 @@ def mint_receipt(
     digests: ReceiptDigests | None = None,
     key: bytes | str | None = None,
     lane: str | None = None,
+    scheme: str | None = None,
+    context: ReceiptContext | None = None,
+    parent_digest: str | None = None,
+    seal: bool = True,
 ) -> Receipt:
     """Mint the receipt of ``request`` for call ``epoch`` of run ``run_id``.
 
     ``parent`` is the parent epoch number, or the parent's `Receipt` (then ``messages.kept`` counts
-    the leading entries identical to the parent's; epoch 0 is the run's base). ``digests`` is the
-    run-scoped memo; results are identical with or without it. ``key`` switches to keyed hashing
-    (``af-1-hmac``); an empty key is no key (``af-1``, and the scheme says so). ``lane`` is the
-    writer's ``af.epoch.lane``, bound by the digest with the epoch and its parent.
+    the leading entries identical to the parent's, and an af-2 receipt binds the parent's digest;
+    epoch 0 is the run's base, whose digest is the empty one). ``digests`` is the run-scoped memo;
+    results are identical with or without it. ``key`` switches to keyed hashing (``af-2-hmac``);
+    an empty key is no key (``af-2``, and the scheme says so). ``lane`` is the writer's
+    ``af.epoch.lane``, bound by the digest with the epoch and its parent. ``scheme`` is ``af-2``
+    (the default) or ``af-1`` (its ``-hmac`` form is chosen by ``key``); ``context`` and
+    ``parent_digest`` (else the parent receipt's) are what af-2 binds besides. ``seal=False``
+    leaves the digest to `seal_receipt` (the processor knows the span's gaps only after the mint).
 
     Never raises: an unreadable request gives ``absent``/``content-unreadable``, an empty run id
     ``absent``/``no-run-id``, and a failure of af_otel itself ``error``/``internal-error``.
@@ -53,13 +90,26 @@ def mint_receipt(
         return Receipt(names.STATE_ABSENT, "", epoch, parent_epoch, names.REASON_NO_RUN_ID)
     try:
         normalized = request if isinstance(request, Request) else Request.from_dict(request)
-        secret = key_bytes(key)
+        secret = key_bytes(key) or None
+        family = _FAMILY[scheme if scheme is not None else DEFAULT_FAMILY]
         memo = digests if digests is not None else ReceiptDigests()
+        if family == names.SCHEME_PLAIN:
+            bound: dict[str, Any] = {"scheme": _KEYED[family] if secret else family}
+        else:
+            if parent_digest is None:
+                parent_digest = _digest_of(parent)
+            bound = _bound(
+                context or _NO_CONTEXT, parent_digest, key_id(secret) if secret else None
+            )
         with memo.lock:
-            hasher = memo.begin(run_id, secret or None)
-            receipt = _mint(normalized, run_id, epoch, parent, parent_epoch, memo, hasher, lane)
+            hasher = memo.begin(run_id, secret, digits_of(family))
+            receipt = _mint(
+                normalized, run_id, epoch, parent, parent_epoch, memo, hasher, lane, bound
+            )
             memo.commit()
+        if not seal and family != names.SCHEME_PLAIN:
             return receipt
+        return replace(receipt, digest=hasher.hash_bytes(digest_preimage(receipt)))
     except (RequestShapeError, CanonicalJSONError):
         return Receipt(names.STATE_ABSENT, run_id, epoch, parent_epoch, names.REASON_UNREADABLE)
     # The emit path never raises: a failure is state "error" (docs/receipt-spec.md §6).
@@ -67,18 +117,71 @@ def mint_receipt(
         return Receipt(names.STATE_ERROR, run_id, epoch, parent_epoch, names.REASON_INTERNAL_ERROR)
 
 
+def seal_receipt(
+    receipt: Receipt,
+    *,
+    key: bytes | str | None = None,
+    gaps: Sequence[str] | None = None,
+    unrecorded: Sequence[str] | None = None,
+) -> Receipt:
+    """``receipt`` with its digest computed, and (af-2) the span's final ``gaps`` and
+    ``unrecorded`` fields bound when given. A receipt that is not minted is returned as it is.
+    Never raises: a failure gives state ``error`` (the emit path calls it)."""
+    if not receipt.minted:
+        return receipt
+    try:
+        if receipt.binds_context:
+            receipt = replace(
+                receipt,
+                gaps=tuple(gaps) if gaps is not None else receipt.gaps,
+                unrecorded=tuple(unrecorded) if unrecorded is not None else receipt.unrecorded,
+            )
+        return replace(receipt, digest=receipt_digest(receipt, key=key))
+    except Exception:
+        return Receipt(
+            names.STATE_ERROR,
+            receipt.run_id,
+            receipt.epoch,
+            receipt.parent,
+            names.REASON_INTERNAL_ERROR,
+        )
+
+
 def receipt_digest(receipt: Receipt, *, key: bytes | str | None = None) -> str | None:
     """Recompute ``af.receipt.digest`` from the receipt's own fields (and its run id as salt):
     what a reader compares with the digest a span carries, to tell a receipt cut or edited on
     the way. None when the receipt is not minted, or is keyed and no key is given."""
-    if not receipt.minted or not receipt.run_id:
+    if not receipt.minted or not receipt.run_id or receipt.scheme not in names.SCHEMES:
         return None
-    secret = key_bytes(key)
-    if receipt.scheme == names.SCHEME_HMAC and not secret:
+    secret = key_bytes(key) if receipt.keyed else None
+    if receipt.keyed and not secret:
         return None
-    if receipt.scheme == names.SCHEME_PLAIN:
-        secret = None
-    return receipt_hash(receipt.run_id, digest_preimage(receipt), key=secret)
+    digits = digits_of(receipt.scheme)
+    return salted_hash(receipt.run_id, key=secret, digits=digits)(digest_preimage(receipt))
+
+
+def _digest_of(parent: int | Receipt) -> str:
+    """The parent digest an af-2 receipt binds: the parent receipt's, or the empty one (the
+    base, epoch 0, or a parent known by its number only)."""
+    if isinstance(parent, Receipt) and parent.epoch > 0 and parent.digest:
+        return parent.digest
+    return ""
+
+
+def _bound(context: ReceiptContext, parent_digest: str, key_ident: str | None) -> dict[str, Any]:
+    """The `Receipt` fields of an af-2 receipt besides its fingerprints."""
+    return {
+        "scheme": names.SCHEME_2_HMAC if key_ident is not None else names.SCHEME_2,
+        "gaps": tuple(context.gaps),
+        "unrecorded": tuple(context.unrecorded),
+        "source": context.source,
+        "scope_name": context.scope_name,
+        "scope_version": context.scope_version,
+        "base": context.base,
+        "held": context.held,
+        "parent_digest": parent_digest or None,
+        "key_id": key_ident,
+    }
 
 
 def _mint(
@@ -89,7 +192,8 @@ def _mint(
     parent_epoch: int,
     memo: ReceiptDigests,
     hasher: _Hasher,
-    lane: str | None = None,
+    lane: str | None,
+    bound: dict[str, Any],
 ) -> Receipt:
     system = memo.pieces(hasher, "system", request.system, keep_body=True)
     entries, messages_size = memo.message_entries(hasher, request.messages)
@@ -99,12 +203,11 @@ def _mint(
     params = hasher.canonical(request.params)
     parent_entries = parent.entries if isinstance(parent, Receipt) else None
     kept = equal_prefix(parent_entries, entries) if parent_entries else 0
-    receipt = Receipt(
+    return Receipt(
         state=names.STATE_MINTED,
         run_id=run_id,
         epoch=epoch,
         parent=parent_epoch,
-        scheme=names.SCHEME_HMAC if hasher.key is not None else names.SCHEME_PLAIN,
         model=request.model,
         provider=request.provider,
         system_hash=system_hash,
@@ -122,20 +225,37 @@ def _mint(
         ),
         entries=entries,
         lane=lane,
+        **bound,  # the scheme, and what af-2 binds besides
     )
-    return replace(receipt, digest=hasher.hash_bytes(digest_preimage(receipt)))
 
 
 def digest_preimage(receipt: Receipt) -> bytes:
     """What ``af.receipt.digest`` is taken over: JCS of the fingerprint attributes plus the call's
     place in the run (``af.epoch``, ``af.epoch.parent``, and ``af.epoch.lane`` when the span has
-    one), so a receipt moved to another span fails."""
+    one), so a receipt moved to another span fails. In af-2 also everything the verdict depends
+    on (§12): every key of `_BOUND` is present, an absent value as ``""``."""
     body = receipt.fingerprint_attributes()
     body[names.EPOCH] = receipt.epoch
     body[names.EPOCH_PARENT] = receipt.parent
-    if receipt.lane is not None:
+    if receipt.binds_context:
+        body[names.EPOCH_LANE] = receipt.lane or ""
+        body[names.GAPS] = list(receipt.gaps)
+        body[names.RUN_BASE] = receipt.base or ""
+        body[names.HELD_HISTORY] = receipt.held or ""
+        for name in _BOUND:
+            body.setdefault(name, "")
+    elif receipt.lane is not None:
         body[names.EPOCH_LANE] = receipt.lane
     return canonical_json(body)
+
+
+# The af.receipt.* attributes of af-2 that are left off a span when empty, and bound as "".
+_BOUND: Final = (
+    names.RECEIPT_SCOPE_NAME,
+    names.RECEIPT_SCOPE_VERSION,
+    names.RECEIPT_PARENT_DIGEST,
+    names.RECEIPT_KEY_ID,
+)
 
 
 def _assemble(hasher: _Hasher, pieces: tuple[Piece, ...]) -> bytes:

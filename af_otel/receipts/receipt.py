@@ -19,8 +19,17 @@ from af_otel import names
 ReceiptState = Literal["minted", "absent", "error"]
 STATES: Final[tuple[ReceiptState, ...]] = ("minted", "absent", "error")
 _HASH = re.compile(r"[0-9a-f]{16}\Z")
+_HASH_2 = re.compile(r"[0-9a-f]{64}\Z")
+_KEY_ID = re.compile(r"[0-9a-f]{16}\Z")
 _DECIMAL = re.compile(r"-?[0-9]{1,20}\Z")
-_SCHEMES: Final = (names.SCHEME_PLAIN, names.SCHEME_HMAC)
+_SCHEMES: Final = names.SCHEMES
+_AF2: Final = frozenset({names.SCHEME_2, names.SCHEME_2_HMAC})
+_AF2_MARKS: Final = (
+    names.RECEIPT_DIGEST,
+    names.RECEIPT_SYSTEM_HASH,
+    names.RECEIPT_MESSAGES_CHAIN,
+    names.RECEIPT_PARENT_DIGEST,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +61,30 @@ class Receipt:
     entries: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
     # The writer's lane (``af.epoch.lane``); None on spans written before lanes existed.
     lane: str | None = None
+    # What an af-2 digest binds besides the fingerprints (docs/receipt-spec.md §12); read back
+    # from any span, bound only by af-2. None or empty: not on the span ("" in the preimage).
+    gaps: tuple[str, ...] = ()  # af.gaps, as the writer set them
+    unrecorded: tuple[str, ...] = ()  # af.receipt.unrecorded
+    source: str | None = None  # af.receipt.source: wire | instrumentation
+    scope_name: str | None = None  # af.receipt.scope.name
+    scope_version: str | None = None  # af.receipt.scope.version
+    parent_digest: str | None = None  # af.receipt.parent_digest: the parent epoch's digest
+    key_id: str | None = None  # af.receipt.key_id (keyed af-2)
+    base: str | None = None  # af.run.base
+    held: str | None = None  # af.held_history
 
     @property
     def minted(self) -> bool:
         return self.state == names.STATE_MINTED
+
+    @property
+    def binds_context(self) -> bool:
+        """Whether the digest binds gaps, unrecorded fields, scope, source and parent (af-2)."""
+        return self.scheme in _AF2
+
+    @property
+    def keyed(self) -> bool:
+        return self.scheme in names.KEYED_SCHEMES
 
     def to_attributes(self) -> dict[str, Any]:
         """The ``af.receipt.*`` attributes; absent optional values are left out, lists always written."""
@@ -70,7 +99,7 @@ class Receipt:
 
     def fingerprint_attributes(self) -> dict[str, Any]:
         """Every minted attribute but the state and the digest: what the digest is taken over
-        (together with ``af.epoch`` and ``af.epoch.parent``)."""
+        (together with ``af.epoch`` and ``af.epoch.parent``; in af-2 with the context of §12)."""
         out: dict[str, Any] = {
             names.RECEIPT_SCHEME: self.scheme,
             names.RECEIPT_SYSTEM_HASH: self.system_hash,
@@ -90,6 +119,17 @@ class Receipt:
             out[names.RECEIPT_PROVIDER] = self.provider
         if self.tools_forced is not None:
             out[names.RECEIPT_TOOLS_FORCED] = self.tools_forced
+        if self.binds_context:
+            out[names.RECEIPT_UNRECORDED] = list(self.unrecorded)
+            out[names.RECEIPT_SOURCE] = self.source or ""
+            for name, value in (
+                (names.RECEIPT_SCOPE_NAME, self.scope_name),
+                (names.RECEIPT_SCOPE_VERSION, self.scope_version),
+                (names.RECEIPT_PARENT_DIGEST, self.parent_digest),
+                (names.RECEIPT_KEY_ID, self.key_id),
+            ):
+                if value:
+                    out[name] = value
         return out
 
     @staticmethod
@@ -99,14 +139,20 @@ class Receipt:
         try:
             return _read(attributes)
         except Exception as exc:
-            return MalformedReceipt(f"unreadable attributes: {type(exc).__name__}")
+            return MalformedReceipt(
+                f"unreadable attributes: {type(exc).__name__}", _af2(attributes)
+            )
 
 
 @dataclass(frozen=True, slots=True)
 class MalformedReceipt:
-    """Receipt attributes are present but malformed (cut by a backend, edited, wrong types)."""
+    """Receipt attributes are present but malformed (cut by a backend, edited, wrong types).
+
+    ``af2`` says the attributes carry the marks of an af-2 receipt (the scheme names af-2, or the
+    digest has 64 hex digits): in af-2 a receipt that does not read is damaged, not a gap."""
 
     reason: str
+    af2: bool = False
 
 
 class _Reject(Exception):
@@ -122,12 +168,16 @@ def _str(attrs: Mapping[str, Any], key: str, *, optional: bool = False) -> str |
     return value
 
 
-def _hash(attrs: Mapping[str, Any], key: str) -> str:
+def _hash(attrs: Mapping[str, Any], key: str, pattern: re.Pattern[str] = _HASH) -> str:
     value = _str(attrs, key)
     assert value is not None
-    if not _HASH.match(value):
-        raise _Reject(f"{key} is not 16 lowercase hex digits")
+    if not pattern.match(value):
+        raise _Reject(f"{key} is not {_digits(pattern)} lowercase hex digits")
     return value
+
+
+def _digits(pattern: re.Pattern[str]) -> int:
+    return 64 if pattern is _HASH_2 else 16
 
 
 def _int(attrs: Mapping[str, Any], key: str, *, default: int | None = None) -> int:
@@ -141,15 +191,47 @@ def _int(attrs: Mapping[str, Any], key: str, *, default: int | None = None) -> i
     return value
 
 
-def _strs(attrs: Mapping[str, Any], key: str, *, hashes: bool = False) -> tuple[str, ...]:
+def _strs(
+    attrs: Mapping[str, Any],
+    key: str,
+    *,
+    hashes: re.Pattern[str] | None = None,
+    flattened: bool = False,
+) -> tuple[str, ...]:
     value = attrs.get(key, ())
+    if flattened and isinstance(value, str):  # a backend that flattened a one-item array
+        value = (value,)
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise _Reject(f"{key} is not a list of strings")
     out = tuple(value)
     for item in out:
-        if not isinstance(item, str) or (hashes and not _HASH.match(item)):
+        if not isinstance(item, str) or (hashes is not None and not hashes.match(item)):
             raise _Reject(f"{key} holds a value that is not {'a hash' if hashes else 'a string'}")
     return out
+
+
+def _context(attrs: Mapping[str, Any], scheme: str, digest: re.Pattern[str]) -> dict[str, Any]:
+    """The af-2 bound context as `Receipt` fields; a value that is missing reads as empty (the
+    digest then tells whether it was there), one of the wrong shape is refused."""
+    parent = _str(attrs, names.RECEIPT_PARENT_DIGEST, optional=True) or None
+    if parent is not None and not (_HASH.match(parent) or digest.match(parent)):
+        raise _Reject(f"{names.RECEIPT_PARENT_DIGEST} is not a digest")
+    key_id = _str(attrs, names.RECEIPT_KEY_ID, optional=True) or None
+    if scheme in names.KEYED_SCHEMES and key_id is None:
+        raise _Reject(f"a {scheme} receipt without {names.RECEIPT_KEY_ID}")
+    if key_id is not None and not _KEY_ID.match(key_id):
+        raise _Reject(f"{names.RECEIPT_KEY_ID} is not 16 lowercase hex digits")
+    return {
+        "gaps": _strs(attrs, names.GAPS, flattened=True),
+        "unrecorded": _strs(attrs, names.RECEIPT_UNRECORDED, flattened=True),
+        "source": _str(attrs, names.RECEIPT_SOURCE, optional=True),
+        "scope_name": _str(attrs, names.RECEIPT_SCOPE_NAME, optional=True),
+        "scope_version": _str(attrs, names.RECEIPT_SCOPE_VERSION, optional=True),
+        "parent_digest": parent,
+        "key_id": key_id,
+        "base": _str(attrs, names.RUN_BASE, optional=True),
+        "held": _str(attrs, names.HELD_HISTORY, optional=True),
+    }
 
 
 def _read(attrs: Mapping[str, Any]) -> Receipt | MalformedReceipt | None:
@@ -170,14 +252,16 @@ def _read(attrs: Mapping[str, Any]) -> Receipt | MalformedReceipt | None:
         scheme = _str(attrs, names.RECEIPT_SCHEME)
         if scheme not in _SCHEMES:
             raise _Reject(f"{names.RECEIPT_SCHEME} {scheme!r} is not a known scheme")
-        pieces = _strs(attrs, names.RECEIPT_SYSTEM_PIECES, hashes=True)
+        digest = _HASH_2 if scheme in _AF2 else _HASH
+        pieces = _strs(attrs, names.RECEIPT_SYSTEM_PIECES, hashes=digest)
         count = _int(attrs, names.RECEIPT_MESSAGES_COUNT)
         kept = _int(attrs, names.RECEIPT_MESSAGES_KEPT)
-        added = _strs(attrs, names.RECEIPT_MESSAGES_ADDED, hashes=True)
+        added = _strs(attrs, names.RECEIPT_MESSAGES_ADDED, hashes=digest)
         if kept + len(added) != count:
             raise _Reject("messages.kept + len(messages.added) differs from messages.count")
         tool_names = _strs(attrs, names.RECEIPT_TOOLS_NAMES)
-        tool_hashes = _strs(attrs, names.RECEIPT_TOOLS_HASHES, hashes=True)
+        tool_hashes = _strs(attrs, names.RECEIPT_TOOLS_HASHES, hashes=digest)
+        context = _context(attrs, scheme, digest) if scheme in _AF2 else {}
         if len(tool_names) != len(tool_hashes):
             raise _Reject("tools.names and tools.hashes differ in length")
         return Receipt(
@@ -186,13 +270,13 @@ def _read(attrs: Mapping[str, Any]) -> Receipt | MalformedReceipt | None:
             epoch=epoch,
             parent=parent,
             scheme=scheme,
-            digest=_hash(attrs, names.RECEIPT_DIGEST),
+            digest=_hash(attrs, names.RECEIPT_DIGEST, digest),
             model=_str(attrs, names.RECEIPT_MODEL, optional=True),
             provider=_str(attrs, names.RECEIPT_PROVIDER, optional=True),
-            system_hash=_hash(attrs, names.RECEIPT_SYSTEM_HASH),
+            system_hash=_hash(attrs, names.RECEIPT_SYSTEM_HASH, digest),
             system_pieces=pieces,
             messages_count=count,
-            messages_chain=_hash(attrs, names.RECEIPT_MESSAGES_CHAIN),
+            messages_chain=_hash(attrs, names.RECEIPT_MESSAGES_CHAIN, digest),
             messages_kept=kept,
             messages_added=added,
             tools_names=tool_names,
@@ -201,6 +285,18 @@ def _read(attrs: Mapping[str, Any]) -> Receipt | MalformedReceipt | None:
             params=_str(attrs, names.RECEIPT_PARAMS),
             bytes=_int(attrs, names.RECEIPT_BYTES),
             lane=lane,
+            **context,
         )
     except _Reject as reject:
-        return MalformedReceipt(str(reject))
+        return MalformedReceipt(str(reject), _af2(attrs))
+
+
+def _af2(attrs: Mapping[str, Any]) -> bool:
+    """Whether receipt attributes that do not read carry an af-2 mark."""
+    try:
+        if attrs.get(names.RECEIPT_SCHEME) in _AF2 or names.RECEIPT_SOURCE in attrs:
+            return True
+        hashes = (attrs.get(key) for key in _AF2_MARKS)
+        return any(isinstance(value, str) and bool(_HASH_2.match(value)) for value in hashes)
+    except Exception:
+        return False

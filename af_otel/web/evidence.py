@@ -20,7 +20,7 @@ from af_otel.cli.read import open_checked_store, verdicts_or_none
 from af_otel.errors import ReaderError, SourceError, TraceNotFoundError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import SourceNote, SpanStream, read_spans
-from af_otel.reader.verify import Verdict
+from af_otel.reader.verify import KeyArg, Verdict
 from af_otel.reader.view import ServedView, served_views
 
 __all__ = ["TRACES_KEPT", "Evidence", "Shown", "TraceSource", "check_ids"]
@@ -102,7 +102,7 @@ class Evidence:
         self,
         *,
         store: str | None,
-        key: bytes | None = None,
+        key: KeyArg = None,
         file: str | os.PathLike[str] | None = None,
         source: TraceSource | None = None,
         label: str = "",

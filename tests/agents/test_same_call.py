@@ -32,8 +32,19 @@ SPANS_PER_CALL = {
     "genai-openai+oi-langchain": 2,
     "oi-anthropic+sdk": 2,  # the anthropic SDK's own span, on by default
 }
-# Every receipt field says what the call was sent but the digest, which binds the lane (random).
-NOT_SHARED = frozenset({names.RECEIPT_DIGEST})
+# Every receipt field says what the call was sent but the digest and (af-2) the parent's digest,
+# which bind the lane (random), and af-2's record of who recorded the call: its scope and version,
+# where the request was read, the fields that instrumentation does not record.
+NOT_SHARED = frozenset(
+    {
+        names.RECEIPT_DIGEST,
+        names.RECEIPT_PARENT_DIGEST,
+        names.RECEIPT_SCOPE_NAME,
+        names.RECEIPT_SCOPE_VERSION,
+        names.RECEIPT_SOURCE,
+        names.RECEIPT_UNRECORDED,
+    }
+)
 
 _runs: dict[tuple[str, str], Recorded] = {}
 

@@ -4,6 +4,7 @@ in a lane of its own, numbered from 1 with no parent it cannot know."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -12,8 +13,9 @@ import pytest
 from af_otel import names
 from af_otel.model import Request
 from af_otel.processor.engine import CallFacts, Engine
+from af_otel.processor.run_table import STATE_DEPTH
 from af_otel.processor.settings import DEFAULT_RUN_TABLE_BYTES, resolve_settings
-from af_otel.receipts import mint_receipt
+from af_otel.receipts import ReceiptContext, mint_receipt
 from af_otel.semconv import Limits
 
 DOC = "Billing settings are per workspace; admins can change plans. " * 8
@@ -101,6 +103,25 @@ def test_an_evicted_run_comes_back_with_an_exact_receipt_in_a_lane_of_its_own() 
     assert back[names.EPOCH] == 1  # numbered afresh in its new lane, never as epoch 3 of the old
     assert back[names.EPOCH_PARENT] == 0  # no parent it cannot know
     request = Request.from_dict({"messages": history("r", 3), "model": "m", "provider": "openai"})
-    fresh = mint_receipt(request, run_id="r", epoch=1, lane=back[names.EPOCH_LANE])
+    # The same context the span binds (af-2): its gap kinds and unrecorded fields, no scope.
+    context = ReceiptContext(
+        gaps=tuple(back[names.GAPS]), unrecorded=tuple(back[names.RECEIPT_UNRECORDED])
+    )
+    fresh = mint_receipt(request, run_id="r", epoch=1, lane=back[names.EPOCH_LANE], context=context)
     assert back[names.RECEIPT_DIGEST] == fresh.digest
     assert back[names.RECEIPT_MESSAGES_CHAIN] == fresh.messages_chain
+
+
+def test_a_parent_past_the_state_depth_is_still_bound_by_its_digest() -> None:
+    """A call whose parent finished more than STATE_DEPTH calls before it ended (its request and
+    receipt forgotten by then) still binds the parent's af-2 digest: the record keeps it."""
+    engine = Engine(resolve_settings(store=None, content="none"))
+    first = engine.enrich(facts("r", 1, 1)).attributes
+    # Starts after the first call ended; ends after STATE_DEPTH + 2 more calls of the run.
+    slow = dataclasses.replace(facts("r", 2, 2), start_time=16, end_time=100_000)
+    for serial in range(3, 5 + STATE_DEPTH):
+        engine.enrich(facts("r", 1, serial))
+    late = engine.enrich(slow).attributes
+    assert late[names.EPOCH_PARENT] == first[names.EPOCH]
+    assert late[names.RECEIPT_MESSAGES_KEPT] == 0  # the parent's entries are forgotten
+    assert late[names.RECEIPT_PARENT_DIGEST] == first[names.RECEIPT_DIGEST]

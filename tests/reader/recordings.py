@@ -20,6 +20,7 @@ from af_otel import names
 from af_otel.processor import run
 from af_otel.reader.records import EventRecord, SpanRecord
 from af_otel.reader.sources import read_spans
+from af_otel.receipts import Receipt, receipt_digest
 from af_otel.store import Store
 from tests.builders import (
     WEATHER,
@@ -224,6 +225,31 @@ def replace_span(
 def with_attributes(span: SpanRecord, **changes: Any) -> SpanRecord:
     """``changes`` keyed by attribute name with dots as ``__``; None removes the attribute."""
     return dataclasses.replace(span, attributes=edited(span.attributes, changes))
+
+
+def as_written(spans: Sequence[SpanRecord]) -> tuple[SpanRecord, ...]:
+    """The spans as a writer that set their attributes so would have sealed them: each af-2
+    receipt's parent digest and digest recomputed from the span's attributes, lane by lane in
+    epoch order (af-2 binds gaps, unrecorded fields, scope..., and each epoch its parent's digest,
+    so editing one without this is damage, not the record of another writer)."""
+    digests: dict[tuple[object, object], str] = {}
+    out = list(spans)
+    order = sorted(range(len(out)), key=lambda i: int(out[i].attributes.get(names.EPOCH, 0)))
+    for index in order:
+        span = out[index]
+        receipt = Receipt.from_attributes(span.attributes)
+        if not (isinstance(receipt, Receipt) and receipt.binds_context):
+            continue
+        lane = span.attributes.get(names.EPOCH_LANE)
+        parent = digests.get((lane, receipt.parent), "") if receipt.parent else ""
+        receipt = dataclasses.replace(receipt, parent_digest=parent or None)
+        digest = receipt_digest(receipt)
+        assert digest is not None
+        digests[(lane, receipt.epoch)] = digest
+        out[index] = with_attributes(
+            span, af__receipt__parent_digest=parent or None, af__receipt__digest=digest
+        )
+    return tuple(out)
 
 
 def edit_events(span: SpanRecord, edit: Callable[[EventRecord], EventRecord | None]) -> SpanRecord:

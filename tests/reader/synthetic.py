@@ -13,7 +13,7 @@ from af_otel.canonical import canonical_json
 from af_otel.model import Request
 from af_otel.model.request import REQUEST_KEYS
 from af_otel.reader.records import EventRecord, SpanKind, SpanRecord
-from af_otel.receipts import Receipt, mint_receipt
+from af_otel.receipts import Receipt, ReceiptContext, mint_receipt
 from af_otel.store import Store
 
 
@@ -79,6 +79,7 @@ def synthetic_run(
             epoch=epoch,
             parent=parent_receipt if parent_receipt is not None else parent,
             key=key,
+            context=ReceiptContext(base=base_address),  # the span's af.run.base, bound by af-2
         )
         state = request.to_dict()
         before: Mapping[str, Any] = {} if forgot else states[parent]

@@ -18,7 +18,7 @@ from af_otel.reader.verify import VerdictStatus, verify
 from af_otel.reader.view import HeldCall, ServedView, served_views
 from af_otel.store import LocalStore
 
-from .recordings import user, with_attributes
+from .recordings import as_written, user, with_attributes
 from .synthetic import synthetic_run
 
 HELD = names.GAP_HELD_HISTORY
@@ -46,7 +46,7 @@ def responses_run(continues: Sequence[str | None]) -> list[ServedView]:
             if held is not None:
                 changes |= {"af__gaps": (HELD,), "af__held_history": held}
             marked.append(with_attributes(span, **changes))
-        return list(served_views(marked, store=store))
+        return list(served_views(as_written(marked), store=store))
 
 
 def test_a_continued_call_links_every_earlier_call_oldest_first() -> None:

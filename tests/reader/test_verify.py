@@ -19,14 +19,16 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from af_otel import names
+from af_otel.canonical import key_id
 from af_otel.cli.read import print_view
 from af_otel.errors import ReaderError
+from af_otel.keys import KeyRing
 from af_otel.model import Request
 from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, run
 from af_otel.processor import engine as engine_module
 from af_otel.reader.verify import Verdict, VerdictStatus, recompute, verify
 from af_otel.reader.view import served_views
-from af_otel.receipts import Receipt, mint_receipt
+from af_otel.receipts import Receipt, ReceiptContext, mint_receipt
 from af_otel.store import LocalStore, Store
 
 from .recordings import (
@@ -125,7 +127,12 @@ def test_recompute_equals_mint_receipt_on_random_trees(tree: Any, keyed: bool) -
             minted[0] = mint_receipt(base, run_id="run-x", epoch=0, key=key)
         for view, request, parent in zip(views, requests, parents, strict=True):
             expected = mint_receipt(
-                request, run_id="run-x", epoch=view.epoch, parent=minted[parent] or parent, key=key
+                request,
+                run_id="run-x",
+                epoch=view.epoch,
+                parent=minted[parent] or parent,
+                key=key,
+                context=ReceiptContext(base=view.base),
             )
             minted[view.epoch] = expected
             assert view.request == Request.from_dict(request)
@@ -163,10 +170,17 @@ def test_keyed_receipts_need_their_key(store: Store) -> None:
         agent(rec, "keyed", 2)
         spans = rec.records()
     assert set(statuses(spans, store, key="k1")) == {"verified"}
-    assert set(statuses(spans, store, key="other")) == {"damaged"}
     view = served_views(spans, store=store)[0]
     with pytest.raises(ReaderError, match="keyed"):
         verify(view)
+    # af-2 names its key: another key is not tried, it is said to be the wrong one
+    with pytest.raises(ReaderError, match=f"key id {key_id('k1')}"):
+        verify(view, key="other")
+    assert set(statuses(spans, store, key=KeyRing.of(["old", "k1"]))) == {"verified"}
+    # a receipt that claims to be keyed by the ring's other key does not verify under it
+    span = span_of(spans, 1)
+    moved = replace_span(spans, span, with_attributes(span, af__receipt__key_id=key_id("old")))
+    assert statuses(moved, store, key=KeyRing.of(["old", "k1"]))[0] == "damaged"
 
 
 def edit_message_text(spans: Any, epoch: int, new_text: str) -> Any:
@@ -224,8 +238,8 @@ def test_a_dropped_message_looks_cut(store: Store) -> None:
     [
         (names.RECEIPT_PARAMS, '{"temperature":0.9}', "params"),
         (names.RECEIPT_MODEL, "gpt-5", "model"),
-        (names.RECEIPT_DIGEST, "0123456789abcdef", "digest"),
-        (names.RECEIPT_SYSTEM_HASH, "0123456789abcdef", "system.hash"),
+        (names.RECEIPT_DIGEST, "0123456789abcdef" * 4, "digest"),
+        (names.RECEIPT_SYSTEM_HASH, "0123456789abcdef" * 4, "system.hash"),
         (names.RECEIPT_BYTES, 1, "bytes"),
         # a moved parent rebuilds from the base, which lacks the system prompt epoch 1 set
         (names.EPOCH_PARENT, 0, "system.pieces"),
@@ -282,12 +296,16 @@ def test_attributes_cut_at_the_backend_limit_are_never_verified(store: Store) ->
 
 def test_a_writer_that_lost_its_parent_still_verifies() -> None:
     """``kept`` = 0 from a writer that no longer held the parent's receipt is a true (weaker)
-    claim: the epoch verifies; a claim larger than the truth is damage at messages.kept."""
+    claim: every field recomputes (reconstructed, as af-2's chain link to the parent is then not
+    proven); a claim larger than the truth is damage at messages.kept."""
     first = {"messages": [user("a")]}
     second = {"messages": [user("a"), user("b")]}
     spans = synthetic_run("lost", [first, second], [0, 1], forget_parent=[2])
     assert span_of(spans, 2).attributes[names.RECEIPT_MESSAGES_KEPT] == 0
-    assert [verify(v).status.value for v in served_views(spans, store=None)] == ["verified"] * 2
+    verdicts = [verify(v) for v in served_views(spans, store=None)]
+    # Every field recomputes; af-2 cannot link the chain without the parent's digest.
+    assert [v.status.value for v in verdicts] == ["verified", "reconstructed"]
+    assert "held only the number of its parent epoch 1" in verdicts[1].reason
     third = {"messages": [user("x"), user("b")]}
     spans = synthetic_run("false", [first, third], [0, 1])
     span = span_of(spans, 2)

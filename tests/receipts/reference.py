@@ -1,5 +1,6 @@
-"""An independent receipt minter for tests: the rules of docs/receipt-spec.md written out with
-hashlib, hmac and the `rfc8785` package, sharing no code with af_otel's mint or memo."""
+"""An independent receipt minter for tests: the rules of docs/receipt-spec.md (af-1 and af-2)
+written out with hashlib, hmac and the `rfc8785` package, sharing no code with af_otel's mint,
+memo or hashing (it imports only the attribute names)."""
 
 from __future__ import annotations
 
@@ -40,11 +41,16 @@ def jcs(value: Any) -> bytes:
     return rfc8785.dumps(plain(value))
 
 
-def h(salt: str, data: bytes, key: bytes | None = None) -> str:
+def h(salt: str, data: bytes, key: bytes | None = None, digits: int = 16) -> str:
     message = salt.encode() + b"\x1f" + data
     if key is None:
-        return hashlib.sha256(message).hexdigest()[:16]
-    return hmac.new(key, message, hashlib.sha256).hexdigest()[:16]
+        return hashlib.sha256(message).hexdigest()[:digits]
+    return hmac.new(key, message, hashlib.sha256).hexdigest()[:digits]
+
+
+def key_ident(key: bytes) -> str:
+    """af-2's key id: 16 hex digits of SHA-256 over "af.key-id.v1", 0x1f, the key."""
+    return hashlib.sha256(b"af.key-id.v1\x1f" + key).hexdigest()[:16]
 
 
 def forced(choice: Any) -> str | None:
@@ -70,31 +76,43 @@ def expected_attributes(
     parent: int = 0,
     parent_entries: list[str] | None = None,
     key: bytes | None = None,
+    scheme: str = "af-1",
+    span: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The af.receipt.* attributes of a *normalized* plain request (``Request.to_dict()``)."""
+    """The af.receipt.* attributes of a *normalized* plain request (``Request.to_dict()``), in
+    ``scheme`` ``af-1`` or ``af-2`` (keyed with ``key``). ``span`` holds, for af-2, the span's
+    other bound attributes by their wire names (af.gaps, af.receipt.unrecorded,
+    af.receipt.source, af.receipt.scope.name, af.receipt.scope.version,
+    af.receipt.parent_digest, af.epoch.lane, af.run.base, af.held_history)."""
+    af2 = scheme == "af-2"
+    digits = 64 if af2 else 16
     system = request.get("system", [])
     messages = request["messages"]
     tools = request.get("tools", [])
     params = request.get("params", {})
-    entries = [h(run_id, jcs(message), key) for message in messages]
-    link = h(run_id, b"af.messages.v1", key)
+
+    def hh(data: bytes) -> str:
+        return h(run_id, data, key, digits)
+
+    entries = [hh(jcs(message)) for message in messages]
+    link = hh(b"af.messages.v1")
     for entry in entries:
-        link = h(run_id, (link + "\x1f" + entry).encode(), key)
+        link = hh((link + "\x1f" + entry).encode())
     kept = 0
     for new, old in zip(entries, parent_entries or [], strict=False):
         if new != old:
             break
         kept += 1
     body: dict[str, Any] = {
-        names.RECEIPT_SCHEME: "af-1" if key is None else "af-1-hmac",
-        names.RECEIPT_SYSTEM_HASH: h(run_id, jcs(system), key),
-        names.RECEIPT_SYSTEM_PIECES: [h(run_id, jcs(part), key) for part in system],
+        names.RECEIPT_SCHEME: scheme if key is None else scheme + "-hmac",
+        names.RECEIPT_SYSTEM_HASH: hh(jcs(system)),
+        names.RECEIPT_SYSTEM_PIECES: [hh(jcs(part)) for part in system],
         names.RECEIPT_MESSAGES_COUNT: len(messages),
         names.RECEIPT_MESSAGES_CHAIN: link,
         names.RECEIPT_MESSAGES_KEPT: kept,
         names.RECEIPT_MESSAGES_ADDED: entries[kept:],
         names.RECEIPT_TOOLS_NAMES: [tool["name"] for tool in tools],
-        names.RECEIPT_TOOLS_HASHES: [h(run_id, jcs(tool), key) for tool in tools],
+        names.RECEIPT_TOOLS_HASHES: [hh(jcs(tool)) for tool in tools],
         names.RECEIPT_PARAMS: jcs(params).decode(),
         names.RECEIPT_BYTES: len(jcs(request)),
     }
@@ -105,15 +123,38 @@ def expected_attributes(
     if forced(params.get("tool_choice")) is not None:
         body[names.RECEIPT_TOOLS_FORCED] = forced(params.get("tool_choice"))
     preimage = {**body, names.EPOCH: epoch, names.EPOCH_PARENT: parent}
+    if af2:
+        bound = dict(span or {})
+        body[names.RECEIPT_UNRECORDED] = list(bound.get(names.RECEIPT_UNRECORDED, []))
+        body[names.RECEIPT_SOURCE] = bound.get(names.RECEIPT_SOURCE, "instrumentation")
+        optional = {
+            names.RECEIPT_SCOPE_NAME: bound.get(names.RECEIPT_SCOPE_NAME, ""),
+            names.RECEIPT_SCOPE_VERSION: bound.get(names.RECEIPT_SCOPE_VERSION, ""),
+            names.RECEIPT_PARENT_DIGEST: bound.get(names.RECEIPT_PARENT_DIGEST, ""),
+            names.RECEIPT_KEY_ID: key_ident(key) if key is not None else "",
+        }
+        body.update({name: value for name, value in optional.items() if value})
+        preimage = {
+            **body,
+            **optional,
+            names.EPOCH: epoch,
+            names.EPOCH_PARENT: parent,
+            names.EPOCH_LANE: bound.get(names.EPOCH_LANE, ""),
+            names.GAPS: list(bound.get(names.GAPS, [])),
+            names.RUN_BASE: bound.get(names.RUN_BASE, ""),
+            names.HELD_HISTORY: bound.get(names.HELD_HISTORY, ""),
+        }
     return {
         names.RECEIPT_STATE: "minted",
         **body,
-        names.RECEIPT_DIGEST: h(run_id, jcs(preimage), key),
+        names.RECEIPT_DIGEST: hh(jcs(preimage)),
     }
 
 
-def entries_of(request: dict[str, Any], run_id: str, key: bytes | None = None) -> list[str]:
-    return [h(run_id, jcs(message), key) for message in request["messages"]]
+def entries_of(
+    request: dict[str, Any], run_id: str, key: bytes | None = None, digits: int = 16
+) -> list[str]:
+    return [h(run_id, jcs(message), key, digits) for message in request["messages"]]
 
 
 @st.composite

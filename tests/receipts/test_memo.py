@@ -199,8 +199,10 @@ class TestBounds:
         calls = [0]
         real = memo_module.salted_hash
 
-        def counting(salt: str, *, key: bytes | str | None = None) -> Callable[[bytes], str]:
-            hash_bytes = real(salt, key=key)
+        def counting(
+            salt: str, *, key: bytes | str | None = None, digits: int = 16
+        ) -> Callable[[bytes], str]:
+            hash_bytes = real(salt, key=key, digits=digits)
 
             def counted(data: bytes) -> str:
                 calls[0] += 1

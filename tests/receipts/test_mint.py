@@ -12,8 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from af_otel import Request, canonical_json, mint_receipt, names
+from af_otel.canonical import key_id
 from af_otel.model import FrozenDict
-from af_otel.receipts import Receipt, ReceiptDigests, digest_preimage, receipt_digest
+from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.receipts import (
+    Receipt,
+    ReceiptContext,
+    ReceiptDigests,
+    digest_preimage,
+    receipt_digest,
+)
 
 from .reference import entries_of, expected_attributes, plain, requests
 
@@ -74,11 +82,12 @@ def _with_place(receipt: Receipt) -> dict[str, Any]:
 
 
 class TestFields:
-    def test_every_field_of_a_full_request(self) -> None:
+    @pytest.mark.parametrize("scheme", ["af-1", "af-2"])
+    def test_every_field_of_a_full_request(self, scheme: str) -> None:
         """Each af.receipt.* attribute equals what an independent implementation computes."""
-        receipt = mint_receipt(FULL, run_id="run-1", epoch=3, parent=2)
+        receipt = mint_receipt(FULL, run_id="run-1", epoch=3, parent=2, scheme=scheme)
         assert receipt.to_attributes() == expected_attributes(
-            _normalized(FULL), run_id="run-1", epoch=3, parent=2
+            _normalized(FULL), run_id="run-1", epoch=3, parent=2, scheme=scheme
         )
         assert receipt.tools_forced == "required"
         assert receipt.tools_names == ("weather", "search")
@@ -86,9 +95,10 @@ class TestFields:
         assert (receipt.model, receipt.provider) == ("gpt-4o", "openai")
 
     def test_contract_attribute_names(self) -> None:
-        """A minted receipt writes exactly the docs/receipt-spec.md §4 receipt keys, with their types."""
-        attributes = mint_receipt(FULL, run_id="run-1", epoch=1).to_attributes()
-        types = {
+        """A minted receipt writes exactly the docs/receipt-spec.md §4 (af-1) and §12 (af-2)
+        receipt keys, with their types."""
+        attributes = mint_receipt(FULL, run_id="run-1", epoch=1, scheme="af-1").to_attributes()
+        types: dict[str, type] = {
             names.RECEIPT_STATE: str,
             names.RECEIPT_SCHEME: str,
             names.RECEIPT_DIGEST: str,
@@ -107,17 +117,98 @@ class TestFields:
             names.RECEIPT_BYTES: int,
         }
         assert {key: type(value) for key, value in attributes.items()} == types
+        context = ReceiptContext(scope_name="s", scope_version="1")
+        parent = mint_receipt(FULL, run_id="run-1", epoch=1)
+        af2 = mint_receipt(
+            FULL, run_id="run-1", epoch=2, parent=parent, key="k", context=context
+        ).to_attributes()
+        types |= {
+            names.RECEIPT_UNRECORDED: list,
+            names.RECEIPT_SOURCE: str,
+            names.RECEIPT_SCOPE_NAME: str,
+            names.RECEIPT_SCOPE_VERSION: str,
+            names.RECEIPT_PARENT_DIGEST: str,
+            names.RECEIPT_KEY_ID: str,
+        }
+        assert {key: type(value) for key, value in af2.items()} == types
 
-    @given(request=requests(), epoch=st.integers(1, 50), keyed=st.booleans())
+    @given(
+        request=requests(),
+        epoch=st.integers(1, 50),
+        keyed=st.booleans(),
+        scheme=st.sampled_from(["af-1", "af-2"]),
+    )
     @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
     def test_any_request_matches_the_reference(
-        self, request: dict[str, Any], epoch: int, keyed: bool
+        self, request: dict[str, Any], epoch: int, keyed: bool, scheme: str
     ) -> None:
-        """For any readable request, plain or keyed, the receipt equals the reference minter's."""
+        """For any readable request, plain or keyed, af-1 or af-2, the receipt equals the
+        reference minter's."""
         key = b"secret" if keyed else None
-        receipt = mint_receipt(request, run_id="run-x", epoch=epoch, parent=epoch - 1, key=key)
+        receipt = mint_receipt(
+            request, run_id="run-x", epoch=epoch, parent=epoch - 1, key=key, scheme=scheme
+        )
         expected = expected_attributes(
-            _normalized(request), run_id="run-x", epoch=epoch, parent=epoch - 1, key=key
+            _normalized(request),
+            run_id="run-x",
+            epoch=epoch,
+            parent=epoch - 1,
+            key=key,
+            scheme=scheme,
+        )
+        assert receipt.to_attributes() == expected
+
+    @given(
+        request=requests(),
+        gaps=st.lists(st.sampled_from(sorted(SERVED_GAPS)), max_size=3, unique=True),
+        unrecorded=st.lists(st.sampled_from(["tools", "params", "system"]), max_size=2),
+        source=st.sampled_from(names.RECEIPT_SOURCES),
+        scope=st.sampled_from([None, "opentelemetry.instrumentation.openai_v2"]),
+        version=st.sampled_from([None, "2.1b0"]),
+        lane=st.sampled_from([None, "0123456789abcdef"]),
+        base=st.sampled_from([None, "sha256:" + "ab" * 32]),
+        keyed=st.booleans(),
+    )
+    @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+    def test_af2_context_matches_the_reference(
+        self,
+        request: dict[str, Any],
+        gaps: list[str],
+        unrecorded: list[str],
+        source: str,
+        scope: str | None,
+        version: str | None,
+        lane: str | None,
+        base: str | None,
+        keyed: bool,
+    ) -> None:
+        """Whatever the span's gaps, unrecorded fields, source, scope, lane, base and parent,
+        the af-2 receipt and its digest equal the reference minter's."""
+        key = b"secret" if keyed else None
+        context = ReceiptContext(tuple(gaps), tuple(unrecorded), source, scope, version, base)
+        parent = mint_receipt({"messages": []}, run_id="run-x", epoch=1, key=key)
+        receipt = mint_receipt(
+            request, run_id="run-x", epoch=2, parent=parent, key=key, lane=lane, context=context
+        )
+        span = {
+            names.GAPS: gaps,
+            names.RECEIPT_UNRECORDED: unrecorded,
+            names.RECEIPT_SOURCE: source,
+            names.RECEIPT_SCOPE_NAME: scope or "",
+            names.RECEIPT_SCOPE_VERSION: version or "",
+            names.RECEIPT_PARENT_DIGEST: parent.digest,
+            names.EPOCH_LANE: lane or "",
+            names.RUN_BASE: base or "",
+        }
+        expected = expected_attributes(
+            _normalized(request),
+            run_id="run-x",
+            epoch=2,
+            parent=1,
+            parent_entries=[],
+            key=key,
+            scheme="af-2",
+            span=span,
         )
         assert receipt.to_attributes() == expected
 
@@ -169,13 +260,16 @@ class TestParent:
         parent = mint_receipt(first, run_id="r", epoch=1)
         child = mint_receipt(grown, run_id="r", epoch=2, parent=parent)
         assert (child.parent, child.messages_kept, child.messages_count) == (1, 3, 4)
-        assert child.messages_added == tuple(entries_of(_normalized(grown), "r")[3:])
+        assert child.messages_added == tuple(entries_of(_normalized(grown), "r", digits=64)[3:])
+        assert child.parent_digest == parent.digest
         assert child.to_attributes() == expected_attributes(
             _normalized(grown),
             run_id="r",
             epoch=2,
             parent=1,
-            parent_entries=entries_of(_normalized(first), "r"),
+            parent_entries=entries_of(_normalized(first), "r", digits=64),
+            scheme="af-2",
+            span={names.RECEIPT_PARENT_DIGEST: parent.digest},
         )
 
     def test_rewritten_history_keeps_only_the_common_prefix(self) -> None:
@@ -281,12 +375,23 @@ class TestNotMinted:
         receipt = mint_receipt(FULL, run_id=run_id, epoch=1)
         assert (receipt.state, receipt.absent_reason) == ("absent", "no-run-id")
 
-    def test_empty_key_is_the_plain_scheme(self) -> None:
-        """An empty key is no key: the receipt is af-1 and equals the unkeyed one."""
-        assert mint_receipt(FULL, run_id="r", epoch=1, key="") == mint_receipt(
-            FULL, run_id="r", epoch=1
+    @pytest.mark.parametrize("scheme", ["af-1", "af-2"])
+    def test_empty_key_is_the_plain_scheme(self, scheme: str) -> None:
+        """An empty key is no key: the receipt is plain and equals the unkeyed one."""
+        assert mint_receipt(FULL, run_id="r", epoch=1, key="", scheme=scheme) == mint_receipt(
+            FULL, run_id="r", epoch=1, scheme=scheme
         )
-        assert mint_receipt(FULL, run_id="r", epoch=1, key=b"k").scheme == "af-1-hmac"
+        keyed = mint_receipt(FULL, run_id="r", epoch=1, key=b"k", scheme=scheme)
+        assert keyed.scheme == scheme + "-hmac"
+
+    def test_new_receipts_are_af2(self) -> None:
+        """Without a scheme, receipts are af-2: 64 hex digits, keyed ones with their key id."""
+        plain_receipt = mint_receipt(FULL, run_id="r", epoch=1)
+        keyed = mint_receipt(FULL, run_id="r", epoch=1, key=b"k")
+        assert (plain_receipt.scheme, keyed.scheme) == ("af-2", "af-2-hmac")
+        assert len(plain_receipt.digest or "") == 64
+        assert keyed.key_id == key_id(b"k")
+        assert plain_receipt.key_id is None
 
     def test_internal_failure_is_state_error(self) -> None:
         """A Request that breaks af_otel's own assumptions gives state error, never an exception."""

@@ -88,7 +88,12 @@ def _set(key: str, value: object) -> Any:
     [
         (_set(names.RECEIPT_STATE, "maybe"), "af.receipt.state"),
         (_drop(names.RECEIPT_STATE), "af.receipt.state"),
-        (_set(names.RECEIPT_SCHEME, "af-2"), "af.receipt.scheme"),
+        (_set(names.RECEIPT_SCHEME, "af-9"), "af.receipt.scheme"),
+        (_set(names.RECEIPT_SCHEME, "af-1"), "not a hash"),  # af-2's hashes read as af-1
+        (_set(names.RECEIPT_SCHEME, "af-2-hmac"), "af.receipt.key_id"),  # keyed, names no key
+        (_set(names.RECEIPT_KEY_ID, "nothex"), "af.receipt.key_id"),
+        (_set(names.RECEIPT_PARENT_DIGEST, "0123"), "af.receipt.parent_digest"),
+        (_set(names.GAPS, [1]), "af.gaps"),
         (_drop(names.RECEIPT_SCHEME), "af.receipt.scheme"),
         (_drop(names.RECEIPT_DIGEST), "af.receipt.digest"),
         (_set(names.RECEIPT_DIGEST, "0123456789abcde"), "af.receipt.digest"),
@@ -119,6 +124,17 @@ def test_malformed_attributes_are_rejected_with_a_reason(mutate: Any, reason: st
     result = Receipt.from_attributes(mutate(_span_attributes(_minted())))
     assert isinstance(result, MalformedReceipt)
     assert reason in result.reason
+
+
+@pytest.mark.parametrize("scheme", ["af-1", "af-2"])
+def test_a_rejected_af2_receipt_says_so(scheme: str) -> None:
+    """A rejected receipt is marked af-2 when its attributes carry af-2's marks, even with the
+    scheme stripped (a reader then calls it damaged); an af-1 one is not."""
+    attributes = _span_attributes(mint_receipt(REQUEST, run_id="r", epoch=1, scheme=scheme))
+    for mutate in (_drop(names.RECEIPT_SCHEME), _set(names.RECEIPT_BYTES, "x")):
+        result = Receipt.from_attributes(mutate(attributes))
+        assert isinstance(result, MalformedReceipt)
+        assert result.af2 is (scheme == "af-2")
 
 
 class _Exploding(dict[str, Any]):

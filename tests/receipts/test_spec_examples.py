@@ -1,5 +1,6 @@
-"""docs/receipt-spec.md and the code cannot drift: every worked example on the page is parsed here
-and recomputed, by af_otel and (for the hashes) by hashlib/hmac directly."""
+"""docs/receipt-spec.md and the code cannot drift: every worked example on the page (af-1's §9,
+af-2's §12.7) is parsed here and recomputed, by af_otel and (for the hashes) by hashlib/hmac
+directly or by the independent reference minter."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from typing import Any
 import pytest
 
 from af_otel import Request, canonical_json, mint_receipt, names, receipt_hash
+from af_otel.canonical import key_id
 from af_otel.canonical.jcs import _exact
-from af_otel.receipts import digest_preimage
+from af_otel.receipts import ReceiptContext, digest_preimage
+
+from .reference import expected_attributes, plain
 
 SPEC = (Path(__file__).parents[2] / "docs" / "receipt-spec.md").read_text(encoding="utf-8")
 
@@ -59,6 +63,14 @@ RECEIPT = _section("### 9.3")
 INTERMEDIATE, PLAIN_ATTRIBUTES, KEYED_ATTRIBUTES = _tables(RECEIPT)
 REQUEST = json.loads(re.search(r"```json\n(.*?)\n```", RECEIPT, re.DOTALL).group(1))  # type: ignore[union-attr]
 RUN = "run-spec"
+AF2 = _section("### 12.7")
+AF2_HASHES, AF2_INTERMEDIATE, AF2_PLAIN, AF2_KEYED = _tables(AF2)
+AF2_LANE = "5f0c8e2a9b3d4f61"
+AF2_CONTEXT = ReceiptContext(
+    gaps=("cache-transform",),
+    scope_name="opentelemetry.instrumentation.openai_v2",
+    scope_version="2.1b0",
+)
 
 
 def test_the_tables_were_found() -> None:
@@ -67,6 +79,10 @@ def test_the_tables_were_found() -> None:
     assert len(HASH_ROWS) >= 3
     assert len(INTERMEDIATE) >= 10
     assert len(PLAIN_ATTRIBUTES) >= 15
+    assert len(AF2_HASHES) >= 3
+    assert len(AF2_INTERMEDIATE) >= 3
+    assert len(AF2_PLAIN) >= 20
+    assert len(AF2_KEYED) >= 8
 
 
 @pytest.mark.parametrize("row", JCS_ROWS, ids=lambda row: row[0])
@@ -88,9 +104,10 @@ def test_hash_examples(row: list[str]) -> None:
 
 
 def _minted(key: str | None = None) -> tuple[Any, Any]:
-    parent = mint_receipt({**REQUEST, "messages": REQUEST["messages"][:1]}, run_id=RUN, epoch=1)
+    first = {**REQUEST, "messages": REQUEST["messages"][:1]}
+    parent = mint_receipt(first, run_id=RUN, epoch=1, scheme="af-1")
     receipt = mint_receipt(
-        REQUEST, run_id=RUN, epoch=2, parent=parent if key is None else 1, key=key
+        REQUEST, run_id=RUN, epoch=2, parent=parent if key is None else 1, key=key, scheme="af-1"
     )
     return parent, receipt
 
@@ -103,13 +120,13 @@ def _intermediates() -> dict[str, Any]:
         "JCS(system)": canonical_json(list(request.system)).decode(),
         "JCS(D)": digest_preimage(receipt).decode(),
     }
-    link = receipt_hash(RUN, "af.messages.v1")
+    link = receipt_hash(RUN, "af.messages.v1", scheme="af-1")
     values["c_0"] = link
     for index, message in enumerate(request.messages, start=1):
         values[f"JCS(m_{index})"] = canonical_json(message).decode()
-        entry = receipt_hash(RUN, canonical_json(message))
+        entry = receipt_hash(RUN, canonical_json(message), scheme="af-1")
         values[f"e_{index}"] = entry
-        link = receipt_hash(RUN, link + "\x1f" + entry)
+        link = receipt_hash(RUN, link + "\x1f" + entry, scheme="af-1")
         values[f"c_{index}"] = link
     for index, tool in enumerate(request.tools, start=1):
         values[f"JCS(t_{index})"] = canonical_json(tool).decode()
@@ -143,9 +160,72 @@ def test_keyed_attributes() -> None:
     assert on_page == {key: minted[key] for key in on_page}
 
 
+def _af2_minted(key: str | None = None) -> tuple[Any, Any]:
+    first = {**REQUEST, "messages": REQUEST["messages"][:1]}
+    place = {"run_id": RUN, "lane": AF2_LANE, "key": key, "context": AF2_CONTEXT}
+    parent = mint_receipt(first, epoch=1, **place)  # type: ignore[arg-type]
+    return parent, mint_receipt(REQUEST, epoch=2, parent=parent, **place)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("row", AF2_HASHES, ids=lambda row: row[0] + row[2])
+def test_af2_hash_examples(row: list[str]) -> None:
+    """Each H2 example is receipt_hash's af-2 value and the whole SHA-256/HMAC hex digest."""
+    salt, text, key, expected = (_literal(cell) for cell in row)
+    assert receipt_hash(salt, text, key=key, scheme="af-2") == expected
+    data = (salt + "\x1f" + text).encode()
+    digest = hashlib.sha256(data) if key is None else hmac.new(key.encode(), data, hashlib.sha256)
+    assert digest.hexdigest() == expected
+
+
+def test_af2_intermediate_values() -> None:
+    """The parent digest, the key id and JCS(D2) on the page are what the code computes."""
+    parent, receipt = _af2_minted()
+    values = {
+        "parent digest": parent.digest,
+        'key_id("spec-key")': key_id("spec-key"),
+        "JCS(D2)": digest_preimage(receipt).decode(),
+    }
+    assert {row[0]: _literal(row[1]) for row in AF2_INTERMEDIATE} == values
+
+
+def test_af2_attributes_of_the_worked_receipt() -> None:
+    """The page lists exactly the af-2 receipt's attributes, as minted and as the independent
+    reference minter computes them."""
+    parent, receipt = _af2_minted()
+    on_page = {row[0]: _literal(row[1]) for row in AF2_PLAIN}
+    assert on_page == receipt.to_attributes()
+    normalized = plain(Request.from_dict(REQUEST).to_dict())
+    span = {
+        names.GAPS: list(AF2_CONTEXT.gaps),
+        names.RECEIPT_SCOPE_NAME: AF2_CONTEXT.scope_name,
+        names.RECEIPT_SCOPE_VERSION: AF2_CONTEXT.scope_version,
+        names.RECEIPT_PARENT_DIGEST: parent.digest,
+        names.EPOCH_LANE: AF2_LANE,
+    }
+    reference = expected_attributes(
+        normalized,
+        run_id=RUN,
+        epoch=2,
+        parent=1,
+        parent_entries=list(parent.entries),
+        scheme="af-2",
+        span=span,
+    )
+    assert on_page == reference
+
+
+def test_af2_keyed_attributes() -> None:
+    """The keyed af-2 example's attributes on the page are those minted with the key."""
+    _, receipt = _af2_minted(key="spec-key")
+    minted = receipt.to_attributes()
+    on_page = {row[0]: _literal(row[1]) for row in AF2_KEYED}
+    assert on_page == {key: minted[key] for key in on_page}
+
+
 def test_field_table_names_every_receipt_attribute() -> None:
-    """§4's field table names every af.receipt.* attribute af_otel.names defines but the absent reason."""
-    table = _section("## 4. The receipt fields")
+    """§4's and §12.2's field tables name every af.receipt.* attribute af_otel.names defines but
+    the absent reason."""
+    table = _section("## 4. The receipt fields") + _section("### 12.2")
     receipt_names = {
         value
         for key, value in vars(names).items()

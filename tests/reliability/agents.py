@@ -185,9 +185,13 @@ def _without_lane(evidence: dict[str, Any], attributes: Mapping[str, Any]) -> No
     lane = evidence.pop(names.EPOCH_LANE, None)
     assert lane is None or (isinstance(lane, str) and len(lane) == 16)
     receipt = Receipt.from_attributes(attributes)
-    if isinstance(receipt, Receipt) and receipt.minted and receipt.scheme == names.SCHEME_PLAIN:
+    plain_schemes = (names.SCHEME_PLAIN, names.SCHEME_2)
+    if isinstance(receipt, Receipt) and receipt.minted and receipt.scheme in plain_schemes:
         assert receipt_digest(receipt) == evidence[names.RECEIPT_DIGEST]
-        evidence[names.RECEIPT_DIGEST] = receipt_digest(replace(receipt, lane=None))
+        # af-2 also binds the parent's digest, which binds the parent's lane
+        evidence.pop(names.RECEIPT_PARENT_DIGEST, None)
+        laneless = replace(receipt, lane=None, parent_digest=None)
+        evidence[names.RECEIPT_DIGEST] = receipt_digest(laneless)
 
 
 def _plain(value: object) -> object:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from af_otel import canonical_json, mint_receipt, names, receipt_hash
 from af_otel.errors import InvalidAddressError, StoreError
+from af_otel.keys import KeyRing
 from af_otel.store import LocalStore, validate_address
 
 PACKAGE = Path(__file__).resolve().parents[2] / "af_otel"
@@ -254,8 +255,8 @@ class TestStorePaths:
 _TEXT = st.text(alphabet=string.ascii_letters + string.digits + " ", min_size=0, max_size=40)
 
 
-def _plain(salt: str, text: str) -> str:
-    return hashlib.sha256((salt + "\x1f" + text).encode()).hexdigest()[:16]
+def _plain(salt: str, text: str, digits: int = 64) -> str:
+    return hashlib.sha256((salt + "\x1f" + text).encode()).hexdigest()[:digits]
 
 
 class TestSalts:
@@ -281,8 +282,8 @@ class TestSalts:
         receipt = mint_receipt({"messages": [message]}, run_id=run, epoch=1)
         body = canonical_json(message).decode()
         entry = receipt.messages_added[0]
-        assert entry == receipt_hash(run, body)
-        assert entry != hashlib.sha256(body.encode()).hexdigest()[:16]
+        assert entry == receipt_hash(run, body, scheme="af-2")
+        assert entry != hashlib.sha256(body.encode()).hexdigest()
         assert entry != _plain("", body)
 
 
@@ -299,8 +300,8 @@ class TestKeyedReceipts:
         request = {"system": "be brief", "messages": [message], "tools": [{"name": "f"}]}
         keyed = mint_receipt(request, run_id=run, epoch=1, key=key)
         plain = mint_receipt(request, run_id=run, epoch=1)
-        assert keyed.scheme == "af-1-hmac"
-        assert plain.scheme == "af-1"
+        assert keyed.scheme == "af-2-hmac"
+        assert plain.scheme == "af-2"
         keyed_values = {
             keyed.system_hash,
             keyed.messages_chain,
@@ -319,7 +320,7 @@ class TestKeyedReceipts:
         }
         # The attacker's best guess is the plain receipt of the true content: it matches nothing.
         assert keyed_values.isdisjoint(plain_values)
-        assert receipt_hash(run, canonical_json(message)) not in keyed_values
+        assert receipt_hash(run, canonical_json(message), scheme="af-2") not in keyed_values
 
     def test_key_never_in_attributes(self) -> None:
         """The key bytes (raw, hex, or as text) appear in no receipt attribute."""
@@ -389,8 +390,8 @@ class TestKeyHandling:
             key_file.write_bytes(key + b"\n")
             monkeypatch.setenv(names.ENV_KEY_FILE, str(key_file))
         exported, _ = _keyed_trace(tmp_path, caplog, monkeypatch)
-        assert b'"af-1-hmac"' in exported
-        assert b'"af-1"' not in exported
+        assert b'"af-2-hmac"' in exported
+        assert b'"af-2"' not in exported
         logged = "\n".join(
             record.getMessage()
             + (logging.Formatter().formatException(record.exc_info) if record.exc_info else "")
@@ -408,7 +409,7 @@ class TestKeyHandling:
         monkeypatch.setenv(names.ENV_KEY_FILE, str(tmp_path / "missing-key"))
         monkeypatch.delenv(names.ENV_KEY, raising=False)
         exported, _ = _keyed_trace(tmp_path, caplog, monkeypatch)
-        assert b'"af-1"' in exported
+        assert b'"af-2"' in exported
         assert any("missing-key" in record.getMessage() for record in caplog.records)
 
     def test_keyed_trace_verifies_only_with_the_key(
@@ -433,5 +434,9 @@ class TestKeyHandling:
                 verify(view)
             if status == "verified":
                 verified += 1
-                assert verify(view, key=key + "x").status == "damaged"
+                # af-2 names its key's id: another key is refused by name, not tried
+                with pytest.raises(ReaderError, match="key id"):
+                    verify(view, key=key + "x")
+                ring = KeyRing.of([key + "x", key])
+                assert verify(view, key=ring).status == "verified"
         assert verified > 0

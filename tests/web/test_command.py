@@ -11,6 +11,7 @@ import pytest
 from af_otel import names
 from af_otel.cli import build_parser, main
 from af_otel.cli.read import key_from_args
+from af_otel.keys import KeyRing
 from af_otel.reader.sources import JaegerSource, PhoenixSource, TempoSource
 from af_otel.web.command import DEFAULT_HOST, evidence_from
 
@@ -67,11 +68,11 @@ def test_the_key_comes_from_the_readers_configuration(
 ) -> None:
     """--key-file, else AF_OTEL_KEY: the same sources as af-otel verify."""
     monkeypatch.setenv(names.ENV_KEY, "from-env")
-    assert evidence_from(parse("f.jsonl"))._key == b"from-env"  # type: ignore[arg-type]
+    assert evidence_from(parse("f.jsonl"))._key == KeyRing((b"from-env",))  # type: ignore[arg-type]
     key_file = tmp_path / "key"
     key_file.write_bytes(b"from-file\n")
     evidence = evidence_from(parse("f.jsonl", "--key-file", str(key_file)))  # type: ignore[arg-type]
-    assert evidence._key == b"from-file"
+    assert evidence._key == KeyRing((b"from-file",))
 
 
 def test_serve_and_verify_share_one_key_option(tmp_path: Path) -> None:
@@ -81,7 +82,7 @@ def test_serve_and_verify_share_one_key_option(tmp_path: Path) -> None:
     parser = build_parser()
     for command in ("serve", "verify"):
         args = parser.parse_args([command, "f.jsonl", "--key-file", str(key_file)])
-        assert key_from_args(args) == b"shared"
+        assert key_from_args(args) == KeyRing((b"shared",))
     actions = {
         name: next(a for a in sub._actions if "--key-file" in a.option_strings)
         for name, sub in _subparsers(parser).items()
