@@ -16,8 +16,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/af-otel demo
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q
+# `make test` first installs the Debian packages its tests need (.ci/system-deps: as root, else it
+# stops at once with the command to run), says so when this run builds the side venvs
+# (tests/sidevenv.py), and runs the suite on two pytest-xdist workers, each test file whole on
+# one worker so module and session fixtures are built once. PYTEST_ARGS adds to or overrides it.
+PYTEST_ARGS ?= -n 2 --dist loadfile
+
+test:
+	@.ci/system-deps test
+	@$(MAKE) --no-print-directory $(STAMP)
+	@$(BIN)/python -m tests.sidevenv
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check af_otel tests benchmarks
@@ -25,8 +34,12 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Every script runs and prints its figures; the target fails after them if any target failed.
-bench: $(STAMP)
-	@status=0; for script in canonical mint processor reader; do \
+# reader_instructions counts the reader's instructions under Valgrind (about 5 minutes):
+# .ci/system-deps installs valgrind as root, else prints the command, and that line fails.
+bench:
+	@status=0; .ci/system-deps bench || status=1; \
+	$(MAKE) --no-print-directory $(STAMP) || exit 1; \
+	for script in canonical mint processor reader reader_instructions; do \
 		$(BIN)/python benchmarks/$$script.py || status=1; \
 	done; exit $$status
 
