@@ -24,7 +24,7 @@ PYTEST_ARGS ?= -n 2 --dist loadfile
 
 test:
 	@.ci/system-deps test
-	@$(MAKE) --no-print-directory $(STAMP)
+	@$(MAKE) --no-print-directory -s $(STAMP)
 	@$(BIN)/python -m tests.sidevenv
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
@@ -38,7 +38,7 @@ lint: $(STAMP)
 # .ci/system-deps installs valgrind as root, else prints the command, and that line fails.
 bench:
 	@status=0; .ci/system-deps bench || status=1; \
-	$(MAKE) --no-print-directory $(STAMP) || exit 1; \
+	$(MAKE) --no-print-directory -s $(STAMP) || exit 1; \
 	for script in canonical mint processor reader reader_instructions; do \
 		$(BIN)/python benchmarks/$$script.py || status=1; \
 	done; exit $$status
