@@ -41,7 +41,8 @@ DEFINED_IN: Final = (
     "tests.backends.phoenix",
 )
 COLD_RUN: Final = (
-    "a cold first run (every side venv built) took 17 min on this 2-core machine, a warm one 7"
+    "a cold run (every side venv built, pip's cache empty) took 15 min on this 2-core machine"
+    " while other work loaded it (load about 7), a warm one 12"
 )
 
 
