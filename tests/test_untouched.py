@@ -34,10 +34,10 @@ def _scratch_repository(tmp_path: Path, planted: str) -> Path:
     return repo
 
 
-def _pytest(repo: Path) -> subprocess.CompletedProcess[str]:
+def _pytest(repo: Path, *workers: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "tests/test_planted.py"],
+        [sys.executable, "-m", "pytest", "-q", *(workers or ("-p", "no:xdist")), "tests"],
         cwd=repo,
         env=env,  # bytecode caches appear in the scratch tree: they are allowed
         capture_output=True,
@@ -64,12 +64,14 @@ def test_writes_under_tmp_path(tmp_path):
 """
 
 
+@pytest.mark.parametrize("workers", [(), ("-n", "2", "--dist", "loadfile")], ids=["one", "xdist"])
 def test_a_session_that_writes_into_the_repository_fails_and_names_the_paths(
-    tmp_path: Path,
+    tmp_path: Path, workers: tuple[str, ...]
 ) -> None:
     """The planted tests pass, yet the session exits 1 and names the untracked file and the
-    ignored directory they left."""
-    done = _pytest(_scratch_repository(tmp_path, WRITES))
+    ignored directory they left; under xdist the controller sees what a worker wrote, as
+    `make test` runs it."""
+    done = _pytest(_scratch_repository(tmp_path, WRITES), *workers)
     assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout + done.stderr
     assert "2 passed" in done.stdout
     assert "the repository changed" in done.stdout
