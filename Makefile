@@ -34,7 +34,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Every script runs and prints its figures; the target fails after them if any target failed.
-# reader_instructions counts the reader's instructions under Valgrind (about 5 minutes):
+# reader_instructions counts the reader's instructions under Valgrind (5 to 7 minutes):
 # .ci/system-deps installs valgrind as root, else prints the command, and that line fails.
 bench:
 	@status=0; .ci/system-deps bench || status=1; \
