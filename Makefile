@@ -16,8 +16,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/af-otel demo
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q
+# `make test` first installs the Debian packages its tests need (.ci/system-deps: as root, else it
+# stops at once with the command to run), says so when this run builds the side venvs
+# (tests/sidevenv.py), and runs the suite on two pytest-xdist workers, each test file whole on
+# one worker so module and session fixtures are built once (`make test PYTEST_ARGS=`: one process).
+PYTEST_ARGS ?= -n 2 --dist loadfile
+
+test:
+	@.ci/system-deps test
+	@$(MAKE) --no-print-directory -s $(STAMP)
+	@$(BIN)/python -m tests.sidevenv
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check af_otel tests benchmarks
@@ -25,8 +34,11 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Every script runs and prints its figures; the target fails after them if any target failed.
+# reader_instructions counts the reader's instructions under Valgrind (5 to 7 minutes):
+# .ci/system-deps installs valgrind as root, else prints the command, and that line fails.
 bench: $(STAMP)
-	@status=0; for script in canonical mint processor reader wire; do \
+	@status=0; .ci/system-deps bench || status=1; \
+	for script in canonical mint processor reader wire reader_instructions; do \
 		$(BIN)/python benchmarks/$$script.py || status=1; \
 	done; exit $$status
 

@@ -1,5 +1,6 @@
 """Reader benchmark: build every served view of a long run and verify it, against a naive reader
-that folds each epoch's whole path again, side by side.
+that folds each epoch's whole path again, side by side; and read an exported span file, against
+``orjson.loads`` of the same bytes.
 
 A turn is one LLM call after the agent ran seven tools: its commits append the question, seven
 tool calls and their results and the answer one message each, and set the dials (17 commits a
@@ -7,16 +8,24 @@ turn, so 100 turns hold about 1,700). Every seventh tool result is over the inli
 in the store. Receipts are minted by `mint_receipt` as the writer does; spans are built directly
 as span records, so the figures are the reader's alone.
 
-Targets: at 100 turns the keyed reader is at least 50x faster than the naive one; the 1,000-turn
-run costs at most 11x the 100-turn run (ten times the turns: linear, with a little room for the
-garbage collector and the caches, which a ten times larger heap makes work harder). The naive
-reader is measured whole at 100 turns and on an even sample of epochs at 1,000 (its total there is
-that sample scaled up: folding all 1,000 epochs naively would take many minutes). Prints
-PASS/FAIL; exits 1 on FAIL.
+The reader's targets (docs/reader.md, Performance):
 
-Also printed (no target): the reader's throughput reading a large OTLP JSON file (spans a
-content-capturing instrumentation wrote, enriched by the processor) as a ratio of ``orjson.loads``
-on the same bytes, the floor any JSON reader in Python stands on.
+- At 1,000 turns the keyed reader is at least 300x faster than the naive one folding each epoch on
+  its own. The naive reader shares the keyed reader's normalizer, canonical JSON and hashing, so
+  it is a yardstick for the index, not for speed: at 100 turns the ratio is printed, no target.
+- Linear in the run: a 1,000-turn read costs at most 10.5x the machine instructions of a 100-turn
+  one. Instructions are counted by `benchmarks/reader_instructions.py` under Valgrind (run by
+  ``make bench`` after this script), because time also counts the memory a large heap waits for
+  and moves with the neighbours' load; the time ratio is printed here, no target.
+- Speed: the keyed reader, reading an exported OTLP JSON file (spans a content-capturing
+  instrumentation wrote, enriched by the processor) into verdicts as ``af-otel verify`` does,
+  runs at no less than 0.4x the throughput of bare ``orjson.loads`` over the same bytes, the
+  floor any JSON reader in Python stands on and code the reader's own speed-ups do not touch.
+  Also printed, no target: reading the spans alone.
+
+The naive reader is measured whole at 100 turns and on an even sample of epochs at 1,000 (its
+total there is that sample scaled up: folding all 1,000 epochs naively would take many minutes).
+Prints PASS/FAIL per target; exits 1 on FAIL.
 """
 
 from __future__ import annotations
@@ -44,8 +53,8 @@ from af_otel.store import LocalStore, Store
 TOOLS_PER_TURN = 7
 INLINE_LIMIT = names.DEFAULT_INLINE_LIMIT
 RUN_ID = "bench-run"
-SPEEDUP_TARGET = 50.0
-SCALING_TARGET = 11.0
+NAIVE_TARGET = 300.0  # keyed vs naive (each epoch on its own) at 1,000 turns, at least
+THROUGHPUT_TARGET = 0.4  # the keyed reader's bytes per second over orjson.loads', at least
 
 
 def _text(role: str, text: str) -> dict[str, Any]:
@@ -275,26 +284,25 @@ def main() -> int:
             f"  naive {row['naive'] * 1000:10.1f} ms ({row['naive'] / row['keyed']:6.1f}x)"
             f"  naive-forward {row['forward'] * 1000:10.1f} ms ({row['forward'] / row['keyed']:6.1f}x){note}"
         )
-    speedup = small["naive"] / small["keyed"]
-    scaling = large["keyed"] / small["keyed"]
-    ok_speed = speedup >= SPEEDUP_TARGET
-    ok_scale = scaling <= SCALING_TARGET
+    speedup = large["naive"] / large["keyed"]
+    ok_speed = speedup >= NAIVE_TARGET
     print(
-        f"  keyed vs naive at 100 turns: {speedup:.1f}x (target >= {SPEEDUP_TARGET:.0f}x) "
+        f"  keyed vs naive at 1,000 turns: {speedup:.1f}x (target >= {NAIVE_TARGET:.0f}x) "
         f"{'PASS' if ok_speed else 'FAIL'}"
     )
     print(
-        f"  keyed at 1,000 turns / at 100 turns: {scaling:.1f}x (target <= {SCALING_TARGET:.0f}x) "
-        f"{'PASS' if ok_scale else 'FAIL'}"
+        f"  keyed at 1,000 turns / at 100 turns, CPU time: {large['keyed'] / small['keyed']:.1f}x"
+        " (no target: the target counts instructions, benchmarks/reader_instructions.py)"
     )
-    throughput()
-    passed = ok_speed and ok_scale
+    ok_throughput = throughput()
+    passed = ok_speed and ok_throughput
     print("PASS" if passed else "FAIL")
     return 0 if passed else 1
 
 
-def throughput(turns: int = 150) -> None:
-    """Read a large OTLP JSON file with the reader and with bare ``orjson.loads``, side by side."""
+def throughput(turns: int = 150) -> bool:
+    """Read a large OTLP JSON file into verdicts with the keyed reader, and parse it with bare
+    ``orjson.loads``, side by side; True when the reader keeps its target."""
     import json
     from pathlib import Path
 
@@ -307,12 +315,12 @@ def throughput(turns: int = 150) -> None:
 
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "spans.jsonl"
+        store_path = Path(directory) / "store"
         with path.open("w", encoding="utf-8") as stream:
             provider = TracerProvider()
             provider.add_span_processor(
                 ReceiptSpanProcessor(
-                    SimpleSpanProcessor(FileSpanExporter(stream=stream)),
-                    store=Path(directory) / "store",
+                    SimpleSpanProcessor(FileSpanExporter(stream=stream)), store=store_path
                 )
             )
             tracer = provider.get_tracer("bench")
@@ -334,6 +342,7 @@ def throughput(turns: int = 150) -> None:
             provider.shutdown()
         data = path.read_bytes()
         lines = data.splitlines()
+        store = LocalStore(store_path)
 
         def parse() -> int:
             return sum(len(orjson.loads(line)["resourceSpans"]) for line in lines)
@@ -341,14 +350,25 @@ def throughput(turns: int = 150) -> None:
         def read() -> int:
             return sum(1 for _ in read_spans(path))
 
+        def keyed() -> int:
+            verdicts = verify(served_views(tuple(read_spans(path)), store=store))
+            return sum(v.status is not VerdictStatus.DAMAGED for v in verdicts)
+
         floor, _ = timed(parse, repeat=5)
-        reader, count = timed(read, repeat=5)
+        spans_only, count = timed(read, repeat=5)
+        reader, undamaged = timed(keyed, repeat=5)
+        assert undamaged == turns, f"keyed reader: {undamaged} of {turns} calls not damaged"
     size = len(data) / 2**20
+    ratio = floor / reader
     print(
-        f"  reading a {size:.1f} MiB OTLP JSON file ({count} spans): reader {size / reader:7.1f} MiB/s,"
-        f" orjson.loads {size / floor:7.1f} MiB/s: the reader runs at {floor / reader:.2f}x orjson's"
-        " throughput (no target)"
+        f"  a {size:.1f} MiB OTLP JSON file ({count} spans): orjson.loads {size / floor:7.1f} MiB/s;"
+        f" read_spans alone {size / spans_only:7.1f} MiB/s ({floor / spans_only:.2f}x, no target)"
     )
+    print(
+        f"  keyed reader, file to verdicts: {size / reader:7.1f} MiB/s, {ratio:.2f}x orjson.loads'"
+        f" throughput (target >= {THROUGHPUT_TARGET}x) {'PASS' if ratio >= THROUGHPUT_TARGET else 'FAIL'}"
+    )
+    return ratio >= THROUGHPUT_TARGET
 
 
 if __name__ == "__main__":

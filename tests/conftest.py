@@ -7,7 +7,9 @@ the lenient behaviour unset it.
 No test writes into the repository: every test gets its own store through ``AF_OTEL_STORE``, so
 an engine that falls back to the environment (the completion hook or `llm_call` with no
 processor) never writes ``./.af_otel/store``; Hypothesis keeps no example database and its
-caches go to the test cache folder outside the repository (see tests/sidevenv.py).
+caches go to the test cache folder outside the repository (see tests/sidevenv.py). The session
+holds it: an untracked or ignored path that appears during the run fails it (tests/untouched.py;
+under pytest-xdist the controller checks, once).
 
 The fork tests (tests/reliability/test_fork.py) need a child that cannot hang silently. Handlers
 registered with ``os.register_at_fork`` run in registration order, and every BatchSpanProcessor an
@@ -28,6 +30,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
+from tests import untouched
 from tests.sidevenv import cache_dir
 
 # OpenTelemetry SDK 1.45's TracerProvider re-detects its resource in a forked child from an
@@ -44,6 +47,36 @@ os.environ["AF_OTEL_STRICT"] = "1"
 set_hypothesis_home_dir(cache_dir() / "hypothesis")
 hypothesis_settings.register_profile("af-otel-tests", database=None)
 hypothesis_settings.load_profile("af-otel-tests")
+
+
+_BEFORE = pytest.StashKey[frozenset[str] | None]()
+
+
+def _controller(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput")  # an xdist worker has it; a plain run never does
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _controller(session.config):
+        session.config.stash[_BEFORE] = untouched.snapshot(session.config.rootpath)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    before = session.config.stash.get(_BEFORE, None)
+    if before is None or not _controller(session.config):
+        return
+    after = untouched.snapshot(session.config.rootpath)
+    paths = untouched.appeared(before, after or frozenset())
+    if paths:
+        message = untouched.complaint(session.config.rootpath, paths)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write("\n")
+            reporter.write_sep("=", "the repository changed", red=True)
+            reporter.write_line(message, red=True)
+        else:
+            sys.stderr.write(message + "\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)

@@ -80,7 +80,7 @@ def test_malformed_receipt_is_a_value_and_said_to_be() -> None:
     assert "`MalformedReceipt` (a value, not an exception" in " ".join(_readme_api().split())
 
 
-def _bad_calls(tmp: Path) -> dict[str, Callable[[], object]]:
+def _write_bad_inputs(tmp: Path) -> None:
     (tmp / "garbage.txt").write_text("hello world\n")
     (tmp / "jaeger.json").write_text(
         json.dumps({"data": [{"traceID": "ab", "spans": [{"operationName": 3}], "processes": {}}]})
@@ -88,6 +88,11 @@ def _bad_calls(tmp: Path) -> dict[str, Callable[[], object]]:
     (tmp / "otlp.jsonl").write_text(
         json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "xx"}]}]}]}) + "\n"
     )
+
+
+def _bad_calls(tmp: Path) -> dict[str, Callable[[], object]]:
+    """The bad calls by name; the files they read are written by _write_bad_inputs, in a test's
+    tmp_path (collection only takes the names, and writes nothing)."""
     return {
         "read_spans: no such file": lambda: list(af_otel.read_spans(tmp / "missing.jsonl")),
         "read_spans: no known format": lambda: list(af_otel.read_spans(tmp / "garbage.txt")),
@@ -100,10 +105,11 @@ def _bad_calls(tmp: Path) -> dict[str, Callable[[], object]]:
     }
 
 
-@pytest.mark.parametrize("case", list(_bad_calls(Path("."))))
+@pytest.mark.parametrize("case", list(_bad_calls(Path("unused"))))
 def test_public_functions_raise_exported_errors(case: str, tmp_path: Path) -> None:
     """What read_spans, canonical_json and Request raise on bad input is an AfOtelError whose
     own class users can import from af_otel (no internal ValueError escapes)."""
+    _write_bad_inputs(tmp_path)
     with pytest.raises(af_otel.AfOtelError) as raised:
         _bad_calls(tmp_path)[case]()
     kind = type(raised.value)

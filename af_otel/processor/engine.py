@@ -346,10 +346,6 @@ class Engine:
                 prefix=prefix,
                 keep_inline=keep_inline,
             )
-            # A minted af-2 receipt wrote (and bound) its source; any other call says it here.
-            enrichment.attributes.setdefault(
-                names.RECEIPT_SOURCE, facts.source or names.SOURCE_INSTRUMENTATION
-            )
             if differs:
                 enrichment.attributes[names.RECORD_DIFFERS] = list(differs)
             epoch = enrichment.attributes[names.EPOCH]

@@ -1,7 +1,7 @@
 """A real Arize Phoenix server for live tests: pinned in a side venv, one per test session.
 
 Phoenix is not a dependency of af_otel; it is a server the tests talk to over HTTP, so it lives in
-its own venv under the user's cache (``$XDG_CACHE_HOME/af-otel-tests/phoenix-venv``, never in the
+its own side venv (tests/sidevenv.py: ``phoenix-venv`` in the test cache, never in the
 repository), built from PyPI on first use under a file lock and reused while its pin is unchanged.
 Each server gets free loopback ports and a temporary working directory, and runs offline.
 
@@ -10,11 +10,9 @@ Each server gets free loopback ports and a temporary working directory, and runs
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +22,8 @@ from typing import Final
 import httpx
 import pytest
 
+from tests.sidevenv import CACHE, Env, ensure
+
 __all__ = ["PHOENIX_PIN", "phoenix_url", "phoenix_venv", "running_phoenix"]
 
 # Bumping the pin rebuilds the side venv on the next run.
@@ -31,35 +31,14 @@ PHOENIX_PIN: Final = "arize-phoenix==20.26.1"
 _STARTUP_SECONDS: Final = 180  # a cold start compiles and migrates its SQLite database
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "af-otel-tests"
+# The pin file keeps the name it had before the side venvs shared one build rule, so a venv
+# built then is reused, not rebuilt.
+PHOENIX: Final = Env("phoenix", CACHE / "phoenix-venv", (PHOENIX_PIN,), stamp_name=".af-otel-pin")
 
 
 def phoenix_venv() -> Path:
     """The side venv's ``phoenix`` command, building the venv when missing or pinned otherwise."""
-    root = _cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    venv = root / "phoenix-venv"
-    stamp = venv / ".af-otel-pin"
-    command = venv / "bin" / "phoenix"
-    with open(root / "phoenix-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # two pytest runs must not build one venv together
-        if command.exists() and stamp.exists() and stamp.read_text() == PHOENIX_PIN:
-            return command
-        _run([sys.executable, "-m", "venv", "--clear", str(venv)])
-        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-              "--disable-pip-version-check", PHOENIX_PIN])  # fmt: skip
-        stamp.write_text(PHOENIX_PIN)
-    return command
-
-
-def _run(command: list[str]) -> None:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1200, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-4000:]}"
-        )
+    return ensure(PHOENIX).parent / "phoenix"
 
 
 def _free_port() -> int:

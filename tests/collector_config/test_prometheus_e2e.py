@@ -118,7 +118,7 @@ def _start_prometheus(
     directory: Path, target_port: int
 ) -> tuple[subprocess.Popen[str], Prometheus]:
     binary = shutil.which("prometheus")
-    assert binary, "prometheus is not on PATH; .ci/run installs it (apt-get install prometheus)"
+    assert binary, "prometheus is not on PATH (make test installs it: .ci/system-deps)"
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(fast_rules(directory))],

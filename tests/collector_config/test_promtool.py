@@ -1,7 +1,7 @@
 """promtool proves alerts.yaml: the rules load, every rule fires and stays quiet where it should.
 
-promtool comes from Debian's `prometheus` package, which .ci/run installs; a missing promtool
-fails these tests instead of skipping them. Each rule is also broken on purpose (made to
+promtool comes from Debian's `prometheus` package, which `make test` installs (.ci/system-deps);
+a missing promtool fails these tests instead of skipping them. Each rule is also broken on purpose (made to
 always fire, then to never fire) to show that its firing case and its quiet case both bind.
 """
 
@@ -22,7 +22,7 @@ PROMTOOL_TIMEOUT_S = 60
 
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
     promtool = shutil.which("promtool")
-    assert promtool, "promtool is not on PATH; .ci/run installs it (apt-get install prometheus)"
+    assert promtool, "promtool is not on PATH (make test installs it: .ci/system-deps)"
     return subprocess.run(
         [promtool, *args],
         capture_output=True,

@@ -116,7 +116,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert found, "headless Chromium is needed: apt-get install -y chromium (see .ci/run)"
+    assert found, "headless Chromium is needed (make test installs it: .ci/system-deps)"
     return found
 
 

@@ -16,7 +16,7 @@ import pytest
 def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if binary is None:
-        pytest.fail("chromium is not installed (.ci/run installs it: apt-get install chromium)")
+        pytest.fail("chromium is not installed (make test installs it: .ci/system-deps)")
     profile = tmp_path / "chromium-profile"
     return subprocess.run(
         [
