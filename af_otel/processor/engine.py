@@ -346,6 +346,10 @@ class Engine:
                 prefix=prefix,
                 keep_inline=keep_inline,
             )
+            if enrichment.state != names.STATE_MINTED:  # a minted af-2 receipt binds its own
+                enrichment.attributes[names.RECEIPT_SOURCE] = (
+                    facts.source or names.SOURCE_INSTRUMENTATION
+                )
             if differs:
                 enrichment.attributes[names.RECORD_DIFFERS] = list(differs)
             epoch = enrichment.attributes[names.EPOCH]
