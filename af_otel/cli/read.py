@@ -635,7 +635,13 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
         "index": verdict.index,
         "looks": verdict.looks,
         "mismatches": [
-            {"field": m.field, "index": m.index, "looks": m.looks, "excused_by": m.excused_by}
+            {
+                "field": m.field,
+                "index": m.index,
+                "looks": m.looks,
+                "excused_by": m.excused_by,
+                "blob": m.blob,
+            }
             for m in verdict.mismatches
         ],
     }

@@ -96,10 +96,11 @@ _CATALOGUE: Final = (
         _CONTENT,
         (*_VIEW_CONTENT, "base"),
         "excuse",
-        "The state this run started from could not be loaded, or its stored bytes do not match "
-        "their address, so anything only that starting state held is missing here: "
-        "instructions, earlier turns and tools may all read short. Do not take the request "
-        "shown as complete; restore the store and read again.",
+        "The state this run started from is not in the store: it is absent there, which is "
+        "not damage, as altered bytes make the call damaged instead. Anything only that starting "
+        "state held is "
+        "missing here: instructions, earlier turns and tools may all read short. Do not take "
+        "the request shown as complete; restore the store and read again.",
     ),
     GapKind(
         names.GAP_NO_RUN_LOG,
@@ -107,9 +108,9 @@ _CATALOGUE: Final = (
         _VIEW_CONTENT,
         "excuse",
         "Part of the record of changes leading to this call is missing: a span of the run was "
-        "not found, a change is absent from the numbered sequence, or one cannot be read. The "
-        "request shown may lack content or hold stale content; look for the missing spans in "
-        "the trace backend and its sampling settings.",
+        "not found, a change is absent from the numbered sequence or from the store, or one on "
+        "the span cannot be read. The request shown may lack content or hold stale content; "
+        "look for the missing spans in the trace backend and its sampling settings.",
     ),
     GapKind(
         names.GAP_NO_CONVERSATION,
@@ -260,6 +261,9 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "writer (af.epoch.same_as); they say who else recorded the call, not what was sent.",
         "view.origin": "where this reader found the span (file and line, URL); not a recorded fact.",
         "view.gaps": "the account itself, not a fact about the request.",
+        "view.damaged": "damage, not a gap: the stored blobs the view depends on whose bytes do "
+        "not hash to their address or are not what their reference promised; verify makes the "
+        "view damaged, naming the blob and the field it feeds.",
         "view.context": "the reader's working memory for the run (other epochs' views, "
         "recomputed digests); holds no fact of its own.",
     }

@@ -73,6 +73,9 @@ class Mismatch:
     index: int | None = None
     looks: Looks = "altered"
     excused_by: str | None = None
+    # The damaged stored blob the field rests on, when the mismatch is a blob's (then
+    # ``recorded`` is its address, ``rebuilt`` None: nothing can be rebuilt from it).
+    blob: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,7 +441,8 @@ def verify(
     """Recompute every receipt field from ``view`` and compare: `verified` (every field recomputes
     and no gap says the record is partial), `reconstructed` (no usable receipt, each mismatch
     excused by a gap, or a partial record) or `damaged` (the first unexcused field, with the
-    message index and whether the rebuild looks cut or altered).
+    message index and whether the rebuild looks cut or altered; or, receipt or not, a stored
+    blob the view depends on is damaged: ``view.damaged``, the first blob named).
 
     ``key`` is the HMAC secret for keyed (``af-1-hmac``) receipts; a keyed receipt without it
     raises `ReaderError`, as does a view of a span that names no run.
@@ -457,6 +461,8 @@ def verify(
         raise TypeError("verify(view, store=...): a view is built with its store already")
     receipt = view.receipt
     run_id, epoch, span_id = view.run_id, view.epoch, view.span_id
+    if view.damaged:
+        return _damaged_blobs(view)
     if not (isinstance(receipt, Receipt) and receipt.minted):
         no_receipt = view.gap(names.GAP_NO_RECEIPT)
         why = no_receipt.detail if no_receipt is not None else "no receipt"
@@ -545,4 +551,26 @@ def verify(
         index=first.index,
         looks=first.looks,
         mismatches=judged,
+    )
+
+
+def _damaged_blobs(view: ServedView) -> Verdict:
+    """A view resting on damaged stored blobs is damaged whatever its receipt says (with one or
+    without): the record it was rebuilt from is not what was written. The first blob and the
+    field it feeds lead; each damaged blob is one mismatch."""
+    first = view.damaged[0]
+    more = len(view.damaged) - 1
+    reason = first.text + (f"; and {more} more damaged blob(s)" if more else "")
+    return Verdict(
+        VerdictStatus.DAMAGED,
+        view.run_id,
+        view.epoch,
+        view.span_id,
+        reason,
+        field=first.field,
+        looks="altered",
+        mismatches=tuple(
+            Mismatch(d.field, d.address, None, looks="altered", blob=d.address)
+            for d in view.damaged
+        ),
     )

@@ -24,6 +24,7 @@ from af_otel.model.fields import order_fields
 from af_otel.model.gap_rules import request_gaps, sealed_messages
 from af_otel.model.request import INSTRUCTION_ROLES, REQUEST_KEYS, normalize_params
 from af_otel.reader.arguments import spans_only
+from af_otel.reader.blobs import BlobDamage
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
 from af_otel.reader.folded import FoldKey, SameCall, fold_key, split_folded
 from af_otel.reader.gaps import (
@@ -159,6 +160,10 @@ class ServedView:
     # The earlier calls whose requests and answers the server held for this one, oldest first,
     # as far as this run's record links them (`HeldCall`); empty unless it continues held state.
     held: tuple[HeldCall, ...] = ()
+    # The stored blobs this view (and its check) depends on that are damaged: bytes that do not
+    # hash to their address, or not what their reference promised. Never a gap: `verify` makes
+    # such a view `damaged`, naming the first blob and the field it feeds.
+    damaged: tuple[BlobDamage, ...] = ()
 
     @property
     def request(self) -> Request:
@@ -432,7 +437,10 @@ def _run_views(
     base_messages: Sequence[Any] | None = None
     if run.base_address is not None and run.base_problem is None:
         loaded = fold.value_at("messages", 0)
-        base_messages = loaded if isinstance(loaded, tuple | ChainedTuple) else ()
+        if isinstance(loaded, tuple | ChainedTuple):
+            base_messages = loaded
+        elif loaded is not UNKNOWN:  # a damaged base's messages are not on record
+            base_messages = ()
     context = RunContext(run.run_id, base_messages, shared)
     params_memo: dict[int, tuple[Any, FrozenDict]] = {}
     # Per epoch: its messages and the positions of sealed reasoning in them, found by scanning
@@ -536,6 +544,7 @@ def _run_views(
             basis=record.basis,
             same_call=_same_call(folded, span),
             held=holding[0],
+            damaged=record.damage,
         )
         if own:
             context.views[record.epoch] = view
