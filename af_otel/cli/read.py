@@ -700,6 +700,9 @@ def verify_command(args: argparse.Namespace) -> int:
             sys.stdout.write(_json_line(verdict_json(verdict)) + "\n")
         else:
             print(_verdict_line(verdict))
+    if not args.json:
+        for line in run_end_lines(views):
+            print(line)
     damaged = sum(v.status is VerdictStatus.DAMAGED for v in verdicts)
     count_verdicts(verdicts)
     # The store the verdicts were read against: on stdout with the summary, on stderr for --json.
@@ -709,6 +712,12 @@ def verify_command(args: argparse.Namespace) -> int:
         summary = ", ".join(f"{n} {s.value}" for s, n in counts.items())
         print(f"{len(verdicts)} LLM call(s) in {where}: {summary}")
     return EXIT_DAMAGED if damaged else EXIT_OK
+
+
+def run_end_lines(views: Sequence[ServedView]) -> list[str]:
+    """One line per run: how it ends on the record (closed, open, or cut at the end)."""
+    ends = {v.run_id: v.run_end for v in views if v.run_id is not None and v.run_end is not None}
+    return [f"run {run_id}: {end.state} — {end.detail}" for run_id, end in ends.items()]
 
 
 def _verdict_line(verdict: Verdict) -> str:

@@ -243,8 +243,12 @@ class Engine:
         model = dedupe.model_of(attributes, None)
         seen = dedupe.Seen(facts.start_time, facts.end_time, epoch, lane, facts.scope, model, None)
         run = self.runs.get(run_id)
+        digest = attributes.get(names.RECEIPT_DIGEST)
         with run.lock:
             run.recent.append(seen)
+            if lane == run.lane:
+                place = (facts.key[0], facts.parent[1] if facts.parent is not None else 0)
+                run.finished_call(epoch, digest if isinstance(digest, str) else None, place)
 
     # -- finish ------------------------------------------------------------------------------
 
@@ -392,6 +396,8 @@ class Engine:
                 events.append((names.COMMIT_EVENT, commit))
         kept = (request, receipt) if minted else (None, None)
         run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
+        place = (facts.key[0], facts.parent[1] if facts.parent is not None else 0)
+        run.finished_call(epoch, receipt.digest if minted else None, place)
         # A payload the store refused leaves its commit without value or ref: this epoch's
         # changes are incomplete, so the span says `no-run-log` itself, not only the reader.
         lost = mode != "none" and any(
@@ -475,6 +481,25 @@ class Engine:
     def release_trace(self, trace_id: int) -> None:
         """The local root span of a trace ended: free its trace-id run."""
         self.runs.release(trace_run_id(trace_id))
+
+    def closing(self, run_id: str) -> tuple[str, int, str] | None:
+        """What the run's close record says of this engine's lane of ``run_id``: the lane, its
+        last finished epoch and that epoch's digest ("" without one); None when this engine
+        finished no call of the run."""
+        run = self.runs.peek(run_id)
+        if run is None:
+            return None
+        with run.lock:
+            epoch, digest = run.last_call
+            return (run.lane, epoch, digest) if epoch else None
+
+    def last_place(self, run_id: str) -> tuple[int, int] | None:
+        """The trace id and parent span id (0: none) of the run's last finished call here."""
+        run = self.runs.peek(run_id)
+        if run is None:
+            return None
+        with run.lock:
+            return run.last_place if run.last_call[0] else None
 
     def release_run(self, run_id: str) -> None:
         """An `af_otel.run` block exited; an exporter's engine keeps the run until it expires."""

@@ -29,16 +29,18 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
 from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from af_otel import names
+from af_otel.processor import closing, dedupe
 from af_otel.processor import context as run_context
-from af_otel.processor import dedupe
 from af_otel.processor.context import current_run
 from af_otel.processor.engine import CallFacts, Engine
 from af_otel.processor.guard import guard, settle
@@ -47,6 +49,9 @@ from af_otel.processor.settings import Options, resolve_settings
 from af_otel.semconv import Recorded, record_of
 
 _logger = logging.getLogger("af_otel")
+# Runs a tagger remembers having seen spans of, for their close records: one entry a live run
+# block (about 100 bytes), so 10,000 concurrent runs hold about 1 MB.
+_RUNS_TAGGED = 10_000
 
 
 class ReceiptSpanExporter(SpanExporter):
@@ -136,7 +141,11 @@ class ReceiptSpanExporter(SpanExporter):
                 self._warn_unplaced()
         done: dict[int, ReadableSpan] = {}
         # Enriched in end order, the calls held back last: the call they may repeat is known.
-        order = sorted(range(len(spans)), key=lambda i: _key_of(spans[i]) in later)
+        # A run's close record after every call of the batch: it names the lane's last one.
+        order = sorted(
+            range(len(spans)),
+            key=lambda i: (_is_close(spans[i]), _key_of(spans[i]) in later),
+        )
         for index in order:
             span = spans[index]
             key = _key_of(span)
@@ -194,6 +203,11 @@ class RunTagger(ForwardingProcessor):
         exporter = getattr(inner, "span_exporter", None)
         if isinstance(exporter, ReceiptSpanExporter):
             exporter.tagged = True
+        # The runs this tagger saw spans of (bounded, latest kept) and their spans' resource,
+        # for the close records it hands on (`af_otel.processor.closing`).
+        self._runs: OrderedDict[str, tuple[Resource, tuple[int, int]]] = OrderedDict()
+        self._runs_lock = threading.Lock()
+        closing.register(self)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         run_id = current_run.get()
@@ -201,7 +215,28 @@ class RunTagger(ForwardingProcessor):
             with guard("RunTagger.on_start"):
                 context = span.get_span_context()
                 run_context.tag((context.trace_id, context.span_id), run_id)
+                parent = span.parent
+                place = (context.trace_id, parent.span_id if parent is not None else 0)
+                with self._runs_lock:
+                    self._runs[run_id] = (span.resource, place)
+                    self._runs.move_to_end(run_id)
+                    while len(self._runs) > _RUNS_TAGGED:
+                        self._runs.popitem(last=False)
         self._inner.on_start(span, parent_context=parent_context)
+
+    def close_run(self, run_id: str) -> bool:
+        """Hand ``inner`` an empty close record of ``run_id`` when spans of it started here: the
+        exporter behind it names its lane when it exports it, after the run's calls."""
+        with self._runs_lock:
+            found = self._runs.pop(run_id, None)
+        if found is None:
+            return False
+        self._inner.on_end(closing.close_span(run_id, [], *found))
+        return True
+
+
+def _is_close(span: ReadableSpan) -> bool:
+    return closing.is_run_close(span.name, span.attributes or {})
 
 
 def _key_of(span: ReadableSpan) -> tuple[int, int]:

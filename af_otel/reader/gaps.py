@@ -163,6 +163,17 @@ _CATALOGUE: Final = (
         partial=True,
     ),
     GapKind(
+        names.GAP_RUN_CUT_AT_END,
+        ("messages",),
+        ("run_end",),
+        "caveat",
+        "The run's own record of where it ended names later calls than this one, and they are "
+        "not here: the run was cut at the end, by calls never exported, lost on the way or "
+        "deleted. This call may read as it was sent; what came after it is missing. Look for "
+        "the later calls in the trace backend.",
+        partial=True,
+    ),
+    GapKind(
         names.GAP_UNRECORDED,
         ("tools", "tools.forced", "params", "messages", "bytes", "digest"),
         ("tools", "params", "messages", "unrecorded"),
@@ -261,6 +272,8 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "writer (af.epoch.same_as); they say who else recorded the call, not what was sent.",
         "view.origin": "where this reader found the span (file and line, URL); not a recorded fact.",
         "view.gaps": "the account itself, not a fact about the request.",
+        "view.closed_with": "the digest the run's close record states for this call as its "
+        "lane's last; verify makes the view damaged when the receipt on the span differs.",
         "view.damaged": "damage, not a gap: the stored blobs the view depends on whose bytes do "
         "not hash to their address or are not what their reference promised; verify makes the "
         "view damaged, naming the blob and the field it feeds.",

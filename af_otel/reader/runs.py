@@ -133,8 +133,11 @@ class Run:
 
 
 def is_llm_call(span: SpanRecord) -> bool:
-    """A span af_otel enriched: it carries a run, an epoch, a receipt attribute or a commit."""
+    """A span af_otel enriched: it carries a run, an epoch, a receipt attribute or a commit. A
+    run's close record (`af_otel.reader.closes`) is not a call."""
     attrs = span.attributes
+    if span.name == names.RUN_CLOSE and names.EPOCH not in attrs:
+        return False
     if names.RUN_ID in attrs or names.EPOCH in attrs or names.RECEIPT_STATE in attrs:
         return True
     if any(key.startswith("af.receipt.") for key in attrs):

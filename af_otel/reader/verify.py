@@ -463,6 +463,19 @@ def verify(
     run_id, epoch, span_id = view.run_id, view.epoch, view.span_id
     if view.damaged:
         return _damaged_blobs(view)
+    on_span = receipt.digest if isinstance(receipt, Receipt) and receipt.minted else None
+    if view.closed_with is not None and view.closed_with != (on_span or ""):
+        return Verdict(
+            VerdictStatus.DAMAGED,
+            run_id,
+            epoch,
+            span_id,
+            f"the run's close record ({names.RUN_CLOSE}) states digest {view.closed_with or '—'} "
+            f"for this call, its lane's last, and the span carries {on_span or 'no receipt'}",
+            field="digest",
+            looks="altered",
+            mismatches=(Mismatch("digest", on_span, view.closed_with),),
+        )
     if not (isinstance(receipt, Receipt) and receipt.minted):
         no_receipt = view.gap(names.GAP_NO_RECEIPT)
         why = no_receipt.detail if no_receipt is not None else "no receipt"

@@ -205,7 +205,7 @@ def one_character_changed(data: bytes) -> bytes:
 
 
 def llm_spans(spans: Sequence[SpanRecord], run_id: str | None = None) -> list[SpanRecord]:
-    out = [s for s in spans if names.RUN_ID in s.attributes]
+    out = [s for s in spans if names.RUN_ID in s.attributes and names.EPOCH in s.attributes]
     if run_id is not None:
         out = [s for s in out if s.attributes[names.RUN_ID] == run_id]
     return sorted(out, key=lambda s: int(s.attributes[names.EPOCH]))  # type: ignore[arg-type]

@@ -111,6 +111,8 @@ def _kinds(store: Store, spans: Sequence[SpanRecord]) -> dict[str, tuple[str, se
                 walk(store.get_json(item[CHUNK_REF]), epoch)
 
     for span in spans:
+        if names.EPOCH not in span.attributes:  # the run's close record names no blob
+            continue
         epoch = int(span.attributes[names.EPOCH])  # type: ignore[arg-type]
         base = span.attributes.get(names.RUN_BASE)
         if isinstance(base, str) and base not in found:
