@@ -156,7 +156,9 @@ class ReceiptSpanExporter(SpanExporter):
             except Exception as exc:
                 failures.append(exc)
                 done[index] = error_copy(span)
-        out = [done[index] for index in range(len(spans))]
+        # A close record a tagger handed on for a run this exporter numbered no call of says
+        # nothing: it is not exported.
+        out = [done[index] for index in range(len(spans)) if not _empty_close(done[index])]
         with guard("ReceiptSpanExporter.untag"):
             run_context.untag(
                 [(s.context.trace_id, s.context.span_id) for s in spans if s.context is not None]
@@ -201,6 +203,9 @@ class RunTagger(ForwardingProcessor):
         super().__init__(inner)
         # SimpleSpanProcessor and BatchSpanProcessor both name their exporter `span_exporter`.
         exporter = getattr(inner, "span_exporter", None)
+        # Close records go only to an exporter that fills them in (and drops one with nothing
+        # to close): any other inner gets the very spans it was given, and nothing more.
+        self._closes = isinstance(exporter, ReceiptSpanExporter)
         if isinstance(exporter, ReceiptSpanExporter):
             exporter.tagged = True
         # The runs this tagger saw spans of (bounded, latest kept) and their spans' resource,
@@ -229,7 +234,7 @@ class RunTagger(ForwardingProcessor):
         exporter behind it names its lane when it exports it, after the run's calls."""
         with self._runs_lock:
             found = self._runs.pop(run_id, None)
-        if found is None:
+        if found is None or not self._closes:
             return False
         self._inner.on_end(closing.close_span(run_id, [], *found))
         return True
@@ -237,6 +242,10 @@ class RunTagger(ForwardingProcessor):
 
 def _is_close(span: ReadableSpan) -> bool:
     return closing.is_run_close(span.name, span.attributes or {})
+
+
+def _empty_close(span: ReadableSpan) -> bool:
+    return _is_close(span) and not (span.attributes or {}).get(names.RUN_CLOSE_LANES)
 
 
 def _key_of(span: ReadableSpan) -> tuple[int, int]:
