@@ -229,6 +229,11 @@ class RunTagger(ForwardingProcessor):
                         self._runs.popitem(last=False)
         self._inner.on_start(span, parent_context=parent_context)
 
+    def after_fork(self) -> None:
+        """In a forked child: a fresh lock, and no runs (the parent's blocks are not the child's)."""
+        self._runs_lock = threading.Lock()
+        self._runs = OrderedDict()
+
     def close_run(self, run_id: str) -> bool:
         """Hand ``inner`` an empty close record of ``run_id`` when spans of it started here: the
         exporter behind it names its lane when it exports it, after the run's calls."""
