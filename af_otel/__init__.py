@@ -26,6 +26,7 @@ from af_otel.errors import (
 )
 from af_otel.model import Request
 from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.reader.policy import Policy, judge
 from af_otel.reader.sources import read_spans
 from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
@@ -63,6 +64,7 @@ __all__ = [
     "CanonicalJSONError",
     "InvalidAddressError",
     "MalformedReceipt",
+    "Policy",
     "ReaderError",
     "Receipt",
     "ReceiptDigests",
@@ -80,6 +82,7 @@ __all__ = [
     "VerdictStatus",
     "canonical_json",
     "completion_hook",
+    "judge",
     "llm_call",
     "mint_receipt",
     "read_spans",

@@ -32,6 +32,11 @@ RECEIPT_PARAMS: Final = "af.receipt.params"
 RECEIPT_BYTES: Final = "af.receipt.bytes"
 # The request fields the instrumentation could not record (not part of the digest, like af.gaps).
 RECEIPT_UNRECORDED: Final = "af.receipt.unrecorded"
+# Where the recorded request came from: "wire" (the HTTP bytes af_otel saw leave) or
+# "instrumentation" (what an instrumentation recorded); a span without it reads as the latter.
+RECEIPT_SOURCE: Final = "af.receipt.source"
+SOURCE_WIRE: Final = "wire"
+SOURCE_INSTRUMENTATION: Final = "instrumentation"
 
 GAPS: Final = "af.gaps"
 GAP_NO_RECEIPT_ON_CHART: Final = "af.gap.no_receipt_on_chart"

@@ -1,7 +1,7 @@
 """The ``af-otel`` command: a thin layer over the public API, one module per group of subcommands.
 
 Each module named in `COMMAND_MODULES` (``af-otel serve`` lives with the web pages it serves, in
-`af_otel.web.command`) exposes ``register(subparsers)``, which adds its
+`af_otel.web.command`, ``af-otel audit`` with the audit, in `af_otel.audit.command`) exposes ``register(subparsers)``, which adds its
 subcommands with ``set_defaults(func=...)``; ``func(args)`` returns the exit code. They are
 imported when the parser is built, not with this package, because they import `EXIT_PIPE` from it.
 """
@@ -17,7 +17,12 @@ from typing import Final
 
 from af_otel.errors import AfOtelError
 
-COMMAND_MODULES: Final = ("af_otel.cli.demo", "af_otel.cli.read", "af_otel.web.command")
+COMMAND_MODULES: Final = (
+    "af_otel.cli.demo",
+    "af_otel.cli.read",
+    "af_otel.audit.command",
+    "af_otel.web.command",
+)
 # What a shell reports for a process ended by SIGPIPE (128 + 13): a closed output pipe.
 EXIT_PIPE: Final = 141
 

@@ -31,6 +31,16 @@ from af_otel.keys import KeyProblem, find_key
 from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import SERVED_GAPS, gap_why
 from af_otel.reader.gc_pause import collector_paused
+from af_otel.reader.policy import (
+    EXIT_DAMAGED,
+    EXIT_PASSED,
+    EXIT_POLICY,
+    Outcome,
+    Policy,
+    judge,
+    parse_fail_on,
+    parse_percent,
+)
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import (
     JaegerSource,
@@ -44,36 +54,45 @@ from af_otel.reader.sources import (
 )
 from af_otel.reader.sources.tempo import DEFAULT_QUERY as TEMPO_QUERY
 from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT as SEARCH_LIMIT
+from af_otel.reader.verdict_json import SCHEMA, summary_json, verdict_json
 from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
 from af_otel.store import Store, open_store
 
 __all__ = [
     "add_key_options",
+    "add_policy_options",
     "add_store_options",
     "count_verdicts",
     "demo_readback",
     "key_from_args",
     "open_checked_store",
+    "policy_from_args",
+    "print_outcome",
     "register",
+    "summary_line",
     "verdicts_or_none",
 ]
 
 _T = TypeVar("_T")
-EXIT_OK: Final = 0
-EXIT_DAMAGED: Final = 1
+EXIT_OK: Final = EXIT_PASSED
 EXIT_ERROR: Final = 2
 EXIT_NOTHING: Final = 3
 EXIT_CODES: Final = f"""\
 exit status:
-  {EXIT_OK}    every LLM call verified or reconstructed
-  {EXIT_DAMAGED}    at least one LLM call is damaged (verify only: the others show it and exit 0)
+  {EXIT_OK}    every LLM call verified or reconstructed (and the policy of verify or audit,
+       if given, met)
+  {EXIT_DAMAGED}    at least one LLM call is damaged (verify and audit only: the others show it
+       and exit 0); damage wins over a broken policy
   {EXIT_ERROR}    the input could not be read (missing file, unknown format, a bad line without
        --lenient, a keyed receipt without its key, an unknown --run or --epoch, a usage
        error), or the store is unusable: the trace refers to stored blobs and the store
        (--store, else ${names.ENV_STORE}, else {names.DEFAULT_STORE}) does not exist, is not a directory,
        or holds none of them
   {EXIT_NOTHING}    nothing to verify: no span carries af.* attributes (an empty file included)
+  {EXIT_POLICY}    verify's policy is not met, or audit's (--require, --fail-on,
+       --max-reconstructed), and nothing is damaged; the output names each rule broken and
+       the calls breaking it
   {EXIT_PIPE}  the output pipe was closed (e.g. by head); nothing more is printed
 """
 
@@ -175,6 +194,51 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _option_type(parse: Callable[[str], _T]) -> Callable[[str], _T]:
+    """``parse`` as an argparse type: its ValueError becomes a usage error naming the option."""
+
+    def convert(text: str) -> _T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    convert.__name__ = parse.__name__
+    return convert
+
+
+def add_policy_options(parser: argparse.ArgumentParser) -> None:
+    """``--require``, ``--fail-on`` and ``--max-reconstructed``: a gate's `Policy`, as
+    `policy_from_args` reads them; a bad value is a usage error naming the option."""
+    parser.add_argument(
+        "--require",
+        choices=[VerdictStatus.VERIFIED.value, VerdictStatus.RECONSTRUCTED.value],
+        help="fail (exit 4) unless every call has at least this verdict (default reconstructed: "
+        "nothing damaged)",
+    )
+    parser.add_argument(
+        "--fail-on",
+        metavar="KIND,...",
+        type=_option_type(parse_fail_on),
+        help="fail (exit 4) when any call carries one of these gap kinds (af-otel gaps lists them)",
+    )
+    parser.add_argument(
+        "--max-reconstructed",
+        metavar="N%",
+        type=_option_type(parse_percent),
+        help="fail (exit 4) when more than N%% of the calls are reconstructed",
+    )
+
+
+def policy_from_args(args: argparse.Namespace) -> Policy:
+    """The `Policy` the options of `add_policy_options` give (none given: nothing damaged)."""
+    return Policy(
+        require=VerdictStatus(args.require or VerdictStatus.RECONSTRUCTED.value),
+        fail_on=args.fail_on or frozenset(),
+        max_reconstructed=args.max_reconstructed,
+    )
+
+
 def add_key_options(parser: argparse.ArgumentParser) -> None:
     """``--key-file``: the option every command that checks keyed receipts takes."""
     parser.add_argument(
@@ -201,14 +265,21 @@ def register(subparsers: Any) -> None:
 
     check = subparsers.add_parser(
         "verify",
-        help="recompute every receipt; exit 1 if any call is damaged, 2 on error, 3 if none",
+        help="recompute every receipt; exit 1 if any call is damaged, 4 if the policy is not "
+        "met, 2 on error, 3 if none",
         description="Recompute every receipt and print one verdict a call, the store read and "
-        "a summary; made to gate a pipeline.",
+        "a summary; made to gate a pipeline, by default on damage alone, or on a policy "
+        "(--require, --fail-on, --max-reconstructed).",
         **_EXITS,
     )
     _add_source(check)
     add_key_options(check)
-    check.add_argument("--json", action="store_true", help="one JSON object per verdict")
+    add_policy_options(check)
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help=f"JSON lines ({SCHEMA}, docs/verdict.schema.json): one object per call, then a summary",
+    )
     check.set_defaults(func=_guarded(verify_command))
 
     gaps = subparsers.add_parser("gaps", help="list LLM calls by gap kind", **_EXITS)
@@ -623,30 +694,6 @@ def _recorded_by(view: ServedView) -> str:
     return text
 
 
-def verdict_json(verdict: Verdict) -> dict[str, Any]:
-    return {
-        "status": verdict.status.value,
-        "run_id": verdict.run_id,
-        "epoch": verdict.epoch,
-        "span_id": verdict.span_id,
-        "reason": verdict.reason,
-        "field": verdict.field,
-        "message_index": verdict.message_index,
-        "index": verdict.index,
-        "looks": verdict.looks,
-        "mismatches": [
-            {
-                "field": m.field,
-                "index": m.index,
-                "looks": m.looks,
-                "excused_by": m.excused_by,
-                "blob": m.blob,
-            }
-            for m in verdict.mismatches
-        ],
-    }
-
-
 # -- commands ----------------------------------------------------------------------------------
 
 
@@ -695,6 +742,7 @@ def verify_command(args: argparse.Namespace) -> int:
     loaded = load_views(args)
     views, where, store = loaded.views, loaded.where, loaded.store
     verdicts = verify_all(views, key_from_args(args))
+    outcome = judge(verdicts, policy_from_args(args))
     for verdict in verdicts:
         if args.json:
             sys.stdout.write(_json_line(verdict_json(verdict)) + "\n")
@@ -703,15 +751,36 @@ def verify_command(args: argparse.Namespace) -> int:
     if not args.json:
         for line in run_end_lines(views):
             print(line)
-    damaged = sum(v.status is VerdictStatus.DAMAGED for v in verdicts)
     count_verdicts(verdicts)
     # The store the verdicts were read against: on stdout with the summary, on stderr for --json.
     print(f"store {store.url}", file=sys.stderr if args.json else sys.stdout)
-    if not args.json:
-        counts = {s: sum(v.status is s for v in verdicts) for s in VerdictStatus}
-        summary = ", ".join(f"{n} {s.value}" for s, n in counts.items())
-        print(f"{len(verdicts)} LLM call(s) in {where}: {summary}")
-    return EXIT_DAMAGED if damaged else EXIT_OK
+    if args.json:
+        summary = summary_json(outcome, read=where, store=store.url)
+        sys.stdout.write(_json_line(summary) + "\n")
+    else:
+        print(summary_line({s: sum(v.status is s for v in verdicts) for s in VerdictStatus}, where))
+    # With --json the rules broken are in the summary object; people read them on stderr too.
+    print_outcome(outcome, sys.stderr if args.json else sys.stdout)
+    return outcome.exit_code
+
+
+def print_outcome(outcome: Outcome[Any], out: TextIO) -> None:
+    """Each rule the read breaks (damage first), one line a rule naming a few of the calls
+    breaking it, under a head line with the exit code; when it passes, the policy's options if
+    any were given (the default policy, nothing damaged, says nothing more)."""
+    if outcome.passed:
+        if outcome.policy.options:
+            print(f"policy met: {' '.join(outcome.policy.options)}", file=out)
+        return
+    print(f"failed (exit {outcome.exit_code}):", file=out)
+    for breach in outcome.breaches:
+        print(f"  {breach.option}: {breach.text}", file=out)
+
+
+def summary_line(counts: Mapping[VerdictStatus, int], where: str) -> str:
+    """The last line of ``verify`` (and of ``audit``): the calls read in ``where``, by verdict."""
+    summary = ", ".join(f"{counts.get(s, 0)} {s.value}" for s in VerdictStatus)
+    return f"{sum(counts.values())} LLM call(s) in {where}: {summary}"
 
 
 def run_end_lines(views: Sequence[ServedView]) -> list[str]:

@@ -13,7 +13,6 @@ caller guards.
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 import weakref
@@ -49,18 +48,6 @@ _closers: weakref.WeakSet[Any] = weakref.WeakSet()
 
 def register(closer: Closer) -> None:
     _closers.add(closer)
-
-
-def _after_fork_in_child() -> None:
-    # A closer's own lock may have been held by another thread of the parent at the fork.
-    for closer in list(_closers):
-        reset = getattr(closer, "after_fork", None)
-        if reset is not None:
-            reset()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def is_run_close(name: str, attributes: Mapping[str, Any]) -> bool:

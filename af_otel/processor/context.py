@@ -3,11 +3,11 @@ asyncio tasks each see their own) and the base the run starts from (read at the 
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from contextvars import ContextVar
 from typing import Final
 
+from af_otel import forksafe
 from af_otel.model import Request
 
 current_run: ContextVar[str | None] = ContextVar("af_otel_run", default=None)
@@ -15,7 +15,7 @@ current_run: ContextVar[str | None] = ContextVar("af_otel_run", default=None)
 # Bounded like the run table: a block that never exits must not hold memory forever.
 MAX_DECLARED: Final = 10_000
 _declared: OrderedDict[str, Request] = OrderedDict()
-_declared_lock = threading.Lock()
+_declared_lock = forksafe.lock()
 
 
 def declare_base(run_id: str, base: Request | None) -> None:
@@ -43,7 +43,7 @@ def declared_base(run_id: str) -> Request | None:
 # exports the span. Bounded: spans never exported (dropped by a full queue) are evicted oldest first.
 MAX_TAGGED: Final = 65_536
 _tagged: OrderedDict[tuple[int, int], tuple[str, Request | None]] = OrderedDict()
-_tagged_lock = threading.Lock()
+_tagged_lock = forksafe.lock()
 # How many `af_otel.run` blocks were entered: an exporter without a tagger that sees this grow
 # knows it cannot place calls in their runs, and says so (see `exporter.py`).
 _entries = 0

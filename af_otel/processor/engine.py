@@ -24,18 +24,17 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from af_otel import names
+from af_otel import forksafe, names
 from af_otel.model import Request
 from af_otel.model.fields import Shown
 from af_otel.model.request import INSTRUCTION_ROLES
-from af_otel.processor import commits, context, dedupe, export_gaps, guard, incremental, metrics
+from af_otel.processor import commits, dedupe, export_gaps, incremental, metrics
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
@@ -127,7 +126,7 @@ class Engine:
         self.runs = RunTable(max_bytes=settings.run_table_bytes)
         self.items = StoredItems()
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
-        self._open_lock = threading.Lock()
+        self._open_lock = forksafe.lock(self)
         # Open LLM calls numbered at their start, with their scope; and the provider SDK's own
         # spans folded into one of them (run, lane, epoch). Bounded like ``_open``.
         self._llm_scope: OrderedDict[SpanKey, str | None] = OrderedDict()
@@ -136,6 +135,7 @@ class Engine:
             _serial += 1
             self.serial = _serial
         _live.add(self)
+        forksafe.on_fork(self, Engine._forget_open)
 
     # -- start -------------------------------------------------------------------------------
 
@@ -465,14 +465,12 @@ class Engine:
 
     closed = False
 
-    def after_fork(self) -> None:
-        """In a forked child: fresh locks, no open calls and no runs (see `_after_fork_in_child`)."""
-        self._open_lock = threading.Lock()
+    def _forget_open(self) -> None:
+        """In a forked child: no open calls. They are the parent's threads' calls, which never
+        end in the child (its run table forgets their runs too, `RunTable._forget_runs`)."""
         self._open = OrderedDict()
         self._llm_scope = OrderedDict()
         self._folded = OrderedDict()
-        self.runs.clear_after_fork()
-        self.items = StoredItems()
 
     def close(self) -> None:
         """The processor or exporter shut down: the hook stops choosing this engine."""
@@ -535,7 +533,7 @@ _ENV_LENGTH_FALLBACK: Final = "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"
 _RAISE: Final = {CUT_COUNT: ENV_COUNT_LIMIT, CUT_LENGTH: ENV_LENGTH_LIMIT}
 _logger = logging.getLogger("af_otel")
 _warned: set[str] = set()  # at most one entry per limit: bounded
-_warned_lock = threading.Lock()
+_warned_lock = forksafe.lock()
 
 
 def _env_int(name: str) -> int | None:
@@ -586,28 +584,8 @@ def _attribute_run(attributes: Mapping[str, Any]) -> str | None:
 # the explicit API find the engine that numbered a span at its start.
 _live: weakref.WeakSet[Engine] = weakref.WeakSet()
 _default: Engine | None = None
-_default_lock = threading.Lock()
+_default_lock = forksafe.lock()
 _serial = 0
-
-
-def _after_fork_in_child() -> None:
-    # Another thread of the parent may have held any of these locks, or been half-way through a
-    # run's state, at the moment of the fork; neither is ever finished in the child. So the child
-    # gets fresh locks and starts every engine's runs afresh (a run carried over restarts at epoch 1,
-    # which the reader sees as a new run log, never as a wrong one).
-    global _default_lock
-    _default_lock = threading.Lock()
-    context._declared_lock = threading.Lock()
-    context._tagged_lock = threading.Lock()
-    settings_module._lock = threading.Lock()
-    guard._logged_lock = threading.Lock()
-    metrics._lock = threading.Lock()
-    for engine in list(_live):
-        engine.after_fork()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def live_engines() -> list[Engine]:

@@ -28,7 +28,6 @@ batch always reaches ``inner`` whole and ``inner``'s result is returned as it is
 from __future__ import annotations
 
 import logging
-import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
@@ -38,7 +37,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from af_otel import names
+from af_otel import forksafe, names
 from af_otel.processor import closing, dedupe
 from af_otel.processor import context as run_context
 from af_otel.processor.context import current_run
@@ -67,7 +66,7 @@ class ReceiptSpanExporter(SpanExporter):
         self.engine = Engine(self._settings, deferred=True)
         # SimpleSpanProcessor exports from every application thread at once; one batch at a time
         # keeps a batch's numbering and commit sequence together.
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock(self)
         # Set by a `RunTagger` wrapping the batch processor this exporter is in, or on the first
         # span a tagger recorded.
         self.tagged = False
@@ -211,7 +210,8 @@ class RunTagger(ForwardingProcessor):
         # The runs this tagger saw spans of (bounded, latest kept) and their spans' resource,
         # for the close records it hands on (`af_otel.processor.closing`).
         self._runs: OrderedDict[str, tuple[Resource, tuple[int, int]]] = OrderedDict()
-        self._runs_lock = threading.Lock()
+        self._runs_lock = forksafe.lock(self)
+        forksafe.on_fork(self, RunTagger._forget_runs)
         closing.register(self)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
@@ -229,9 +229,8 @@ class RunTagger(ForwardingProcessor):
                         self._runs.popitem(last=False)
         self._inner.on_start(span, parent_context=parent_context)
 
-    def after_fork(self) -> None:
-        """In a forked child: a fresh lock, and no runs (the parent's blocks are not the child's)."""
-        self._runs_lock = threading.Lock()
+    def _forget_runs(self) -> None:
+        """In a forked child: no runs (the parent's open blocks are not the child's)."""
         self._runs = OrderedDict()
 
     def close_run(self, run_id: str) -> bool:

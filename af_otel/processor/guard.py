@@ -10,17 +10,17 @@ not flood the log).
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from af_otel import forksafe
 from af_otel.processor.settings import strict
 
 __all__ = ["guard", "report", "settle", "strict"]
 
 _logger = logging.getLogger("af_otel")
 _logged: set[str] = set()
-_logged_lock = threading.Lock()
+_logged_lock = forksafe.lock()
 
 
 def report(site: str, exc: BaseException) -> None:

@@ -27,13 +27,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any, Final
 
-from af_otel import names
+from af_otel import forksafe, names
 from af_otel.processor import export_gaps
 from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for, error_enrichment
 from af_otel.processor.guard import guard, settle
@@ -53,7 +52,7 @@ class ReceiptCompletionHook:
     def __init__(self, chain: Any | None = None, *, chain_from_env: bool = True) -> None:
         self._chain = chain
         self._chain_from_env = chain_from_env and chain is None
-        self._chain_lock = threading.Lock()
+        self._chain_lock = forksafe.lock(self)
 
     def on_completion(
         self,

@@ -3,14 +3,13 @@ provider set after the processor was built is the one counted on."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from opentelemetry import metrics
 
-from af_otel import names
+from af_otel import forksafe, names
 
-_lock = threading.Lock()
+_lock = forksafe.lock()
 _counter: tuple[Any, Any] | None = None  # (meter provider it came from, counter)
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import bisect
 import secrets
-import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from af_otel import forksafe
 from af_otel.model import Request
 from af_otel.model.prefix import identical_prefix
 from af_otel.processor.dedupe import RECENT, Opened, Seen
@@ -99,7 +99,7 @@ class Base:
     receipt: Receipt | None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class RunState:
     """Mutable state of one run; every access holds ``lock``."""
 
@@ -107,7 +107,7 @@ class RunState:
     # This state's ``af.epoch.lane``: 64 random bits, so writers that do not share this state (other
     # processes, a restarted or forked one, this one after the run was freed) never share a lane.
     lane: str = field(default_factory=lambda: secrets.token_hex(8))
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: forksafe.Lock = field(init=False)
     digests: ReceiptDigests = field(default_factory=ReceiptDigests)
     last_epoch: int = 0
     last_seq: int = 0
@@ -151,6 +151,9 @@ class RunState:
     # The last finished calls, for folding a second record of one call (dedupe.py).
     recent: deque[Seen] = field(default_factory=lambda: deque(maxlen=RECENT))
     opened: Opened | None = None  # the call last numbered at its start (dedupe.number_at_start)
+
+    def __post_init__(self) -> None:
+        self.lock = forksafe.lock(self)
 
     def number(
         self, key: tuple[int, int], start_time: int, *, at_start: bool = False
@@ -274,7 +277,8 @@ class RunTable:
         self.idle_seconds = idle_seconds
         self.max_bytes = max_bytes
         self._runs: OrderedDict[str, RunState] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock(self)
+        forksafe.on_fork(self, RunTable._forget_runs)
         self._bytes = 0  # the sum of the runs' `charged`
         self.evicted = 0  # runs dropped for the bounds (count, bytes, idle), for benchmarks
 
@@ -336,9 +340,10 @@ class RunTable:
                 self._drop(oldest)
                 self.evicted += 1
 
-    def clear_after_fork(self) -> None:
-        """In a forked child: a fresh lock and no runs (the parent's may be half-written)."""
-        self._lock = threading.Lock()
+    def _forget_runs(self) -> None:
+        """In a forked child: no runs. Another parent thread may have been half-way through one,
+        and the calls still open in them are the parent's threads', which the child does not have;
+        a run the child carries on restarts at epoch 1 in a new lane (docs/processor.md)."""
         self._runs = OrderedDict()
         self._bytes = 0
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, TypedDict, TypeVar, Unpack, get_args
 
-from af_otel import names
+from af_otel import forksafe, names
 from af_otel.keys import KeyProblem, find_key
 from af_otel.store import Store, open_store
 
@@ -52,7 +51,7 @@ _MAX_NOTED: Final = 1024
 _logger = logging.getLogger("af_otel")
 _warned: set[tuple[str, str]] = set()
 _noted: set[str] = set()
-_lock = threading.Lock()
+_lock = forksafe.lock()
 
 T = TypeVar("T")
 

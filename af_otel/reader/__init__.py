@@ -10,6 +10,7 @@ from af_otel.reader.blobs import BlobDamage
 from af_otel.reader.closes import RunEnd
 from af_otel.reader.fold import KeyedFold
 from af_otel.reader.gaps import SERVED_GAPS, UNGAPPED_FIELDS, Gap, GapKind
+from af_otel.reader.policy import Breach, Gate, Outcome, Policy, judge
 from af_otel.reader.verify import Mismatch, Verdict, VerdictStatus, recompute, verify
 from af_otel.reader.view import ServedView, served_views
 
@@ -17,14 +18,19 @@ __all__ = [
     "SERVED_GAPS",
     "UNGAPPED_FIELDS",
     "BlobDamage",
+    "Breach",
     "Gap",
     "GapKind",
+    "Gate",
     "KeyedFold",
     "Mismatch",
+    "Outcome",
+    "Policy",
     "RunEnd",
     "ServedView",
     "Verdict",
     "VerdictStatus",
+    "judge",
     "recompute",
     "served_views",
     "verify",

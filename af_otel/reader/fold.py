@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import enum
 import itertools
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from af_otel import forksafe
 from af_otel.model import FrozenDict
 from af_otel.model.prefix import common_prefix
 from af_otel.names import CommitVerb
@@ -393,7 +393,7 @@ class KeyedFold:
                 self._touches.setdefault(key, {})[epoch] = (tuple(writes), anchor)
         self._nearest: dict[str, dict[int, int]] = {}
         self._values: dict[tuple[str, int], Any] = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock(self)
         self.replayed = 0  # commits applied so far: what the tests count to prove the keyed cost
 
     @property

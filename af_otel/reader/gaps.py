@@ -271,6 +271,13 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "view.same_call": "other spans that record this same model call, folded into it by the "
         "writer (af.epoch.same_as); they say who else recorded the call, not what was sent.",
         "view.origin": "where this reader found the span (file and line, URL); not a recorded fact.",
+        "view.lane": "read straight off the span's af.epoch.lane, the writer that numbered the "
+        "call; it says where to look, and the receipt's own lane enters the digest.",
+        "view.scope_version": "the version of the instrumentation scope that wrote the span; it "
+        "says who recorded the call, not what was sent.",
+        "view.source": "read straight off the span's af.receipt.source (wire or instrumentation, "
+        "the latter when absent); it says where the recorded request was taken from, not what "
+        "was sent.",
         "view.gaps": "the account itself, not a fact about the request.",
         "view.closed_with": "the digest the run's close record states for this call as its "
         "lane's last; verify makes the view damaged when the receipt on the span differs.",

@@ -22,14 +22,55 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from af_otel import forksafe
+
 __all__ = ["collector_paused"]
 
 
 class _Pause:
+    """The process's one pause: how many pauses each thread holds open, and whether the
+    collector was on before the first (``resume``; None while no pause is open)."""
+
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.depth = 0
-        self.resume = False
+        self.lock = forksafe.lock(self)
+        self.depths: dict[int, int] = {}
+        self.resume: bool | None = None
+        forksafe.on_fork(self, _Pause._keep_own)
+
+    def enter(self) -> None:
+        me = threading.get_ident()
+        with self.lock:
+            if self.resume is None:
+                self.resume = gc.isenabled()
+                gc.disable()
+            self.depths[me] = self.depths.get(me, 0) + 1
+
+    def leave(self) -> None:
+        me = threading.get_ident()
+        with self.lock:
+            left = self.depths.pop(me) - 1
+            if left:
+                self.depths[me] = left
+            elif not self.depths:
+                self._restore()
+
+    def _restore(self) -> None:
+        # The collector first, then the mark: a fork between the two (see `_keep_own`) still
+        # finds the mark and turns the collector on again, which changes nothing.
+        if self.resume:
+            gc.enable()
+        self.resume = None
+
+    def _keep_own(self) -> None:
+        """In a forked child only the thread that forked goes on: the pauses the parent's other
+        threads held never end there, so they are dropped, and with no pause of its own open
+        the collector is as it was before the first (whatever step of `enter` or `leave`
+        another thread was at)."""
+        me = threading.get_ident()
+        own = self.depths.get(me, 0)
+        self.depths = {me: own} if own else {}
+        if not own and self.resume is not None:
+            self._restore()
 
 
 _PAUSE = _Pause()
@@ -38,15 +79,8 @@ _PAUSE = _Pause()
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Pause the cyclic collector for the block; the outermost pause restores it."""
-    with _PAUSE.lock:
-        if _PAUSE.depth == 0:
-            _PAUSE.resume = gc.isenabled()
-            gc.disable()
-        _PAUSE.depth += 1
+    _PAUSE.enter()
     try:
         yield
     finally:
-        with _PAUSE.lock:
-            _PAUSE.depth -= 1
-            if _PAUSE.depth == 0 and _PAUSE.resume:
-                gc.enable()
+        _PAUSE.leave()

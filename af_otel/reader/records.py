@@ -105,6 +105,10 @@ class SpanRecord:
     dropped_attributes_count: int = 0
     dropped_events_count: int = 0
     origin: str = field(default="", compare=False)
+    # The instrumentation scope's version, where the format carries one (OTLP, the SDK, Jaeger's
+    # ``otel.scope.version`` tag; Phoenix does not): not compared, so that the same span read
+    # from two backends is still one record.
+    scope_version: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not _TRACE_ID.fullmatch(self.trace_id):

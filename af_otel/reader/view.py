@@ -11,12 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from af_otel import names
+from af_otel import forksafe, names
 from af_otel.canonical import canonical_json
 from af_otel.errors import CanonicalJSONError
 from af_otel.model import FrozenDict, Request, sealed_reasoning
@@ -65,7 +64,7 @@ class RunContext:
     It links each view to the views of its run (so `verify` can reach the parent's entries) and
     holds what `verify` recomputes, bounded there. It states no fact of its own."""
 
-    __slots__ = ("base_messages", "lock", "memo", "run_id", "views")
+    __slots__ = ("__weakref__", "base_messages", "lock", "memo", "run_id", "views")
 
     def __init__(
         self,
@@ -78,7 +77,13 @@ class RunContext:
         # shared by the lanes of a run several writers served
         self.views: dict[int, ServedView] = views if views is not None else {}
         self.memo: dict[object, Any] = {}
-        self.lock = threading.RLock()
+        self.lock = forksafe.rlock(self)
+        # What `verify` recomputes may be half-written by a parent thread at a fork: the child
+        # recomputes it (the memo states no fact, so nothing read changes).
+        forksafe.on_fork(self, RunContext._forget_memo)
+
+    def _forget_memo(self) -> None:
+        self.memo = {}
 
     def __repr__(self) -> str:
         return f"RunContext({self.run_id!r}, {len(self.views)} views)"
@@ -161,6 +166,13 @@ class ServedView:
     # The earlier calls whose requests and answers the server held for this one, oldest first,
     # as far as this run's record links them (`HeldCall`); empty unless it continues held state.
     held: tuple[HeldCall, ...] = ()
+    # Facts about the span for finding and sorting the call, none of them a fact of the request:
+    # the writer that numbered it (``af.epoch.lane``), the scope's version, and where the
+    # recorded request came from (``af.receipt.source``: ``wire`` or ``instrumentation``, which
+    # a span without it reads as).
+    lane: str | None = None
+    scope_version: str | None = None
+    source: str = names.SOURCE_INSTRUMENTATION
     # The stored blobs this view (and its check) depends on that are damaged: bytes that do not
     # hash to their address, or not what their reference promised. Never a gap: `verify` makes
     # such a view `damaged`, naming the first blob and the field it feeds.
@@ -311,6 +323,18 @@ def _unrecorded(span: SpanRecord) -> tuple[str, ...]:
     if not isinstance(value, tuple):
         return ()
     return order_fields(v for v in value if isinstance(v, str) and v)
+
+
+def _span_facts(span: SpanRecord) -> dict[str, Any]:
+    """The view fields read straight off the span that say where the call was recorded."""
+    lane = span.attributes.get(names.EPOCH_LANE)
+    source = span.attributes.get(names.RECEIPT_SOURCE)
+    return {
+        "recorded_by": span.scope or None,
+        "lane": lane if isinstance(lane, str) and lane else None,
+        "scope_version": span.scope_version or None,
+        "source": source if isinstance(source, str) and source else names.SOURCE_INSTRUMENTATION,
+    }
 
 
 def _receipt_gap(receipt: Receipt | MalformedReceipt | None) -> Gap | None:
@@ -569,7 +593,7 @@ def _run_views(
             gaps=order_gaps(found),
             context=context,
             unrecorded=unrecorded,
-            recorded_by=span.scope or None,
+            **_span_facts(span),
             basis=record.basis,
             same_call=_same_call(folded, span),
             held=holding[0],
@@ -743,5 +767,5 @@ def _loose_view(span: SpanRecord) -> ServedView:
         gaps=order_gaps(found),
         context=RunContext(None, None),
         unrecorded=unrecorded,
-        recorded_by=span.scope or None,
+        **_span_facts(span),
     )

@@ -40,7 +40,6 @@ walked in Python, shared content is matched by identity; `benchmarks/mint.py` me
 from __future__ import annotations
 
 import operator
-import threading
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from typing import Any, Final
 
 import orjson
 
+from af_otel import forksafe
 from af_otel.canonical import canonical_json, salted_hash
 from af_otel.model import FrozenDict
 from af_otel.model.prefix import equal_prefix, identical_prefix
@@ -119,9 +119,12 @@ class ReceiptDigests:
     """Run-scoped digest memo; thread-safe; pass one per agent (or let the processor keep one per run)."""
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
+        self._lock = forksafe.rlock(self)
         self._run: tuple[str, bytes | None] | None = None
         self._reset()
+        # A parent thread may have been half-way through a mint at the fork: the child starts
+        # the memo afresh, which changes no receipt (only what the next mint hashes again).
+        forksafe.on_fork(self, ReceiptDigests._forget)
 
     def _reset(self) -> None:
         self._sequences: dict[str, tuple[Piece, ...]] = {}
@@ -133,8 +136,12 @@ class ReceiptDigests:
         self._previous: dict[bytes, str] = {}
         self._pending = _Pending()
 
+    def _forget(self) -> None:
+        self._run = None
+        self._reset()
+
     @property
-    def lock(self) -> threading.RLock:
+    def lock(self) -> forksafe.RLock:
         return self._lock
 
     def begin(self, run_id: str, key: bytes | None) -> _Hasher:

@@ -17,11 +17,11 @@ mistaken for a message: a message always has a ``role``.
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import MutableMapping, Sequence
 from typing import Any, Final
 
+from af_otel import forksafe
 from af_otel.errors import BlobShapeError, InvalidAddressError
 from af_otel.store.address import address_of, validate_address
 from af_otel.store.base import Store, encode_json
@@ -54,7 +54,9 @@ class StoredItems:
     def __init__(self, bound: int = REMEMBERED) -> None:
         self.bound = bound
         self._known: OrderedDict[str, None] = OrderedDict()
-        self._lock = threading.Lock()
+        # A forked child keeps the memory: each change is one step of the ordered dict, so it is
+        # whole at any fork, and what the parent stored stays stored.
+        self._lock = forksafe.lock(self)
 
     def put(self, store: Store, items: Sequence[Any]) -> list[dict[str, str]]:
         """Store each item once and return the references that stand for the list: a chunk

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from af_otel import forksafe
 from af_otel.cli.read import open_checked_store, verdicts_or_none
 from af_otel.errors import ReaderError, SourceError, TraceNotFoundError
 from af_otel.reader.records import SpanRecord
@@ -118,7 +118,7 @@ class Evidence:
         self._key = key
         self.lenient = lenient
         self.traces_kept = traces_kept
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock(self)
         self._traces: OrderedDict[str, _Loaded] = OrderedDict()
         self._file: tuple[tuple[int, int], _Loaded] | None = None
 

@@ -121,7 +121,9 @@ def test_verify_exits_1_on_an_edited_event(
     edit_line(traces, tamper)
     code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store), "--json")
     assert code == 1
-    verdicts = {(v["run_id"], v["epoch"]): v for v in map(json.loads, out.splitlines())}
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[-1]["type"] == "summary"
+    verdicts = {(v["run_id"], v["epoch"]): v for v in lines[:-1]}
     assert verdicts[("cli-run", 1)]["status"] == "verified"
     assert verdicts[("cli-run", 2)]["status"] == "damaged"
     assert verdicts[("cli-run", 2)]["field"] == "messages.added"
@@ -160,10 +162,10 @@ def test_verify_exits_1_on_a_damaged_stored_base(
     code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store), "--json")
     assert code == 1
     verdicts = [json.loads(line) for line in out.splitlines()]
-    ours = [v for v in verdicts if v["run_id"] == "cli-run"]
+    ours = [v for v in verdicts if v.get("type") == "verdict" and v["run_id"] == "cli-run"]
     assert [v["status"] for v in ours] == ["damaged"] * 3
     assert all(v["field"] == "base" and address in v["reason"] for v in ours)
-    assert all(v["mismatches"][0]["blob"] == address for v in ours)
+    assert all(v["mismatches"][0]["field"] == "base" for v in ours)
     code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store))
     assert code == 1
     assert f"cli-run epoch 1: damaged — stored base blob {address}" in out
@@ -399,13 +401,15 @@ def test_nothing_to_verify_exits_3(
 
 def test_verify_names_the_store_it_read(capsys: pytest.CaptureFixture[str], recording: Any) -> None:
     """The store line sits above the summary; with --json it goes to stderr, stdout staying
-    one JSON object a line."""
+    one JSON object a line (a verdict a call, then the summary, which names the store too)."""
     traces, store = recording
     _, out, _ = cli(capsys, "verify", str(traces), "--store", str(store))
     assert out.splitlines()[-2] == f"store {store.as_uri()}"
     _, out, err = cli(capsys, "verify", str(traces), "--store", str(store), "--json")
-    assert [json.loads(line)["status"] for line in out.splitlines()].count("verified") == 3
+    *verdicts, summary = [json.loads(line) for line in out.splitlines()]
+    assert [v["status"] for v in verdicts].count("verified") == 3
     assert f"store {store.as_uri()}" in err
+    assert summary["store"] == store.as_uri()
 
 
 def test_gaps_says_when_no_call_has_the_kind(

@@ -19,7 +19,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from af_otel import names
 from af_otel.processor import ReceiptSpanExporter, RunTagger, closing, completion_hook, run
 from af_otel.processor import engine as engine_module
-from af_otel.processor.context import current_run
 from af_otel.store import Store
 from tests.processor.conftest import Pipeline
 from tests.processor.fakes import instrumented_openai, weather_agent
@@ -148,20 +147,3 @@ def test_closing_never_raises_into_the_application(
     assert len(llm_spans(pipeline.spans())) == 3
     assert closes(pipeline.spans()) == []
     assert pipeline.processor.engine.runs.peek("closing-x") is None
-
-
-def test_a_forked_child_gets_fresh_tagger_state(store: Store) -> None:
-    """The tagger's run memory and its lock are reset in a forked child (the at-fork handler
-    is called here directly, with the parent's lock held as another thread could hold it)."""
-    tagger = RunTagger(
-        SimpleSpanProcessor(ReceiptSpanExporter(InMemorySpanExporter(), store=store))
-    )
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(tagger)
-    token = current_run.set("forked")  # inside a run block that has not exited
-    tracer_provider.get_tracer("t").start_span("inside").end()
-    current_run.reset(token)
-    tagger._runs_lock.acquire()
-    closing._after_fork_in_child()
-    assert not tagger._runs_lock.locked()
-    assert tagger.close_run("forked") is False  # the parent's open blocks are not the child's

@@ -24,7 +24,7 @@ from af_otel.errors import ReaderError
 from af_otel.model import Request
 from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, run
 from af_otel.processor import engine as engine_module
-from af_otel.reader.verify import VerdictStatus, recompute, verify
+from af_otel.reader.verify import Verdict, VerdictStatus, recompute, verify
 from af_otel.reader.view import served_views
 from af_otel.receipts import Receipt, mint_receipt
 from af_otel.store import LocalStore, Store
@@ -313,6 +313,66 @@ def test_a_missing_receipt_is_reconstructed(store: Store) -> None:
     verdict = verify(served_views(replace_span(spans, span, bare), store=store)[1])
     assert verdict.status is VerdictStatus.RECONSTRUCTED
     assert "no receipt" in verdict.reason
+
+
+def test_a_verdict_carries_the_facts_of_its_view(store: Store) -> None:
+    """Every verdict, damaged, verified or without a receipt, states its call's place, span,
+    scope, source, model and gap kinds as its view does; a verdict built by hand leaves them
+    unknown."""
+    spans = record_agent(store, turns=3)
+    span = span_of(spans, 2)
+    wire = with_attributes(span, af__receipt__source=names.SOURCE_WIRE)
+    bare = span_of(spans, 3)
+    bare = dataclasses.replace(
+        bare,
+        attributes={k: v for k, v in bare.attributes.items() if not k.startswith("af.receipt.")},
+    )
+    views = served_views(
+        replace_span(replace_span(spans, span, wire), span_of(spans, 3), bare), store=store
+    )
+    for view in views:
+        verdict = verify(view)
+        facts = (
+            verdict.parent,
+            verdict.lane,
+            verdict.trace_id,
+            verdict.span_id,
+            verdict.scope,
+            verdict.scope_version,
+            verdict.source,
+            verdict.model,
+            verdict.gap_kinds,
+        )
+        assert facts == (
+            view.parent,
+            view.lane,
+            view.trace_id,
+            view.span_id,
+            view.recorded_by,
+            view.scope_version,
+            view.source,
+            view.model,
+            view.gap_kinds,
+        )
+        assert verdict.scope
+        assert verdict.lane
+    assert [v.source for v in views] == ["instrumentation", "wire", "instrumentation"]
+    assert names.GAP_NO_RECEIPT in verify(views[2]).gap_kinds
+    plain = Verdict(VerdictStatus.VERIFIED, "r", 1, "0" * 16, "by hand")
+    assert (plain.parent, plain.lane, plain.source, plain.gap_kinds) == (None, None, None, ())
+
+
+def test_the_facts_are_added_without_losing_any_field_of_the_verdict(store: Store) -> None:
+    """`verify` copies the judged verdict to add its view's facts: every other field survives,
+    so a field added to `Verdict` fails here until the copy names it."""
+    from af_otel.reader.verify import _with_facts
+
+    view = served_views(record_agent(store, turns=1), store=store)[0]
+    facts = {"parent", "lane", "trace_id", "scope", "scope_version", "source", "model", "gap_kinds"}
+    judged = {f.name: object() for f in dataclasses.fields(Verdict) if f.name not in facts}
+    copied = _with_facts(view, Verdict(**judged))
+    assert {name: getattr(copied, name) for name in judged} == judged
+    assert {f.name for f in dataclasses.fields(Verdict)} - set(judged) == facts
 
 
 def test_verifying_out_of_order_and_twice_gives_the_same_verdicts(store: Store) -> None:

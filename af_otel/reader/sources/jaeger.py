@@ -2,7 +2,7 @@
 
 The UI JSON is OTLP passed through the Collector's Jaeger translator, which is lossy in known ways
 undone here: times are microseconds; kind, status and scope ride as the tags ``span.kind``,
-``otel.status_code`` and ``otel.scope.name``; events are logs whose ``event`` field is the name;
+``otel.status_code``, ``otel.scope.name`` and ``otel.scope.version``; events are logs whose ``event`` field is the name;
 arrays and maps become JSON text; a trace id whose high half is zero prints as 16 hex digits.
 Array text is turned back into a tuple only for the af_otel keys known to be arrays, since any
 other string tag may legitimately look like JSON. Dropped-attribute and dropped-event counts do
@@ -89,9 +89,8 @@ _TAG_KIND: Final = "span.kind"
 _TAG_STATUS: Final = "otel.status_code"
 _TAG_ERROR: Final = "error"
 _TAG_SCOPE: Final = ("otel.scope.name", "otel.library.name")
-_TAG_DROPPED: Final = frozenset(
-    {"otel.status_description", "otel.scope.version", "otel.library.version", "w3c.tracestate"}
-)
+_TAG_SCOPE_VERSION: Final = ("otel.scope.version", "otel.library.version")
+_TAG_DROPPED: Final = frozenset({"otel.status_description", "w3c.tracestate"})
 _EVENT_FIELD: Final = "event"
 # The translator's service name for a resource with no attributes at all: not a real service.
 _NO_SERVICE: Final = "OTLPResourceNoServiceName"
@@ -232,7 +231,7 @@ def _span(span: object, processes: _Processes, origin: str) -> SpanRecord:
     tags = _tags(span.get("tags"), "tags")
     kind = SpanKind.UNSPECIFIED
     status = StatusCode.UNSET
-    scope = ""
+    scope = version = ""
     attributes: dict[str, AttrValue] = {}
     for key, value in tags:
         if key == _TAG_KIND and isinstance(value, str) and value in _KINDS:
@@ -241,6 +240,8 @@ def _span(span: object, processes: _Processes, origin: str) -> SpanRecord:
             status = _STATUSES[value]
         elif key in _TAG_SCOPE and isinstance(value, str):
             scope = value
+        elif key in _TAG_SCOPE_VERSION and isinstance(value, str):
+            version = value
         elif key in _TAG_DROPPED:
             continue
         elif key == _TAG_ERROR and value is True and status is StatusCode.ERROR:
@@ -265,6 +266,7 @@ def _span(span: object, processes: _Processes, origin: str) -> SpanRecord:
         scope=scope,
         status_code=status,
         origin=origin,
+        scope_version=version,
     )
 
 

@@ -85,10 +85,10 @@ def resource_spans_records(
             index += count
             continue
         for s, block in enumerate(blocks):
-            scope = _scope_name(block)
+            scope, version = _scope(block)
             for j, span in enumerate(spans_list(block)):
                 try:
-                    yield span_record(span, resource, scope, origin, text_arrays)
+                    yield span_record(span, resource, scope, origin, text_arrays, version)
                 except Problem as exc:
                     stream.problem(
                         f"{origin}: span {index} ({where}.{blocks_key}[{s}].spans[{j}]): {exc}",
@@ -119,12 +119,14 @@ def spans_list(block: object) -> list[Any]:
     return spans if isinstance(spans, list) else []
 
 
-def _scope_name(block: object) -> str:
+def _scope(block: object) -> tuple[str, str]:
+    """The scope block's instrumentation name and version ("" where not given)."""
     if not isinstance(block, dict):
-        return ""
+        return "", ""
     scope = message_field(block, "scope") or message_field(block, "instrumentationLibrary")
     name = scope.get("name") if isinstance(scope, dict) else None
-    return name if isinstance(name, str) else ""
+    version = scope.get("version") if isinstance(scope, dict) else None
+    return (name if isinstance(name, str) else ""), (version if isinstance(version, str) else "")
 
 
 def span_record(
@@ -133,6 +135,7 @@ def span_record(
     scope: str,
     origin: str,
     text_arrays: frozenset[str] = frozenset(),
+    scope_version: str = "",
 ) -> SpanRecord:
     """One OTLP JSON span as a record; a field that cannot be decoded raises ``Problem``."""
     if not isinstance(span, dict):
@@ -164,6 +167,7 @@ def span_record(
         ),
         dropped_events_count=int_value(span.get(key.dropped_events), "droppedEventsCount", 0),
         origin=origin,
+        scope_version=scope_version,
     )
 
 

@@ -89,4 +89,5 @@ def _record(span: Any, resource: Mapping[str, AttrValue], origin: str) -> SpanRe
         dropped_attributes_count=span.dropped_attributes,
         dropped_events_count=span.dropped_events,
         origin=origin,
+        scope_version=(scope.version or "") if scope is not None else "",
     )

@@ -12,12 +12,13 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from typing import Final
 
+from af_otel import forksafe
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources.stream import SpanStream
@@ -149,23 +150,18 @@ def fetch_each(
     to ``into``. A trace that cannot be fetched is a problem of ``into``: raised when it is
     strict, counted when lenient. ``into.traces_read`` counts the traces done.
     """
-    pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="af-otel-fetch")
-    pending: deque[Future[_Fetched]] = deque()
-    try:
+    pending: deque[Callable[[], _Fetched]] = deque()
+    with forksafe.thread_pool(workers, "af-otel-fetch") as pool:
         for trace_id in trace_ids:
-            pending.append(pool.submit(_fetch_one, fetch, trace_id))
+            pending.append(pool.submit(partial(_fetch_one, fetch, trace_id)))
             if len(pending) >= workers:
-                yield from _collect(pending.popleft(), into)
+                yield from _collect(pending.popleft()(), into)
         while pending:
-            yield from _collect(pending.popleft(), into)
-    finally:
-        for future in pending:
-            future.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
+            yield from _collect(pending.popleft()(), into)
 
 
-def _collect(future: Future[_Fetched], into: SpanStream) -> Iterator[SpanRecord]:
-    records, stream, error = future.result()
+def _collect(fetched: _Fetched, into: SpanStream) -> Iterator[SpanRecord]:
+    records, stream, error = fetched
     if error is not None:
         into.problem(str(error), unit="line", error=type(error))
     if stream is not None:

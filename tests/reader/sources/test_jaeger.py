@@ -65,7 +65,8 @@ def test_sixteen_digit_trace_ids_are_left_padded() -> None:
 
 
 def test_field_tags_become_fields_and_leave_the_attributes() -> None:
-    """span.kind, otel.status_code, the translator's error tag, scope and description are fields, not attributes."""
+    """span.kind, otel.status_code, the translator's error tag, scope (name and version) and
+    description are fields, not attributes."""
     tags = _tags(
         ("otel.scope.name", "string", "lib"),
         ("otel.scope.version", "string", "1.0"),
@@ -77,10 +78,11 @@ def test_field_tags_become_fields_and_leave_the_attributes() -> None:
         ("w3c.tracestate", "string", "a=b"),
     )
     record = _one(_span(tags=tags))
-    assert (record.kind, record.status_code, record.scope) == (
+    assert (record.kind, record.status_code, record.scope, record.scope_version) == (
         SpanKind.PRODUCER,
         StatusCode.ERROR,
         "lib",
+        "1.0",
     )
     assert dict(record.attributes) == {"k": "v"}
 

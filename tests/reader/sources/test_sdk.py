@@ -92,3 +92,20 @@ def test_the_sources_import_without_opentelemetry() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "23 []"
+
+
+def test_the_scope_keeps_its_name_and_version() -> None:
+    """A span of a real tracer reads back with its instrumentation scope's name and version."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.get_tracer("my.instrumentation", "2.5.1").start_span("call").end()
+    provider.get_tracer("unversioned").start_span("call").end()
+    versioned, bare = read_spans(exporter.get_finished_spans())
+    assert (versioned.scope, versioned.scope_version) == ("my.instrumentation", "2.5.1")
+    assert (bare.scope, bare.scope_version) == ("unversioned", "")
+    provider.shutdown()

@@ -1,0 +1,304 @@
+"""The ClickHouse side of the audit: one connection, one query, and the runs it streams.
+
+``--clickhouse URL`` is a clickhouse-connect URL: ``chdb:///dir`` opens the embedded engine
+(clickhouse-connect's chDB backend) on a directory, ``http(s)://host:8123`` a server or a cluster.
+Both go through the same client, so the query is the same text either way. ClickHouse does the
+scan (the exporter's day partitions and its index on the attribute keys), the filter (the spans
+af_otel enriched) and the grouping: rows come ordered by run, in blocks, and are handed on one run
+at a time, so the Python side holds one run (and one block) and never the day.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
+
+from af_otel import names
+from af_otel.audit.rows import COLUMNS, JSON_COLUMNS, RUN_KEY, RUN_KEY_JSON
+from af_otel.errors import SourceError
+from af_otel.reader.sources.window import Window
+
+if TYPE_CHECKING:
+    from clickhouse_connect.driver.client import Client
+
+__all__ = [
+    "DEFAULT_TABLE",
+    "LLM_SPANS",
+    "JsonTable",
+    "RunRows",
+    "Scan",
+    "Shard",
+    "Table",
+    "connect",
+    "connect_embedded",
+    "count_runs",
+    "referencing_rows",
+    "shard_clause",
+    "stream_runs",
+    "table_scan",
+]
+
+DEFAULT_TABLE: Final = "otel_traces"
+# A block of rows as ClickHouse sends it: small enough that a block is never a memory concern,
+# large enough that per-block overhead vanishes.
+BLOCK_ROWS: Final = 2048
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# The spans the reader counts as LLM calls (`af_otel.reader.runs.is_llm_call`, plus the spans
+# folded into a call, which carry the run): the first three test keys the exporter's bloom index
+# on `mapKeys(SpanAttributes)` covers; the last two keep a span whose state a backend dropped.
+LLM_SPANS: Final = (
+    f"(mapContains(SpanAttributes, '{names.RECEIPT_STATE}')"
+    f" OR mapContains(SpanAttributes, '{names.RUN_ID}')"
+    f" OR mapContains(SpanAttributes, '{names.EPOCH}')"
+    f" OR has(`Events.Name`, '{names.COMMIT_EVENT}')"
+    " OR arrayExists(k -> startsWith(k, 'af.receipt.'), mapKeys(SpanAttributes)))"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """``K/N``: the runs whose ``cityHash64`` of the run key is K modulo N."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ValueError(f"shard {self.index}/{self.count}: need 0 <= K < N and N >= 1")
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+        if match is None:
+            raise ValueError(f"{text!r} is not K/N (e.g. 0/4)")
+        return cls(int(match[1]), int(match[2]))
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Where the spans are: the URL given, the database and the table, checked as identifiers."""
+
+    url: str
+    database: str
+    table: str = DEFAULT_TABLE
+
+    def __post_init__(self) -> None:
+        for what, name in (("--database", self.database), ("--table", self.table)):
+            if not _IDENTIFIER.fullmatch(name):
+                raise ValueError(f"{what} {name!r} is not a plain ClickHouse identifier")
+
+    kind: ClassVar[str] = "table"
+    llm: ClassVar[str] = LLM_SPANS
+    run_key: ClassVar[str] = RUN_KEY
+    row_columns: ClassVar[str] = ", ".join(COLUMNS)
+    order: ClassVar[str] = "run_key, start_ns, SpanId"
+    # Rows that refer to stored blobs: a run base, a commit payload.
+    refers: ClassVar[str] = (
+        f"(mapContains(SpanAttributes, '{names.RUN_BASE}')"
+        f" OR arrayExists(a -> mapContains(a, '{names.COMMIT_REF}'), `Events.Attributes`))"
+    )
+
+    @property
+    def qualified(self) -> str:
+        return f"`{self.database}`.`{self.table}`"
+
+    def sql(
+        self, window: Window | None, shard: Shard | None, select: str, tail: str = ""
+    ) -> tuple[str, dict[str, Any]]:
+        """``SELECT select`` over the LLM-call rows of the window and shard, then ``tail``."""
+        clauses: list[str] = [self.llm]
+        parameters: dict[str, Any] = {}
+        if window is not None:
+            clauses.append(
+                "Timestamp >= fromUnixTimestamp64Nano({start:Int64})"
+                " AND Timestamp < fromUnixTimestamp64Nano({end:Int64})"
+            )
+            parameters.update(start=window.start_ns, end=window.end_ns)
+        clauses += shard_clause(shard, self.run_key, parameters)
+        return (
+            f"SELECT {select} FROM {self.qualified} WHERE {' AND '.join(clauses)} {tail}",
+            parameters,
+        )
+
+    def __str__(self) -> str:
+        return f"{self.url} {self.database}.{self.table}"
+
+
+@dataclass(frozen=True, slots=True)
+class JsonTable(Table):
+    """The exporter's JSON variant of the table (its ``json`` option): the same columns, with
+    the attribute columns of ClickHouse type ``JSON`` (typed values, keys as paths)."""
+
+    kind: ClassVar[str] = "table-json"
+    llm: ClassVar[str] = (
+        f"(has(JSONAllPaths(SpanAttributes), '{names.RECEIPT_STATE}')"
+        f" OR has(JSONAllPaths(SpanAttributes), '{names.RUN_ID}')"
+        f" OR has(JSONAllPaths(SpanAttributes), '{names.EPOCH}')"
+        f" OR has(`Events.Name`, '{names.COMMIT_EVENT}')"
+        " OR arrayExists(k -> startsWith(k, 'af.receipt.'), JSONAllPaths(SpanAttributes)))"
+    )
+    run_key: ClassVar[str] = RUN_KEY_JSON
+    row_columns: ClassVar[str] = ", ".join(JSON_COLUMNS)
+    refers: ClassVar[str] = (
+        f"(has(JSONAllPaths(SpanAttributes), '{names.RUN_BASE}')"
+        f" OR arrayExists(a -> has(JSONAllPaths(a), '{names.COMMIT_REF}'), `Events.Attributes`))"
+    )
+
+
+def table_scan(client: Client, url: str, database: str, table: str) -> Table:
+    """The scan of ``database.table``: `JsonTable` when its ``SpanAttributes`` is of type
+    ``JSON``, else `Table` (a table that does not exist is named when the audit queries it)."""
+    plain = Table(url, database, table)
+    sql = (
+        "SELECT type FROM system.columns WHERE database = {database:String}"
+        " AND table = {table:String} AND name = 'SpanAttributes'"
+    )
+    try:
+        found = client.query(sql, parameters={"database": database, "table": table}).result_rows
+    except Exception as exc:
+        raise _failed(plain, exc) from exc
+    if found and str(found[0][0]).startswith("JSON"):
+        return JsonTable(url, database, table)
+    return plain
+
+
+class Scan(Protocol):
+    """What the audit reads: the exporter's table (`Table`) or span files (`af_otel.audit.files`).
+    ``kind`` names how its rows decode (`af_otel.audit.calls.run_records`); every row shape holds
+    the run key first, the start time in ns second, the trace id fourth and the span id fifth."""
+
+    kind: ClassVar[str]
+    run_key: ClassVar[str]
+    row_columns: ClassVar[str]
+    order: ClassVar[str]
+    refers: ClassVar[str]
+
+    def sql(
+        self, window: Window | None, shard: Shard | None, select: str, tail: str = ""
+    ) -> tuple[str, dict[str, Any]]: ...
+
+
+def shard_clause(shard: Shard | None, run_key: str, parameters: dict[str, Any]) -> list[str]:
+    """The condition that keeps ``shard``'s runs (none for the whole), its parameters added."""
+    if shard is None or shard.count == 1:
+        return []
+    parameters.update(count=shard.count, index=shard.index)
+    return [f"cityHash64({run_key}) % {{count:UInt64}} = {{index:UInt64}}"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunRows:
+    """The rows of one run (or of one call that names no run), in start order."""
+
+    key: str
+    rows: tuple[tuple[Any, ...], ...]
+    kind: str = Table.kind
+
+
+def connect_embedded() -> Client:
+    """An in-memory chDB engine, to read files with (nothing is written anywhere)."""
+    import clickhouse_connect  # noqa: PLC0415 - the optional audit extra
+
+    try:
+        return clickhouse_connect.get_client(interface="chdb")
+    except Exception as exc:
+        raise SourceError(f"audit: the embedded chDB engine could not start: {exc}") from exc
+
+
+def connect(url: str, database: str | None = None) -> Client:
+    """A clickhouse-connect client for ``url`` (``chdb:///dir`` or ``http(s)://...``). Raises
+    `SourceError` naming ``--clickhouse`` when the URL is of another kind or cannot be opened."""
+    import clickhouse_connect  # noqa: PLC0415 - the optional audit extra
+
+    if url.startswith("chdb://"):
+        if not url.removeprefix("chdb://"):
+            raise SourceError(f"--clickhouse {url}: name the directory (chdb:///path/to/dir)")
+    elif not url.startswith(("http://", "https://")):
+        raise SourceError(
+            f"--clickhouse {url}: expected chdb:///dir (embedded) or http(s)://host:8123"
+        )
+    try:
+        return clickhouse_connect.get_client(dsn=url, database=database)
+    except ImportError as exc:  # chdb:// without chDB installed
+        raise SourceError(
+            f"--clickhouse {url}: the embedded engine needs the chdb package "
+            f"(pip install 'af-otel[audit]'): {exc}"
+        ) from exc
+    except Exception as exc:  # the client's errors have no common root with ours
+        raise SourceError(f"--clickhouse {url}: {exc}") from exc
+
+
+def _failed(scan: Scan, exc: Exception) -> SourceError:
+    what = "--clickhouse" if isinstance(scan, Table) else "audit"
+    return SourceError(f"{what} {scan}: {exc}")
+
+
+def count_runs(
+    client: Client, scan: Scan, window: Window | None, shard: Shard | None
+) -> tuple[int, int]:
+    """How many runs and LLM-call spans the audit will read (for progress and its ETA)."""
+    sql, parameters = scan.sql(window, shard, f"uniqExact({scan.run_key}), count()")
+    try:
+        runs, spans = client.query(sql, parameters=parameters).result_rows[0]
+    except Exception as exc:
+        raise _failed(scan, exc) from exc
+    return int(runs), int(spans)
+
+
+# Rows read to check the store before the audit starts (`referencing_rows`).
+STORE_SAMPLE: Final = 100
+
+
+def referencing_rows(
+    client: Client, scan: Scan, window: Window | None, shard: Shard | None
+) -> RunRows:
+    """Up to `STORE_SAMPLE` rows of the window that refer to stored blobs (a run base, a commit
+    payload; `af_otel.reader.blobs.referenced_blobs`), for the store check ``verify`` makes on
+    the whole trace: a store holding none of their blobs cannot be the one they were written
+    with."""
+    sql, parameters = scan.sql(
+        window, shard, scan.row_columns, f"AND {scan.refers} LIMIT {STORE_SAMPLE}"
+    )
+    try:
+        rows = client.query(sql, parameters=parameters).result_rows
+    except Exception as exc:
+        raise _failed(scan, exc) from exc
+    return RunRows("", tuple(tuple(row) for row in rows), scan.kind)
+
+
+def stream_runs(
+    client: Client,
+    scan: Scan,
+    window: Window | None,
+    shard: Shard | None,
+    block_rows: int = BLOCK_ROWS,
+) -> Iterator[RunRows]:
+    """Every run of the window (of the shard), one at a time, its rows in start order; rows
+    arrive in blocks of ``block_rows``, so a block and a run are what is held.
+
+    ClickHouse sorts by run key (spilling to disk past ``max_bytes_before_external_sort`` on a
+    server configured so); a run is complete when the next row names another."""
+    sql, parameters = scan.sql(window, shard, scan.row_columns, f"ORDER BY {scan.order}")
+    key: str | None = None
+    rows: list[tuple[Any, ...]] = []
+    try:
+        with client.query_row_block_stream(
+            sql, parameters=parameters, settings={"max_block_size": block_rows}
+        ) as blocks:
+            for block in blocks:
+                for row in block:
+                    if row[0] != key:
+                        if key is not None:
+                            yield RunRows(key, tuple(rows), scan.kind)
+                        key, rows = row[0], []
+                    rows.append(tuple(row))
+    except Exception as exc:
+        raise _failed(scan, exc) from exc
+    if key is not None:
+        yield RunRows(key, tuple(rows), scan.kind)
