@@ -7,6 +7,7 @@ AfOtelError
 │   ├── InvalidAddressError an address that is not `sha256:` + 64 lowercase hex
 │   ├── BlobNotFoundError   nothing stored at that address
 │   └── BlobDamagedError    bytes whose hash differs from their address
+│       └── BlobShapeError  bytes that hash right but are not what the reference promised
 ├── SourceError             a span source could not be read (names file and line, or URL)
 │   ├── UnknownFormatError  the input is in no format the reader knows
 │   └── TraceNotFoundError  the backend answered that it has no such trace
@@ -45,6 +46,12 @@ class BlobNotFoundError(StoreError, KeyError):
 
 class BlobDamagedError(StoreError):
     """The stored bytes do not hash to their address: damage, never truth."""
+
+
+class BlobShapeError(BlobDamagedError):
+    """The stored bytes hash to their address but are not what the reference to them promised:
+    not JSON, or not the shape its place needs (a chunk that is not a list of message
+    references). Damage too: such a blob was put there and a record pointed at it."""
 
 
 class SourceError(AfOtelError):

@@ -135,3 +135,14 @@ COMMIT_VERBS: Final[tuple[CommitVerb, ...]] = get_args(CommitVerb)
 # A model call the record does not hold: the history a call carries shows more model answers since
 # its parent than the calls on record gave, or it continues a response no call on record answered.
 GAP_UNRECORDED_CALL: Final = "unrecorded-call"
+
+# The close record `af_otel.run` writes when its block exits: a span of its own (the run's last
+# LLM span may have ended long before), named `RUN_CLOSE`, carrying `RUN_ID` and, per lane the
+# block's writers numbered calls in, the lane, its last epoch and that epoch's `af.receipt.digest`
+# ("" when it has none), as three arrays of one length. The reader names a run whose close record
+# names an epoch that is not on record as cut at the end (`GAP_RUN_CUT_AT_END`).
+RUN_CLOSE: Final = "af.run.close"
+RUN_CLOSE_LANES: Final = "af.run.close.lanes"
+RUN_CLOSE_EPOCHS: Final = "af.run.close.epochs"
+RUN_CLOSE_DIGESTS: Final = "af.run.close.digests"
+GAP_RUN_CUT_AT_END: Final = "run-cut-at-end"

@@ -757,6 +757,9 @@ def verify_command(args: argparse.Namespace) -> int:
             sys.stdout.write(_json_line(verdict_json(verdict)) + "\n")
         else:
             print(_verdict_line(verdict))
+    if not args.json:
+        for line in run_end_lines(views):
+            print(line)
     count_verdicts(verdicts)
     # The store the verdicts were read against: on stdout with the summary, on stderr for --json.
     print(f"store {store.url}", file=sys.stderr if args.json else sys.stdout)
@@ -787,6 +790,12 @@ def summary_line(counts: Mapping[VerdictStatus, int], where: str) -> str:
     """The last line of ``verify`` (and of ``audit``): the calls read in ``where``, by verdict."""
     summary = ", ".join(f"{counts.get(s, 0)} {s.value}" for s in VerdictStatus)
     return f"{sum(counts.values())} LLM call(s) in {where}: {summary}"
+
+
+def run_end_lines(views: Sequence[ServedView]) -> list[str]:
+    """One line per run: how it ends on the record (closed, open, or cut at the end)."""
+    ends = {v.run_id: v.run_end for v in views if v.run_id is not None and v.run_end is not None}
+    return [f"run {run_id}: {end.state} — {end.detail}" for run_id, end in ends.items()]
 
 
 def _verdict_line(verdict: Verdict) -> str:

@@ -30,6 +30,7 @@ GAP_ORDER: Final = (
     names.GAP_SPAN_LIMITS,
     names.GAP_NO_RECEIPT,
     names.GAP_UNRECORDED_CALL,
+    names.GAP_RUN_CUT_AT_END,
     names.GAP_UNRECORDED,
     names.GAP_CACHE_TRANSFORM,
     names.GAP_THINKING_REPLAY,

@@ -4,7 +4,9 @@
 ``order-42`` (the salt of its receipts), whichever thread or asyncio task it runs on, as long as
 the context is carried there (contextvars). ``base`` is the state the run starts from (a dict
 with request keys: ``system``, ``messages``, ``tools``, ``params``, ``model``, ``provider``); it is
-stored once and named on every call span as ``af.run.base``.
+stored once and named on every call span as ``af.run.base``. When the block exits it writes the
+run's close record (``af.run.close``, `af_otel.processor.closing`): the last epoch of each lane and
+its digest, so that a reader can tell a run cut at the end from a shorter one.
 
 ``with af_otel.llm_call(model=..., provider=..., messages=...) as call:`` opens a GenAI-convention
 span (``chat {model}``, kind CLIENT) through the global tracer provider and hands the request to
@@ -25,6 +27,7 @@ from opentelemetry import trace
 
 from af_otel import names
 from af_otel.model import Request
+from af_otel.processor.closing import close_run
 from af_otel.processor.context import current_run, declare_base, run_entered
 from af_otel.processor.engine import Supplied, engine_for, live_engines
 from af_otel.processor.guard import guard, settle
@@ -50,6 +53,9 @@ def run(run_id: str, *, base: Mapping[str, Any] | None = None) -> Iterator[str]:
         current_run.reset(token)
         if request is not None:
             declare_base(run_id, None)
+        if not sdk_disabled():
+            with guard("run.close"):
+                close_run(run_id)
         with guard("run.exit"):
             for engine in live_engines():
                 engine.release_run(run_id)

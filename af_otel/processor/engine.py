@@ -248,8 +248,12 @@ class Engine:
         model = dedupe.model_of(attributes, None)
         seen = dedupe.Seen(facts.start_time, facts.end_time, epoch, lane, facts.scope, model, None)
         run = self.runs.get(run_id)
+        digest = attributes.get(names.RECEIPT_DIGEST)
         with run.lock:
             run.recent.append(seen)
+            if lane == run.lane:
+                place = (facts.key[0], facts.parent[1] if facts.parent is not None else 0)
+                run.finished_call(epoch, digest if isinstance(digest, str) else None, place)
 
     # -- finish ------------------------------------------------------------------------------
 
@@ -453,6 +457,8 @@ class Engine:
         # The sealed receipt is kept: the next epoch of the lane binds its digest.
         kept = (request, receipt) if minted else (None, None)
         run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
+        place = (facts.key[0], facts.parent[1] if facts.parent is not None else 0)
+        run.finished_call(epoch, receipt.digest if minted else None, place)  # the close record's
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,
             names.EPOCH: epoch,
@@ -517,6 +523,25 @@ class Engine:
     def release_trace(self, trace_id: int) -> None:
         """The local root span of a trace ended: free its trace-id run."""
         self.runs.release(trace_run_id(trace_id))
+
+    def closing(self, run_id: str) -> tuple[str, int, str] | None:
+        """What the run's close record says of this engine's lane of ``run_id``: the lane, its
+        last finished epoch and that epoch's digest ("" without one); None when this engine
+        finished no call of the run."""
+        run = self.runs.peek(run_id)
+        if run is None:
+            return None
+        with run.lock:
+            epoch, digest = run.last_call
+            return (run.lane, epoch, digest) if epoch else None
+
+    def last_place(self, run_id: str) -> tuple[int, int] | None:
+        """The trace id and parent span id (0: none) of the run's last finished call here."""
+        run = self.runs.peek(run_id)
+        if run is None:
+            return None
+        with run.lock:
+            return run.last_place if run.last_call[0] else None
 
     def release_run(self, run_id: str) -> None:
         """An `af_otel.run` block exited; an exporter's engine keeps the run until it expires."""

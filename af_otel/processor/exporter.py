@@ -28,16 +28,18 @@ batch always reaches ``inner`` whole and ``inner``'s result is returned as it is
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
 from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from af_otel import forksafe, names
+from af_otel.processor import closing, dedupe
 from af_otel.processor import context as run_context
-from af_otel.processor import dedupe
 from af_otel.processor.context import current_run
 from af_otel.processor.engine import CallFacts, Engine
 from af_otel.processor.guard import guard, settle
@@ -46,6 +48,9 @@ from af_otel.processor.settings import Options, resolve_settings
 from af_otel.semconv import Recorded, record_of
 
 _logger = logging.getLogger("af_otel")
+# Runs a tagger remembers having seen spans of, for their close records: one entry a live run
+# block (about 100 bytes), so 10,000 concurrent runs hold about 1 MB.
+_RUNS_TAGGED = 10_000
 
 
 class ReceiptSpanExporter(SpanExporter):
@@ -135,7 +140,11 @@ class ReceiptSpanExporter(SpanExporter):
                 self._warn_unplaced()
         done: dict[int, ReadableSpan] = {}
         # Enriched in end order, the calls held back last: the call they may repeat is known.
-        order = sorted(range(len(spans)), key=lambda i: _key_of(spans[i]) in later)
+        # A run's close record after every call of the batch: it names the lane's last one.
+        order = sorted(
+            range(len(spans)),
+            key=lambda i: (_is_close(spans[i]), _key_of(spans[i]) in later),
+        )
         for index in order:
             span = spans[index]
             key = _key_of(span)
@@ -146,7 +155,9 @@ class ReceiptSpanExporter(SpanExporter):
             except Exception as exc:
                 failures.append(exc)
                 done[index] = error_copy(span)
-        out = [done[index] for index in range(len(spans))]
+        # A close record a tagger handed on for a run this exporter numbered no call of says
+        # nothing: it is not exported.
+        out = [done[index] for index in range(len(spans)) if not _empty_close(done[index])]
         with guard("ReceiptSpanExporter.untag"):
             run_context.untag(
                 [(s.context.trace_id, s.context.span_id) for s in spans if s.context is not None]
@@ -191,8 +202,17 @@ class RunTagger(ForwardingProcessor):
         super().__init__(inner)
         # SimpleSpanProcessor and BatchSpanProcessor both name their exporter `span_exporter`.
         exporter = getattr(inner, "span_exporter", None)
+        # Close records go only to an exporter that fills them in (and drops one with nothing
+        # to close): any other inner gets the very spans it was given, and nothing more.
+        self._closes = isinstance(exporter, ReceiptSpanExporter)
         if isinstance(exporter, ReceiptSpanExporter):
             exporter.tagged = True
+        # The runs this tagger saw spans of (bounded, latest kept) and their spans' resource,
+        # for the close records it hands on (`af_otel.processor.closing`).
+        self._runs: OrderedDict[str, tuple[Resource, tuple[int, int]]] = OrderedDict()
+        self._runs_lock = forksafe.lock(self)
+        forksafe.on_fork(self, RunTagger._forget_runs)
+        closing.register(self)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         run_id = current_run.get()
@@ -200,7 +220,36 @@ class RunTagger(ForwardingProcessor):
             with guard("RunTagger.on_start"):
                 context = span.get_span_context()
                 run_context.tag((context.trace_id, context.span_id), run_id)
+                parent = span.parent
+                place = (context.trace_id, parent.span_id if parent is not None else 0)
+                with self._runs_lock:
+                    self._runs[run_id] = (span.resource, place)
+                    self._runs.move_to_end(run_id)
+                    while len(self._runs) > _RUNS_TAGGED:
+                        self._runs.popitem(last=False)
         self._inner.on_start(span, parent_context=parent_context)
+
+    def _forget_runs(self) -> None:
+        """In a forked child: no runs (the parent's open blocks are not the child's)."""
+        self._runs = OrderedDict()
+
+    def close_run(self, run_id: str) -> bool:
+        """Hand ``inner`` an empty close record of ``run_id`` when spans of it started here: the
+        exporter behind it names its lane when it exports it, after the run's calls."""
+        with self._runs_lock:
+            found = self._runs.pop(run_id, None)
+        if found is None or not self._closes:
+            return False
+        self._inner.on_end(closing.close_span(run_id, [], *found))
+        return True
+
+
+def _is_close(span: ReadableSpan) -> bool:
+    return closing.is_run_close(span.name, span.attributes or {})
+
+
+def _empty_close(span: ReadableSpan) -> bool:
+    return _is_close(span) and not (span.attributes or {}).get(names.RUN_CLOSE_LANES)
 
 
 def _key_of(span: ReadableSpan) -> tuple[int, int]:

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any, Unpack
 
 from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from af_otel import names
+from af_otel.processor import closing
 from af_otel.processor.engine import CallFacts, Engine, environment_limits, error_enrichment
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import Options, resolve_settings
@@ -63,9 +65,24 @@ class ReceiptSpanProcessor(ForwardingProcessor):
         super().__init__(inner)
         self._settings = resolve_settings(**options)
         self.engine = Engine(self._settings)
+        # The resource of the spans this processor sees, for the run close records it writes.
+        self._resource: Resource | None = None
+        closing.register(self)
+
+    def close_run(self, run_id: str) -> bool:
+        """Hand ``inner`` the close record of ``run_id`` when this engine finished calls of it."""
+        if self._settings.disabled:
+            return False
+        lane = self.engine.closing(run_id)
+        if lane is None:
+            return False
+        place = self.engine.last_place(run_id)
+        self._inner.on_end(closing.close_span(run_id, [lane], self._resource, place))
+        return True
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         if not self._settings.disabled:
+            self._resource = span.resource
             with guard("ReceiptSpanProcessor.on_start"):
                 context = span.get_span_context()
                 self.engine.on_start(
@@ -124,6 +141,10 @@ def enrich_span(
             keys = content_keys(record_of(attributes, span.name).attributes)
             if keys:
                 out = copy_span(span, drop=keys)
+    elif closing.is_run_close(span.name, attributes):
+        # A close record an exporter's engine sees after the run's calls: its lane goes in now.
+        if engine.deferred:
+            out = closing.merged_close(span, engine.closing(str(attributes[names.RUN_ID])))
     elif (recorded := recorded or record_of(attributes, span.name)).llm_call:
         facts = facts_of(span, key, recorded, run_unknown=run_unknown)
         enrichment = engine.enrich(facts)

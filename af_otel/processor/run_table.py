@@ -130,6 +130,21 @@ class RunState:
     touched: float = field(default_factory=time.monotonic)
     seen: Remembered | None = None  # what the last readable call was read from (incremental.py)
     charged: int = 0  # the bytes the table counts for this run (see `weight`)
+    # The highest epoch finished so far and its receipt digest ("" without one), for the run's
+    # close record (`af_otel.processor.closing`).
+    last_call: tuple[int, str] = (0, "")
+    # Where that call sits: its trace id and its parent span id (0: none), so the close record
+    # lands beside it in its trace.
+    last_place: tuple[int, int] = (0, 0)
+
+    def finished_call(
+        self, epoch: int, digest: str | None, place: tuple[int, int] | None = None
+    ) -> None:
+        """Note that the call numbered ``epoch`` finished with ``digest``; the highest is kept."""
+        if epoch > self.last_call[0]:
+            self.last_call = (epoch, digest or "")
+            if place is not None:
+                self.last_place = place
 
     def weight(self) -> int:
         """The bytes this run holds, estimated from what it keeps: its calls share one copy of
@@ -294,6 +309,11 @@ class RunTable:
             run.touched = now
             self._expire(now)
             return run
+
+    def peek(self, run_id: str) -> RunState | None:
+        """The run's state if the table holds it; neither created nor touched."""
+        with self._lock:
+            return self._runs.get(run_id)
 
     def release(self, run_id: str) -> None:
         """Free a run whose root span ended (or whose `af_otel.run` block exited); a run with

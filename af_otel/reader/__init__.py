@@ -6,6 +6,8 @@ export format into those values and is the only part of the reader that does I/O
 
 from __future__ import annotations
 
+from af_otel.reader.blobs import BlobDamage
+from af_otel.reader.closes import RunEnd
 from af_otel.reader.fold import KeyedFold
 from af_otel.reader.gaps import SERVED_GAPS, UNGAPPED_FIELDS, Gap, GapKind
 from af_otel.reader.policy import Breach, Gate, Outcome, Policy, judge
@@ -15,6 +17,7 @@ from af_otel.reader.view import ServedView, served_views
 __all__ = [
     "SERVED_GAPS",
     "UNGAPPED_FIELDS",
+    "BlobDamage",
     "Breach",
     "Gap",
     "GapKind",
@@ -23,6 +26,7 @@ __all__ = [
     "Mismatch",
     "Outcome",
     "Policy",
+    "RunEnd",
     "ServedView",
     "Verdict",
     "VerdictStatus",

@@ -96,10 +96,11 @@ _CATALOGUE: Final = (
         _CONTENT,
         (*_VIEW_CONTENT, "base"),
         "excuse",
-        "The state this run started from could not be loaded, or its stored bytes do not match "
-        "their address, so anything only that starting state held is missing here: "
-        "instructions, earlier turns and tools may all read short. Do not take the request "
-        "shown as complete; restore the store and read again.",
+        "The state this run started from is not in the store: it is absent there, which is "
+        "not damage, as altered bytes make the call damaged instead. Anything only that starting "
+        "state held is "
+        "missing here: instructions, earlier turns and tools may all read short. Do not take "
+        "the request shown as complete; restore the store and read again.",
     ),
     GapKind(
         names.GAP_NO_RUN_LOG,
@@ -107,9 +108,9 @@ _CATALOGUE: Final = (
         _VIEW_CONTENT,
         "excuse",
         "Part of the record of changes leading to this call is missing: a span of the run was "
-        "not found, a change is absent from the numbered sequence, or one cannot be read. The "
-        "request shown may lack content or hold stale content; look for the missing spans in "
-        "the trace backend and its sampling settings.",
+        "not found, a change is absent from the numbered sequence or from the store, or one on "
+        "the span cannot be read. The request shown may lack content or hold stale content; "
+        "look for the missing spans in the trace backend and its sampling settings.",
     ),
     GapKind(
         names.GAP_NO_CONVERSATION,
@@ -159,6 +160,17 @@ _CATALOGUE: Final = (
         "incomplete or failed response, or the application wrote that model turn itself. That "
         "call's request and receipt are not on record and the epoch numbers close over it; "
         "look for it in the application's own logs.",
+        partial=True,
+    ),
+    GapKind(
+        names.GAP_RUN_CUT_AT_END,
+        ("messages",),
+        ("run_end",),
+        "caveat",
+        "The run's own record of where it ended names later calls than this one, and they are "
+        "not here: the run was cut at the end, by calls never exported, lost on the way or "
+        "deleted. This call may read as it was sent; what came after it is missing. Look for "
+        "the later calls in the trace backend.",
         partial=True,
     ),
     GapKind(
@@ -288,6 +300,11 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "the latter when absent); it says where the recorded request was taken from, not what "
         "was sent.",
         "view.gaps": "the account itself, not a fact about the request.",
+        "view.closed_with": "the digest the run's close record states for this call as its "
+        "lane's last; verify makes the view damaged when the receipt on the span differs.",
+        "view.damaged": "damage, not a gap: the stored blobs the view depends on whose bytes do "
+        "not hash to their address or are not what their reference promised; verify makes the "
+        "view damaged, naming the blob and the field it feeds.",
         "view.context": "the reader's working memory for the run (other epochs' views, "
         "recomputed digests); holds no fact of its own.",
     }

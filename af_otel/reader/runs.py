@@ -24,13 +24,20 @@ import orjson
 
 from af_otel import names
 from af_otel.canonical import canonical_json
-from af_otel.errors import AfOtelError
+from af_otel.errors import AfOtelError, BlobNotFoundError, InvalidAddressError
 from af_otel.model import FrozenDict
-from af_otel.model.request import each, fix_part, normalize_message, normalize_tool, read_part
+from af_otel.model.request import (
+    REQUEST_KEYS,
+    each,
+    fix_part,
+    normalize_message,
+    normalize_tool,
+    read_part,
+)
+from af_otel.reader.blobs import WHOLE_BASE, BlobDamage, BlobKind, Blobs, DamagedBlob
 from af_otel.reader.fold import UNKNOWN, ChainedTuple, Commit, KeyedFold, freeze
 from af_otel.reader.records import AttrValue, SpanRecord
 from af_otel.store import Store
-from af_otel.store.items import load_items
 
 __all__ = [
     "BACKEND_LIMITS",
@@ -71,29 +78,6 @@ _ITEMS: Final = {"system": _frozen_part, "messages": _frozen_message, "tools": _
 _VERBS: Final[Mapping[str, names.CommitVerb]] = {verb: verb for verb in names.COMMIT_VERBS}
 
 
-class Blobs:
-    """What one read fetched from the store: blobs by address (a message stored once is fetched
-    once), and the normalized form of each fetched message (so the lanes of a run share one
-    object per message, and whatever is computed per message is computed once)."""
-
-    __slots__ = ("fetched", "normal")
-
-    def __init__(self) -> None:
-        self.fetched: dict[str, Any] = {}
-        self.normal: dict[int, tuple[Any, Any]] = {}
-
-    def messages(self, store: Store, items: list[Any], where: str) -> tuple[Any, ...]:
-        """A stored message list, references resolved, each message normalized once per read."""
-        out: list[Any] = []
-        for index, raw in enumerate(load_items(store, items, self.fetched)):
-            found = self.normal.get(id(raw))
-            if found is None or found[0] is not raw:
-                found = (raw, _frozen_message(raw, f"{where}: messages[{index}]"))
-                self.normal[id(raw)] = found
-            out.append(found[1])
-        return tuple(out)
-
-
 @dataclass(frozen=True, slots=True)
 class EpochRecord:
     """One LLM-call span of a run: its place, its own commits, and what is wrong with its record.
@@ -113,6 +97,10 @@ class EpochRecord:
     # from content, which may be another writer's.
     basis: int = 0
     lane: str = ""
+    # This span's commits whose stored payload is damaged (the commit holds `UNKNOWN`), and every
+    # damaged blob this call's view and its check depend on (`_damage_along`), first found first.
+    own_damage: tuple[tuple[Commit, BlobDamage], ...] = ()
+    damage: tuple[BlobDamage, ...] = ()
 
     @property
     def where(self) -> str:
@@ -145,8 +133,11 @@ class Run:
 
 
 def is_llm_call(span: SpanRecord) -> bool:
-    """A span af_otel enriched: it carries a run, an epoch, a receipt attribute or a commit."""
+    """A span af_otel enriched: it carries a run, an epoch, a receipt attribute or a commit. A
+    run's close record (`af_otel.reader.closes`) is not a call."""
     attrs = span.attributes
+    if span.name == names.RUN_CLOSE and names.EPOCH not in attrs:
+        return False
     if names.RUN_ID in attrs or names.EPOCH in attrs or names.RECEIPT_STATE in attrs:
         return True
     if any(key.startswith("af.receipt.") for key in attrs):
@@ -228,7 +219,10 @@ def _span_cut(span: SpanRecord) -> list[str]:
 
 def _decode_commit(
     attrs: Mapping[str, AttrValue], store: Store | None, where: str, cache: Blobs
-) -> Commit:
+) -> tuple[Commit, BlobDamage | None]:
+    """One commit event, and the damage of the blob its payload is stored in, if any: a damaged
+    payload is a commit whose value is not on record (`UNKNOWN`), with the damage named beside
+    it. Raises `_Bad` for a commit that cannot be read (a gap), an absent payload included."""
     seq = _int(attrs.get(names.COMMIT_SEQ))
     if seq is None or seq < 1:
         raise _Bad(f"{where}: a commit without a valid {names.COMMIT_SEQ}")
@@ -240,7 +234,7 @@ def _decode_commit(
     if verb is None:
         raise _Bad(f"{where}: commit {seq} has unknown verb {raw_verb!r}")
     if verb == "delete":
-        return Commit(seq, key, verb)
+        return Commit(seq, key, verb), None
     value = attrs.get(names.COMMIT_VALUE)
     ref = attrs.get(names.COMMIT_REF)
     size = _int(attrs.get(names.COMMIT_BYTES))
@@ -261,49 +255,84 @@ def _decode_commit(
         if store is None:
             raise _Bad(f"{where}: commit {seq} is stored at {ref} and no store was given")
         try:
-            payload = store.get_json(ref)
-            if key == "messages" and isinstance(payload, list):
-                messages = cache.messages(store, payload, f"{where}: commit {seq}")
-                return Commit(seq, key, verb, messages)
-        except AfOtelError as exc:
+            return _stored_commit(seq, key, verb, ref, store, where, cache), None
+        except DamagedBlob as damaged:
+            return Commit(seq, key, verb, UNKNOWN), damaged.damage
+        except (BlobNotFoundError, InvalidAddressError) as exc:
+            # Absent (or named by an address that is none): the store lost it, a gap.
             raise _Bad(f"{where}: commit {seq} payload {ref}: {exc}") from None
-        except ValueError as exc:
-            raise _Bad(str(exc)) from None
     else:
         # Neither value nor ref: the writer withheld the content on purpose (or its store failed).
         payload = UNKNOWN
     try:
         payload = normalize_value(key, payload, f"{where}: commit {seq}")
-        return Commit(seq, key, verb, payload)
+        return Commit(seq, key, verb, payload), None
     except (AfOtelError, ValueError) as exc:
         raise _Bad(str(exc)) from None
 
 
+def _stored_commit(
+    seq: int, key: str, verb: names.CommitVerb, ref: str, store: Store, where: str, cache: Blobs
+) -> Commit:
+    """A commit whose payload is the blob at ``ref``. A payload that is not what the commit needs
+    (a value of the wrong shape for its key or verb) is damage of that blob: its bytes were
+    stored for this commit, and the writer stores only what it normalized."""
+    named_by = f"commit {seq} of {where}"
+    payload = cache.json(store, ref, "payload", key, named_by)
+    if key == "messages" and isinstance(payload, list):
+        at = f"{where}: commit {seq}"
+        messages = cache.messages(store, payload, at, (ref, "payload"), named_by, _frozen_message)
+        return Commit(seq, key, verb, messages)
+    try:
+        return Commit(seq, key, verb, normalize_value(key, payload, f"{where}: commit {seq}"))
+    except (_Bad, AfOtelError, ValueError) as exc:
+        why = f"it is not what commit {seq} ({verb} {key}) needs: {exc}"
+        raise DamagedBlob(BlobDamage(ref, "payload", key, why, named_by)) from None
+
+
+# A base that is damaged as a whole: none of its keys is on record.
+_UNKNOWN_STATE: Final[Mapping[str, Any]] = MappingProxyType(dict.fromkeys(REQUEST_KEYS, UNKNOWN))
+
+
 def _load_base(
     address: str, store: Store | None, cache: Blobs
-) -> tuple[Mapping[str, Any], str | None]:
+) -> tuple[Mapping[str, Any], str | None, tuple[BlobDamage, ...]]:
+    """The run's starting state, why it is not on record (absent: a gap), and the damage found in
+    it. A key whose stored value is damaged (a message blob, a chunk, a value of the wrong shape)
+    is unknown in the state, its damage named; a base damaged as a whole (its bytes, not JSON,
+    not an object) leaves every key unknown."""
     if store is None:
-        return EMPTY_STATE, f"base {address}: no store was given"
+        return EMPTY_STATE, f"base {address}: no store was given", ()
+    named_by = f"the run's base ({names.RUN_BASE})"
     try:
-        raw = store.get_json(address)
-    except AfOtelError as exc:
-        return EMPTY_STATE, f"base {address}: {exc}"
+        raw = cache.json(store, address, "base", WHOLE_BASE, named_by)
+    except (BlobNotFoundError, InvalidAddressError) as exc:
+        return EMPTY_STATE, f"base {address}: {exc}", ()
+    except DamagedBlob as damaged:
+        return _UNKNOWN_STATE, None, (damaged.damage,)
     if not isinstance(raw, dict):
-        return EMPTY_STATE, f"base {address} is not a JSON object"
-    messages = raw.pop("messages", None)
-    if isinstance(messages, list):
+        why = f"it holds {type(raw).__name__}, not a JSON object"
+        return _UNKNOWN_STATE, None, (BlobDamage(address, "base", WHOLE_BASE, why, named_by),)
+    state: dict[str, Any] = {"messages": ()}
+    damage: list[BlobDamage] = []
+    for key, value in raw.items():  # the fetched value is shared by the read: never changed
         try:
-            found = cache.messages(store, messages, f"base {address}")
-        except (AfOtelError, ValueError) as exc:
-            return EMPTY_STATE, f"base {address}: {exc}"
-    elif messages is not None:
-        return EMPTY_STATE, f"base {address}: messages must be a list"
-    try:
-        state = {k: normalize_value(k, v, f"base {address}") for k, v in raw.items()}
-    except (_Bad, AfOtelError) as exc:
-        return EMPTY_STATE, str(exc)
-    state["messages"] = found if isinstance(messages, list) else ()
-    return MappingProxyType(state), None
+            if key == "messages" and isinstance(value, list):
+                where = f"base {address}"
+                holder: tuple[str, BlobKind] = (address, "base")
+                state[key] = cache.messages(store, value, where, holder, named_by, _frozen_message)
+            else:
+                state[key] = normalize_value(key, value, f"base {address}")
+        except BlobNotFoundError as exc:
+            return EMPTY_STATE, f"base {address}: {exc}", tuple(damage)
+        except DamagedBlob as damaged:
+            damage.append(damaged.damage)
+            state[key] = UNKNOWN
+        except (_Bad, AfOtelError, ValueError) as exc:
+            why = f"its {key} is not a request's {key}: {exc}"
+            damage.append(BlobDamage(address, "base", key, why, named_by))
+            state[key] = UNKNOWN
+    return MappingProxyType(state), None, tuple(damage)
 
 
 def _read_epoch(span: SpanRecord, store: Store | None, cache: Blobs) -> EpochRecord | None:
@@ -318,13 +347,18 @@ def _read_epoch(span: SpanRecord, store: Store | None, cache: Blobs) -> EpochRec
         problems.append(f"{where}: epoch {epoch} names parent {attrs.get(names.EPOCH_PARENT)!r}")
         parent = 0 if parent is None or parent < 0 else parent
     commits: list[Commit] = []
+    damaged: list[tuple[Commit, BlobDamage]] = []
     for event in span.events:
         if event.name != names.COMMIT_EVENT:
             continue
         try:
-            commits.append(_decode_commit(event.attributes, store, where, cache))
+            commit, damage = _decode_commit(event.attributes, store, where, cache)
         except _Bad as bad:
             problems.append(str(bad))
+            continue
+        commits.append(commit)
+        if damage is not None:
+            damaged.append((commit, damage))
     commits.sort(key=lambda c: c.seq)
     if span.dropped_events_count:
         problems.append(f"{where}: {span.dropped_events_count} event(s) dropped at the source")
@@ -338,6 +372,7 @@ def _read_epoch(span: SpanRecord, store: Store | None, cache: Blobs) -> EpochRec
         tuple(_span_cut(span)),
         basis=parent,
         lane=lane if isinstance(lane, str) else "",
+        own_damage=tuple(damaged),
     )
 
 
@@ -436,12 +471,13 @@ def _one_run(
     base_address: str | None = None
     base_problem: str | None = None
     base: Mapping[str, Any] = EMPTY_STATE
+    base_damage: tuple[BlobDamage, ...] = ()
     if len(addresses) > 1:
         base_problem = f"the run's spans name {len(addresses)} different bases"
         base_address = sorted(addresses)[0]
     elif addresses:
         base_address = next(iter(addresses))
-        base, base_problem = _load_base(base_address, store, cache)
+        base, base_problem, base_damage = _load_base(base_address, store, cache)
     broken: dict[int, str] = {}
     fold_parents: dict[int, int] = {}
     for epoch in sorted(epochs):
@@ -460,6 +496,7 @@ def _one_run(
         fold_parents[epoch] = parent
         if reason is not None:
             broken[epoch] = reason
+    epochs, others = _damage_along(epochs, others, fold_parents, base_damage)
     lane = records[0].lane if records else ""
     if numbers is not None:
         epochs, others, broken, fold_parents = _renumber(
@@ -477,6 +514,55 @@ def _one_run(
         MappingProxyType(fold_parents),
         lane,
     )
+
+
+Taint = Mapping[str, tuple[BlobDamage, ...]]  # request key -> the damaged blobs its value rests on
+
+
+def _tainted(start: Taint, record: EpochRecord) -> dict[str, tuple[BlobDamage, ...]]:
+    """Which damaged blobs each key's value rests on after ``record``'s commits: a damaged payload
+    taints its key (an ``append`` adds to what the key rested on, a ``set`` replaces it), and a
+    whole-value write from an intact payload clears it."""
+    keys = dict(start)
+    own = [(commit, damage) for commit, damage in record.own_damage]
+    for commit in record.commits:
+        damage = next((d for c, d in own if c is commit), None)
+        if damage is not None:
+            before = keys.get(commit.key, ()) if commit.verb == "append" else ()
+            keys[commit.key] = (*before, damage)
+        elif commit.anchors:
+            keys.pop(commit.key, None)
+    return keys
+
+
+def _damage_along(
+    epochs: Mapping[int, EpochRecord],
+    others: Sequence[EpochRecord],
+    fold_parents: Mapping[int, int],
+    base_damage: Sequence[BlobDamage],
+) -> tuple[dict[int, EpochRecord], list[EpochRecord]]:
+    """Each record with the damaged blobs its view depends on: those under any request key's
+    value at its epoch (the base's, then each damaged payload on its path until a whole-value
+    write replaces the key), and those under the messages of the state its receipt's
+    ``messages.kept`` is checked against (its parent's, or the base's)."""
+    start: dict[str, tuple[BlobDamage, ...]] = {}
+    for damage in base_damage:
+        for key in REQUEST_KEYS if damage.field == WHOLE_BASE else (damage.field,):
+            start[key] = (*start.get(key, ()), damage)
+    taint: dict[int, Taint] = {0: start}
+
+    def marked(record: EpochRecord, basis: int) -> EpochRecord:
+        keys = _tainted(taint.get(basis, start), record)
+        found = [d for key in REQUEST_KEYS for d in keys.get(key, ())]
+        found += taint.get(basis, start).get("messages", ())
+        if record.epoch in epochs and epochs[record.epoch] is record:
+            taint[record.epoch] = keys
+        unique = tuple(dict.fromkeys(found))
+        return replace(record, damage=unique) if unique or record.damage else record
+
+    out = {epoch: marked(epochs[epoch], fold_parents[epoch]) for epoch in sorted(epochs)}
+    rest = [marked(r, r.basis if r.basis in epochs and r.basis < r.epoch else 0) for r in others]
+    return out, rest
 
 
 def _renumber(

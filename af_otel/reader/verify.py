@@ -84,6 +84,9 @@ class Mismatch:
     index: int | None = None
     looks: Looks = "altered"
     excused_by: str | None = None
+    # The damaged stored blob the field rests on, when the mismatch is a blob's (then
+    # ``recorded`` is its address, ``rebuilt`` None: nothing can be rebuilt from it).
+    blob: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -585,7 +588,8 @@ def verify(
     """Recompute every receipt field from ``view`` and compare: `verified` (every field recomputes
     and no gap says the record is partial), `reconstructed` (no usable receipt, each mismatch
     excused by a gap, or a partial record) or `damaged` (the first unexcused field, with the
-    message index and whether the rebuild looks cut or altered).
+    message index and whether the rebuild looks cut or altered; or, receipt or not, a stored
+    blob the view depends on is damaged: ``view.damaged``, the first blob named).
 
     ``key`` is the HMAC secret for keyed (``af-1-hmac``, ``af-2-hmac``) receipts, or a `KeyRing`
     of several (an af-2 receipt names its key's id); a keyed receipt without its key raises
@@ -635,6 +639,8 @@ def _judged(view: ServedView, key: KeyArg) -> Verdict:
     """The verdict on one view, without the call's facts (`_with_facts` adds them)."""
     receipt = view.receipt
     run_id, epoch, span_id = view.run_id, view.epoch, view.span_id
+    if view.damaged:
+        return _damaged_blobs(view)
     if isinstance(receipt, MalformedReceipt) and receipt.af2:
         return Verdict(
             VerdictStatus.DAMAGED,
@@ -643,6 +649,19 @@ def _judged(view: ServedView, key: KeyArg) -> Verdict:
             span_id,
             f"the af-2 receipt does not read ({receipt.reason}): a writer never writes one so",
             field="receipt",
+        )
+    on_span = receipt.digest if isinstance(receipt, Receipt) and receipt.minted else None
+    if view.closed_with is not None and view.closed_with != (on_span or ""):
+        return Verdict(
+            VerdictStatus.DAMAGED,
+            run_id,
+            epoch,
+            span_id,
+            f"the run's close record ({names.RUN_CLOSE}) states digest {view.closed_with or '—'} "
+            f"for this call, its lane's last, and the span carries {on_span or 'no receipt'}",
+            field="digest",
+            looks="altered",
+            mismatches=(Mismatch("digest", on_span, view.closed_with),),
         )
     if not (isinstance(receipt, Receipt) and receipt.minted):
         no_receipt = view.gap(names.GAP_NO_RECEIPT)
@@ -750,4 +769,26 @@ def _compare(view: ServedView, receipt: Receipt, secret: bytes | None) -> Verdic
         index=first.index,
         looks=first.looks,
         mismatches=judged,
+    )
+
+
+def _damaged_blobs(view: ServedView) -> Verdict:
+    """A view resting on damaged stored blobs is damaged whatever its receipt says (with one or
+    without): the record it was rebuilt from is not what was written. The first blob and the
+    field it feeds lead; each damaged blob is one mismatch."""
+    first = view.damaged[0]
+    more = len(view.damaged) - 1
+    reason = first.text + (f"; and {more} more damaged blob(s)" if more else "")
+    return Verdict(
+        VerdictStatus.DAMAGED,
+        view.run_id,
+        view.epoch,
+        view.span_id,
+        reason,
+        field=first.field,
+        looks="altered",
+        mismatches=tuple(
+            Mismatch(d.field, d.address, None, looks="altered", blob=d.address)
+            for d in view.damaged
+        ),
     )

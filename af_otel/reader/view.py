@@ -23,6 +23,8 @@ from af_otel.model.fields import order_fields
 from af_otel.model.gap_rules import request_gaps, sealed_messages
 from af_otel.model.request import INSTRUCTION_ROLES, REQUEST_KEYS, normalize_params
 from af_otel.reader.arguments import spans_only
+from af_otel.reader.blobs import BlobDamage
+from af_otel.reader.closes import RunEnd, close_records, run_end
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, apply_verb, freeze
 from af_otel.reader.folded import FoldKey, SameCall, fold_key, split_folded
 from af_otel.reader.gaps import (
@@ -174,6 +176,16 @@ class ServedView:
     # On a call minted from the wire, the fields the instrumentation's own record said otherwise
     # than the body sent (``af.record.differs``).
     record_differs: tuple[str, ...] = ()
+    # The stored blobs this view (and its check) depends on that are damaged: bytes that do not
+    # hash to their address, or not what their reference promised. Never a gap: `verify` makes
+    # such a view `damaged`, naming the first blob and the field it feeds.
+    damaged: tuple[BlobDamage, ...] = ()
+    # How the call's run ends on the record (`RunEnd`: closed, open or cut at the end), shared
+    # by the run's views; None for a call that names no run.
+    run_end: RunEnd | None = None
+    # The digest the run's close record states for this call when it names it as its lane's
+    # last ("" for a call without a receipt); `verify` makes a view whose receipt differs damaged.
+    closed_with: str | None = None
 
     @property
     def request(self) -> Request:
@@ -239,13 +251,25 @@ def served_views(
 def _built_views(spans: Iterable[SpanRecord], store: Store) -> tuple[ServedView, ...]:
     calls, folded = split_folded(spans)
     runs, loose = group_runs(calls, store)
+    closes = close_records(calls)
+    ends: dict[str, RunEnd] = {}
+    for run in runs:
+        if run.run_id not in ends:
+            on_record = [
+                (record.lane, writer)
+                for lane in runs
+                if lane.run_id == run.run_id
+                for record in (*lane.epochs.values(), *lane.others)
+                if (writer := _writer_epoch(record)) is not None
+            ]
+            ends[run.run_id] = run_end(run.run_id, on_record, closes.get(run.run_id, ()))
     out: list[ServedView] = []
     # A run several writers served comes as consecutive lanes sharing one numbering: their views
     # share one index (so a parent in another lane is found) and are listed in that numbering.
     shared: dict[int, ServedView] = {}
     lanes: list[ServedView] = []
     for index, run in enumerate(runs):
-        lanes.extend(_run_views(run, shared, folded))
+        lanes.extend(_run_views(run, shared, folded, ends[run.run_id]))
         if index + 1 == len(runs) or runs[index + 1].run_id != run.run_id:
             lanes = _unrecorded_calls(lanes)
             out.extend(sorted(lanes, key=lambda view: view.epoch) if len(lanes) > 1 else lanes)
@@ -253,6 +277,12 @@ def _built_views(spans: Iterable[SpanRecord], store: Store) -> tuple[ServedView,
     for span in loose:
         out.append(_loose_view(span))
     return tuple(out)
+
+
+def _writer_epoch(record: EpochRecord) -> int | None:
+    """The epoch number the writer gave the call (its lane's own, which close records name)."""
+    epoch = record.span.attributes.get(names.EPOCH)
+    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
 
 
 def _params(value: Any, memo: dict[int, tuple[Any, FrozenDict]]) -> FrozenDict | None:
@@ -463,12 +493,16 @@ def _run_views(
     run: Run,
     shared: dict[int, ServedView] | None = None,
     folded: Mapping[FoldKey, tuple[SameCall, ...]] | None = None,
+    end: RunEnd | None = None,
 ) -> list[ServedView]:
     fold = run.fold
     base_messages: Sequence[Any] | None = None
     if run.base_address is not None and run.base_problem is None:
         loaded = fold.value_at("messages", 0)
-        base_messages = loaded if isinstance(loaded, tuple | ChainedTuple) else ()
+        if isinstance(loaded, tuple | ChainedTuple):
+            base_messages = loaded
+        elif loaded is not UNKNOWN:  # a damaged base's messages are not on record
+            base_messages = ()
     context = RunContext(run.run_id, base_messages, shared)
     params_memo: dict[int, tuple[Any, FrozenDict]] = {}
     # Per epoch: its messages and the positions of sealed reasoning in them, found by scanning
@@ -545,6 +579,9 @@ def _run_views(
             found.append(gap(names.GAP_NO_RUN_LOG, run.broken[record.epoch]))
         if record.cut:
             found.append(gap(names.GAP_SPAN_LIMITS, "; ".join(record.cut)))
+        place = (record.lane, _writer_epoch(record) or 0)
+        if own and end is not None and place in end.marked:
+            found.append(gap(names.GAP_RUN_CUT_AT_END, end.detail))
         unrecorded = _unrecorded(span)
         holding = _held(span, answered_by, context.views)
         found += _common_gaps(span, receipt, values, params, tools, sealed, unrecorded, holding)
@@ -572,6 +609,9 @@ def _run_views(
             basis=record.basis,
             same_call=_same_call(folded, span),
             held=holding[0],
+            damaged=record.damage,
+            run_end=end,
+            closed_with=end.named.get(place) if end is not None and own else None,
         )
         if own:
             context.views[record.epoch] = view

@@ -12,7 +12,7 @@ from typing import Protocol
 import orjson
 
 from af_otel.canonical import canonical_json
-from af_otel.errors import BlobDamagedError, StoreError
+from af_otel.errors import BlobDamagedError, BlobShapeError
 from af_otel.store.address import PREFIX, address_of
 
 __all__ = ["Store", "blob_bytes", "check_blob", "decode_json", "encode_json"]
@@ -71,8 +71,8 @@ def encode_json(value: object) -> bytes:
 
 
 def decode_json(address: str, data: bytes, where: str) -> object:
-    """Parse a verified blob as JSON; a blob that is not JSON raises StoreError naming it."""
+    """Parse a verified blob as JSON; a blob that is not JSON raises BlobShapeError naming it."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise StoreError(f"blob {address} at {where} is not JSON: {exc}") from exc
+        raise BlobShapeError(f"blob {address} at {where} is not JSON: {exc}") from exc

@@ -22,11 +22,19 @@ from collections.abc import MutableMapping, Sequence
 from typing import Any, Final
 
 from af_otel import forksafe
-from af_otel.errors import StoreError
+from af_otel.errors import BlobShapeError, InvalidAddressError
 from af_otel.store.address import address_of, validate_address
 from af_otel.store.base import Store, encode_json
 
-__all__ = ["CHUNK", "CHUNK_REF", "ITEM_REF", "StoredItems", "is_item_ref", "load_items"]
+__all__ = [
+    "CHUNK",
+    "CHUNK_REF",
+    "ITEM_REF",
+    "StoredItems",
+    "chunk_addresses",
+    "is_item_ref",
+    "load_items",
+]
 
 ITEM_REF: Final = "af.ref"
 CHUNK_REF: Final = "af.refs"
@@ -106,7 +114,7 @@ def load_items(
     """``items`` with every reference replaced by what it names (each blob checked against its
     address by the store); ``cache`` keeps what was fetched for the next list of the same read.
     Raises the store's errors (`BlobNotFoundError`, `BlobDamagedError`, ...) naming the address,
-    and `StoreError` for a chunk that is not a list of message references."""
+    and `BlobShapeError` for a chunk that is not a list of message references."""
     out: list[Any] = []
     for item in items:
         if not is_item_ref(item):
@@ -116,12 +124,22 @@ def load_items(
         else:
             address = item[CHUNK_REF]
             chunk = _fetch(store, address, cache)
-            if not isinstance(chunk, list) or not all(
-                isinstance(ref, dict) and set(ref) == {ITEM_REF} for ref in chunk
-            ):
-                raise StoreError(f"chunk {address} is not a list of message references")
-            out.extend(_fetch(store, ref[ITEM_REF], cache) for ref in chunk)
+            out.extend(_fetch(store, ref, cache) for ref in chunk_addresses(address, chunk))
     return out
+
+
+def chunk_addresses(address: str, chunk: Any) -> list[str]:
+    """The message addresses the chunk stored at ``address`` names, in order. A chunk that is not
+    a list of message references with valid addresses raises `BlobShapeError` naming it: its
+    bytes may hash right, but it is not what a chunk reference promises."""
+    if isinstance(chunk, list) and all(
+        isinstance(ref, dict) and set(ref) == {ITEM_REF} for ref in chunk
+    ):
+        try:
+            return [validate_address(ref[ITEM_REF]) for ref in chunk]
+        except InvalidAddressError:
+            pass
+    raise BlobShapeError(f"chunk {address} is not a list of message references")
 
 
 def _fetch(store: Store, address: Any, cache: MutableMapping[str, Any] | None) -> Any:

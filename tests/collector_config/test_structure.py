@@ -794,7 +794,9 @@ class TestLinks:
         for pattern in patterns:
             opened = 0
             for span in recorded.spans:
-                if pattern["key"] not in span.attributes:
+                # A run's close record names a run and no epoch: Jaeger shows no link whose
+                # template it cannot fill.
+                if pattern["key"] not in span.attributes or span.name == names.RUN_CLOSE:
                     continue
                 target = _jaeger_render(pattern["url"], span)
                 assert target is not None

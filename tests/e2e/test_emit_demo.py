@@ -10,6 +10,7 @@ import io
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from af_otel.reader import ServedView, VerdictStatus
 from af_otel.store import LocalStore
 from af_otel.store.base import encode_json
 from af_otel.store.items import CHUNK_REF, ITEM_REF, load_items
+from tests.reader.recordings import one_character_changed
 
 
 @dataclass(frozen=True)
@@ -229,3 +231,54 @@ def closed_pipe_run(argv: list[str]) -> tuple[str, int]:
         process.stdout.close()
         err = process.stderr.read().decode()
         return err, process.wait(timeout=120)
+
+
+def _blobs_read(store: LocalStore, path: Path) -> list[str]:
+    """Every blob the verdicts of ``path`` read: the bases and payloads its spans name, and the
+    chunks and messages their stored lists name, each once."""
+    found: dict[str, None] = {}
+
+    def walk(value: Any) -> None:
+        items = value.get("messages") if isinstance(value, dict) else value
+        for item in items if isinstance(items, list) else []:
+            ref = item.get(ITEM_REF, item.get(CHUNK_REF)) if isinstance(item, dict) else None
+            if isinstance(ref, str) and ref not in found:
+                found[ref] = None
+                walk(store.get_json(ref))
+
+    for span in read_spans(path):
+        refs = [span.attributes.get(names.RUN_BASE)]
+        refs += [e.attributes.get(names.COMMIT_REF) for e in span.events]
+        for ref in refs:
+            if isinstance(ref, str) and ref not in found:
+                found[ref] = None
+                walk(store.get_json(ref))
+    return list(found)
+
+
+def test_one_character_changed_in_any_blob_the_demo_reads_fails_verify(
+    demo: Demo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """For every blob the demo's verdicts read (its base, the chunk and messages behind it, each
+    commit payload), a copy of the store with one character of that blob changed makes
+    `af-otel verify` exit 1 naming the blob; the untouched copy exits 0."""
+    traces, store = demo.out / "traces.jsonl", demo.out / "store"
+    blobs = _blobs_read(LocalStore(store), traces)
+    assert len(blobs) >= 10
+    shutil.copytree(store, tmp_path / "untouched")
+    assert main(["verify", str(traces), "--store", str(tmp_path / "untouched")]) == 0
+    capsys.readouterr()
+    codes: dict[str, int] = {}
+    for address in blobs:
+        copy = tmp_path / address[7:23]
+        shutil.copytree(store, copy)
+        digits = address.removeprefix("sha256:")
+        blob = copy / "sha256" / digits[:2] / digits[2:]
+        blob.chmod(0o644)
+        blob.write_bytes(one_character_changed(blob.read_bytes()))
+        codes[address] = main(["verify", str(traces), "--store", str(copy)])
+        out, err = capsys.readouterr()
+        assert address in out, (address, out, err)
+        assert "damaged" in out
+        shutil.rmtree(copy)
+    assert codes == dict.fromkeys(blobs, 1)

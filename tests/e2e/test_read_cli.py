@@ -20,7 +20,7 @@ from af_otel import names
 from af_otel.cli import main
 from af_otel.processor import run
 from af_otel.store import LocalStore
-from tests.reader.recordings import agent, file_recorder, user
+from tests.reader.recordings import agent, file_recorder, one_character_changed, user
 from tests.reader.sources.helpers import serve
 
 
@@ -108,6 +108,7 @@ def test_verify_exits_1_on_an_edited_event(
         for span in spans_of(document):
             if (
                 attribute(span, names.RUN_ID) == "cli-run"
+                and attribute(span, names.EPOCH) is not None
                 and int(attribute(span, names.EPOCH)) == 2
             ):
                 for event in span.get("events", []):
@@ -127,6 +128,80 @@ def test_verify_exits_1_on_an_edited_event(
     assert verdicts[("cli-run", 2)]["status"] == "damaged"
     assert verdicts[("cli-run", 2)]["field"] == "messages.added"
     assert verdicts[("cli-run", 2)]["message_index"] == 5
+
+
+def _base_blob(traces: Path, store: Path) -> Path:
+    document = json.loads(traces.read_text(encoding="utf-8").splitlines()[0])
+    base = next(
+        attribute(span, names.RUN_BASE)
+        for span in spans_of(document)
+        if attribute(span, names.RUN_BASE)
+    )
+    digits = str(base).removeprefix("sha256:")
+    return store / "sha256" / digits[:2] / digits[2:]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(one_character_changed, id="one-character"),
+        pytest.param(lambda data: data[:-3], id="truncated"),
+        pytest.param(lambda data: b'{"messages":[]}', id="another-valid-blob"),
+    ],
+)
+def test_verify_exits_1_on_a_damaged_stored_base(
+    capsys: pytest.CaptureFixture[str], recording: Any, edit: Any
+) -> None:
+    """A stored base whose bytes were changed is damage, never the gap of a missing base: every
+    call of its run is damaged at field ``base``, the verdict names the blob, and verify exits 1."""
+    traces, store = recording
+    blob = _base_blob(traces, store)
+    address = f"sha256:{blob.parent.name}{blob.name}"
+    blob.chmod(0o644)
+    blob.write_bytes(edit(blob.read_bytes()))
+    code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store), "--json")
+    assert code == 1
+    verdicts = [json.loads(line) for line in out.splitlines()]
+    ours = [v for v in verdicts if v.get("type") == "verdict" and v["run_id"] == "cli-run"]
+    assert [v["status"] for v in ours] == ["damaged"] * 3
+    assert all(v["field"] == "base" and address in v["reason"] for v in ours)
+    assert all(v["mismatches"][0]["field"] == "base" for v in ours)
+    code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store))
+    assert code == 1
+    assert f"cli-run epoch 1: damaged — stored base blob {address}" in out
+
+
+def test_a_missing_blob_is_a_gap_and_a_damaged_payload_exit_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """With the rest of the store there, a base the store does not hold is the named gap
+    ``no-fold-base`` and a missing payload ``no-run-log`` (exit 0); a payload cut short is damage
+    of that blob from its epoch on (exit 1)."""
+    traces, store = tmp_path / "traces.jsonl", tmp_path / "store"
+    with file_recorder(traces, LocalStore(store), content="store") as rec:
+        agent(rec, "cli-run", 3, base={"messages": [user("earlier")]})
+    spans = list(spans_of(json.loads(traces.read_text(encoding="utf-8").splitlines()[0])))
+    calls = [span for span in spans if attribute(span, names.EPOCH) is not None]
+    last = max(calls, key=lambda span: int(attribute(span, names.EPOCH)))
+    payload = str(attribute(last["events"][-1], names.COMMIT_REF))
+    digits = payload.removeprefix("sha256:")
+    payload_blob = store / "sha256" / digits[:2] / digits[2:]
+    held = payload_blob.read_bytes()
+    payload_blob.unlink()
+    code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store))
+    assert (code, "explained by no-run-log" in out, "damaged —" in out) == (0, True, False), out
+    payload_blob.write_bytes(held[:-1])
+    code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store))
+    assert code == 1, out
+    assert f"cli-run epoch 3: damaged — stored payload blob {payload}" in out
+    assert "cli-run epoch 2: verified" in out
+    payload_blob.unlink()
+    payload_blob.write_bytes(held)
+    _base_blob(traces, store).unlink()
+    code, out, _ = cli(capsys, "verify", str(traces), "--store", str(store))
+    assert code == 0, out
+    assert out.count("explained by no-fold-base") == 3
+    assert "damaged —" not in out
 
 
 def test_verify_exits_2_on_input_it_cannot_read(

@@ -34,7 +34,7 @@ def test_llm_call_mints_without_writing_content(global_pipeline: Pipeline) -> No
         ) as call,
     ):
         call.set_response("hello", input_tokens=3, output_tokens=1, finish_reason="stop")
-    (span,) = global_pipeline.spans()
+    (span,) = llm_spans(global_pipeline.spans())
     attrs = span.attributes or {}
     assert span.name == "chat gpt-4o"
     assert span.kind is trace.SpanKind.CLIENT

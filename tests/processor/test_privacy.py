@@ -159,7 +159,7 @@ def test_no_prompt_text_on_the_trace_by_default(
     capsys.readouterr()
     code = main(["verify", str(traces), "--store", str(quiet), "--json"])
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    verdicts = [v for v in lines if v.get("type") != "summary"]  # the closing summary line
+    verdicts = [v for v in lines if v.get("type") == "verdict"]  # the summary line last
     assert code == 0
     assert sorted(v["epoch"] for v in verdicts) == [1, 2, 3]
     # genai-openai records no tool_choice (unrecorded-field): its calls are whole but partial.

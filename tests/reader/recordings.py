@@ -198,8 +198,15 @@ def record_agent(
 # -- damage ------------------------------------------------------------------------------------
 
 
+def one_character_changed(data: bytes) -> bytes:
+    """``data`` with its last letter or digit changed to another (the JSON stays JSON)."""
+    at = max(i for i, b in enumerate(data) if chr(b).isalnum())
+    new = b"0" if data[at : at + 1] != b"0" else b"1"
+    return data[:at] + new + data[at + 1 :]
+
+
 def llm_spans(spans: Sequence[SpanRecord], run_id: str | None = None) -> list[SpanRecord]:
-    out = [s for s in spans if names.RUN_ID in s.attributes]
+    out = [s for s in spans if names.RUN_ID in s.attributes and names.EPOCH in s.attributes]
     if run_id is not None:
         out = [s for s in out if s.attributes[names.RUN_ID] == run_id]
     return sorted(out, key=lambda s: int(s.attributes[names.EPOCH]))  # type: ignore[arg-type]

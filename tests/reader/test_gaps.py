@@ -189,6 +189,11 @@ def drop_parent(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
     return replace_span(spans, span_of(spans, 2), None), store
 
 
+def cut_the_end(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
+    """The run's last call (epoch 4) lost; its close record still names it."""
+    return replace_span(spans, span_of(spans, 4), None), store
+
+
 def withhold_content(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
     span = span_of(spans, 3)
     bare = edit_events(span, lambda e: event_with(e, af__commit__value=None, af__commit__ref=None))
@@ -296,6 +301,7 @@ DAMAGES = {
     names.GAP_UNRECORDED: unrecord_the_tools,
     names.GAP_HELD_HISTORY: continue_held_history,
     names.GAP_UNRECORDED_CALL: write_a_model_turn,
+    names.GAP_RUN_CUT_AT_END: cut_the_end,
 }
 
 

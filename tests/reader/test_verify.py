@@ -320,8 +320,9 @@ def test_a_writer_that_lost_its_parent_still_verifies() -> None:
 
 
 def test_a_missing_receipt_is_reconstructed(store: Store) -> None:
-    """A span whose receipt attributes were stripped is reconstructed, never verified or damaged."""
-    spans = record_agent(store, turns=2)
+    """A span whose receipt attributes were stripped is reconstructed, never verified or damaged
+    (a call before the run's last: the last one's digest is also in the run's close record)."""
+    spans = record_agent(store, turns=3)
     span = span_of(spans, 2)
     bare = dataclasses.replace(
         span,

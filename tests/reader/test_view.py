@@ -188,13 +188,17 @@ def test_a_hole_in_the_commit_sequence_gives_no_run_log(
     assert "epoch 3" in detail or "seq 8" in detail
 
 
-def test_a_missing_or_damaged_base_gives_no_fold_base(store: Store, tmp_path: Path) -> None:
-    """A base the store cannot give back, or gives back altered, raises no-fold-base everywhere."""
+def test_a_missing_base_gives_no_fold_base_and_a_damaged_one_damage(
+    store: Store, tmp_path: Path
+) -> None:
+    """A base the store does not have raises no-fold-base everywhere; one it gives back altered
+    is damage, never that gap: every view names the blob and is damaged."""
     base = {"messages": [user("from before")]}
     spans = record_agent(store, turns=2, base=base)
     empty = LocalStore(tmp_path / "empty")
     views = served_views(spans, store=empty)
     assert all(v.gap_kinds[0] == "no-fold-base" for v in views)
+    assert all(v.damaged == () for v in views)
     assert {verify(v).status.value for v in views} == {"reconstructed"}
     address = views[0].base
     assert address is not None
@@ -202,8 +206,11 @@ def test_a_missing_or_damaged_base_gives_no_fold_base(store: Store, tmp_path: Pa
     blob.chmod(0o644)
     blob.write_bytes(b'{"messages":[]}')
     damaged = served_views(spans, store=store)
-    assert all("no-fold-base" in v.gap_kinds for v in damaged)
-    assert "damaged" in (damaged[0].gap("no-fold-base") or damaged[0].gaps[0]).detail
+    assert all("no-fold-base" not in v.gap_kinds for v in damaged)
+    assert all([d.address for d in v.damaged] == [address] for v in damaged)
+    verdicts = [verify(v) for v in damaged]
+    assert {v.status.value for v in verdicts} == {"damaged"}
+    assert all(address in v.reason and v.field == "base" for v in verdicts)
 
 
 def test_spans_that_are_not_llm_calls_are_ignored_and_runless_calls_kept(store: Store) -> None:

@@ -57,7 +57,7 @@ __all__ = [
     "jaeger_v3_records",
 ]
 
-# The af_otel attributes that are string arrays on the span (docs/receipt-spec.md §4); Jaeger
+# The af_otel attributes that are arrays on the span (docs/receipt-spec.md §4, §12, §13); Jaeger
 # shows them as JSON text and the reader turns them back.
 ARRAY_KEYS: Final = frozenset(
     {
@@ -68,6 +68,10 @@ ARRAY_KEYS: Final = frozenset(
         names.RECEIPT_TOOLS_HASHES,
         names.RECEIPT_UNRECORDED,
         names.RECORD_DIFFERS,
+        # A run's close record (its epochs are ints, which the JSON text keeps).
+        names.RUN_CLOSE_LANES,
+        names.RUN_CLOSE_EPOCHS,
+        names.RUN_CLOSE_DIGESTS,
     }
 )
 

@@ -162,7 +162,9 @@ class TestTempo:
                 list(TempoSource(url).window(Window.since("1h")))
             stream = TempoSource(url).window(Window.since("1h"), lenient=True)
             records = list(stream)
-        assert len(records) == len(recording.records) - 1
+        lost = sum(1 for trace_id, _ in recording.records if trace_id == broken)
+        assert lost >= 1
+        assert len(records) == len(recording.records) - lost
         assert stream.skipped_lines == 1
         assert broken in stream.problems[0]
 

@@ -382,8 +382,8 @@ def cases() -> list[Case]:
             _corrupt_base_blob(RUN_A),
             RUN_A,
             1,
-            "reconstructed",
-            gap=names.GAP_NO_FOLD_BASE,
+            "damaged",
+            "base",
         ),
         Case(
             "truncate-2048",
