@@ -256,6 +256,7 @@ def anthropic_agent(combination: str, form: str, tmp: Path, calls: int = 4) -> R
                     messages.append({"role": "user", "content": results})
                 else:
                     messages.append({"role": "user", "content": QUESTIONS[(turn + 1) % 5]})
+        client.close()  # its pool's socket, else left to a later collection's ResourceWarning
         wire = tuple(server.requests)
     provider.shutdown()
     return Recorded(traces, store, wire)

@@ -53,8 +53,13 @@ def _agent(instrumentation: str, form: str, current: bool, tmp: Path) -> Recorde
     traces, store = tmp / "traces.jsonl", tmp / "store"
     provider = _provider(form, traces, store)
     tracer = provider.get_tracer(FRAMEWORK)
-    with WireServer() as server, _instrumented(instrumentation, provider):
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="test")
+    with (
+        WireServer() as server,
+        _instrumented(instrumentation, provider),
+        # Closed with the block: a client left open holds its pool's socket until some later
+        # collection, where its ResourceWarning fails whichever test is running.
+        openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="test") as client,
+    ):
         history: list[dict[str, Any]] = []
         with af_otel.run(RUN):
             for question in QUESTIONS:
@@ -125,8 +130,11 @@ def test_a_framework_span_that_is_not_the_call_keeps_its_own_epoch(tmp_path: Pat
     traces, store = tmp_path / "traces.jsonl", tmp_path / "store"
     provider = _provider("processor", traces, store)
     tracer = provider.get_tracer(FRAMEWORK)
-    with WireServer() as server, _instrumented("genai-openai", provider):
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="test")
+    with (
+        WireServer() as server,
+        _instrumented("genai-openai", provider),
+        openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="test") as client,
+    ):
         history = [{"role": "user", "content": QUESTIONS[0]}]
         with af_otel.run(RUN):
             attributes = {**_framework_attributes(history), "gen_ai.request.model": "other-model"}
