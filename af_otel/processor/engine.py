@@ -252,8 +252,7 @@ class Engine:
         with run.lock:
             run.recent.append(seen)
             if lane == run.lane:
-                place = (facts.key[0], facts.parent[1] if facts.parent is not None else 0)
-                run.finished_call(epoch, digest if isinstance(digest, str) else None, place)
+                run.finished_call(epoch, digest if isinstance(digest, str) else None, _place(facts))
 
     # -- finish ------------------------------------------------------------------------------
 
@@ -457,8 +456,7 @@ class Engine:
         # The sealed receipt is kept: the next epoch of the lane binds its digest.
         kept = (request, receipt) if minted else (None, None)
         run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
-        place = (facts.key[0], facts.parent[1] if facts.parent is not None else 0)
-        run.finished_call(epoch, receipt.digest if minted else None, place)  # the close record's
+        run.finished_call(epoch, receipt.digest if minted else None, _place(facts))
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,
             names.EPOCH: epoch,
@@ -630,6 +628,12 @@ _live: weakref.WeakSet[Engine] = weakref.WeakSet()
 _default: Engine | None = None
 _default_lock = forksafe.lock()
 _serial = 0
+
+
+def _place(facts: CallFacts) -> tuple[int, int]:
+    """Where a run's close record goes beside this call: its trace id and parent span id (0:
+    none)."""
+    return (facts.key[0], facts.parent[1] if facts.parent is not None else 0)
 
 
 def live_engines() -> list[Engine]:

@@ -521,24 +521,18 @@ def _self_check(view: ServedView, receipt: Receipt, secret: bytes | None) -> Ver
         )
     if receipt.keyed and secret is not None and key_id(secret) != receipt.key_id:
         return damaged("key_id", "key_id is not the id of the key it verifies under")
-    scope = view.recorded_by
-    if scope and receipt.scope_name and scope != receipt.scope_name:
-        return damaged(
-            "scope.name",
-            f"the span's instrumentation scope is {scope!r}, its receipt was minted for "
-            f"{receipt.scope_name!r}",
-            receipt.scope_name,
-            scope,
-        )
-    version = view.scope_version
-    if version and receipt.scope_version and version != receipt.scope_version:
-        return damaged(
-            "scope.version",
-            f"the span's instrumentation scope version is {version!r}, its receipt was minted "
-            f"for {receipt.scope_version!r}",
-            receipt.scope_version,
-            version,
-        )
+    for field, what, on_span, minted_for in (
+        ("scope.name", "scope", view.recorded_by, receipt.scope_name),
+        ("scope.version", "scope version", view.scope_version, receipt.scope_version),
+    ):
+        if on_span and minted_for and on_span != minted_for:
+            return damaged(
+                field,
+                f"the span's instrumentation {what} is {on_span!r}, its receipt was minted for "
+                f"{minted_for!r}",
+                minted_for,
+                on_span,
+            )
     bound = receipt.parent_digest or ""
     if view.basis == 0:
         if bound:

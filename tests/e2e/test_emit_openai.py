@@ -18,6 +18,8 @@ from af_otel.store import LocalStore
 from tests.processor.fakes import instrumented_openai, weather_agent
 from tests.processor.helpers import af, llm_spans, states
 
+# The roles of the agent's last call: two questions, each answered after one tool call.
+AGENT_ROLES = ["system", "user", "assistant", "tool", "assistant", "user", "assistant", "tool"]
 FINGERPRINTS = (
     names.RECEIPT_SYSTEM_HASH,
     names.RECEIPT_MESSAGES_CHAIN,
@@ -109,16 +111,7 @@ def test_content_off_without_hook_mints_from_the_wire(
     assert [verify(v).status for v in views] == [VerdictStatus.VERIFIED] * 4
     assert views[-1].messages is not None
     roles = [m["role"] for m in views[-1].messages]
-    assert roles == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-        "user",
-        "assistant",
-        "tool",
-    ]
+    assert roles == AGENT_ROLES
 
 
 def test_commits_rebuild_the_conversation_the_client_sent(
@@ -129,16 +122,7 @@ def test_commits_rebuild_the_conversation_the_client_sent(
     spans = _agent(tmp_path, hook=True)
     folded = states(spans, LocalStore(tmp_path / "store-True-processor"))
     roles = [message["role"] for message in folded[4]["messages"]]
-    assert roles == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-        "user",
-        "assistant",
-        "tool",
-    ]
+    assert roles == AGENT_ROLES
 
 
 def test_a_body_the_tap_did_not_see_is_not_verified(
