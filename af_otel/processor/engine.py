@@ -34,14 +34,23 @@ from af_otel import forksafe, names
 from af_otel.model import Request
 from af_otel.model.fields import Shown
 from af_otel.model.request import INSTRUCTION_ROLES
-from af_otel.processor import commits, dedupe, export_gaps, incremental, metrics, wire_source
+from af_otel.processor import commits, dedupe, export_gaps, metrics, wire_source
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
 from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, ReceiptContext, mint_receipt, seal_receipt
-from af_otel.semconv import Convention, Limits, Recorded, is_llm_call, ledger, record_of, responses
+from af_otel.semconv import (
+    Convention,
+    Limits,
+    Recorded,
+    incremental,
+    is_llm_call,
+    ledger,
+    record_of,
+    responses,
+)
 from af_otel.semconv.adapted import CUT_COUNT, CUT_LENGTH
 from af_otel.store.items import StoredItems
 

@@ -39,7 +39,7 @@ from af_otel.processor.guard import guard, settle
 from af_otel.processor.processor import scope_version
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
 from af_otel.semconv import record_of
-from af_otel.semconv.genai import SLOTS
+from af_otel.semconv.conventions.genai import SLOTS
 
 GROUP: Final = "opentelemetry_genai_completion_hook"
 ENTRY_POINT: Final = "af_otel"

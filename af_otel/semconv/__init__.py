@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from af_otel import names
-from af_otel.semconv import genai, openinference, openllmetry
 from af_otel.semconv.adapted import (
     NOTE_ADAPTER_ERROR,
     NOTE_MODEL_FROM_RESPONSE,
@@ -26,6 +25,7 @@ from af_otel.semconv.adapted import (
     content_keys,
 )
 from af_otel.semconv.coerce import text
+from af_otel.semconv.conventions import genai, openinference, openllmetry
 from af_otel.semconv.ledger import Limits, cut_by
 
 __all__ = [

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Final
 
 from af_otel import names
-from af_otel.semconv import genai
 from af_otel.semconv.adapted import Adapted, conclude
 from af_otel.semconv.builders import (
     Absent,
@@ -25,6 +24,7 @@ from af_otel.semconv.builders import (
     unreadable,
 )
 from af_otel.semconv.coerce import JsonValue, parse_json, text
+from af_otel.semconv.conventions import genai
 from af_otel.semconv.rows import bucket, dense, dial_rows, read_rows
 
 REQUEST_TYPE: Final = "llm.request.type"

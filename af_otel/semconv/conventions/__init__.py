@@ -1,0 +1,1 @@
+"""The instrumentation families af_otel reads, one module each."""
