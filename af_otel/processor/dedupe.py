@@ -45,7 +45,7 @@ from typing import Any, Final
 from af_otel import names
 from af_otel.model import Request
 from af_otel.processor.export_gaps import SDK_SCOPES
-from af_otel.semconv.incremental import History, share_history
+from af_otel.processor.history import History, share_history
 
 SpanKey = tuple[int, int]
 RECENT: Final = 64

@@ -22,8 +22,9 @@ from af_otel import forksafe
 from af_otel.model import Request
 from af_otel.model.prefix import identical_prefix
 from af_otel.processor.dedupe import RECENT, Opened, Seen
+from af_otel.processor.history import History, share_history
 from af_otel.receipts import Receipt, ReceiptDigests
-from af_otel.semconv.incremental import History, Remembered, share_history
+from af_otel.semconv.incremental import Remembered
 
 MAX_RUNS: Final = 10_000
 MAX_BYTES: Final = 256 * 1024 * 1024

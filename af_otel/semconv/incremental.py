@@ -9,7 +9,7 @@ length and digest and continues with a comma, only the rest is parsed: ``"[" + r
 new messages, and the request is the remembered messages followed by them. The remembered
 messages are the same objects as last call's, so the digest memo, the parent search and the
 commit diff match them by identity, and the run's recent calls share one tuple of them
-(`History`).
+(`af_otel.processor.history.History`).
 
 This is exact, never a guess:
 
@@ -35,7 +35,7 @@ every attribute again.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
@@ -97,45 +97,6 @@ class Remembered:
             return None
         running = _hashed(new_hash(), text, 0, self.length)
         return running if running.digest() == self.digest else None
-
-
-class History:
-    """Messages (and their entry hashes) that a run's recent calls share. A call read as
-    extending the run's last call (`Read.prefix`) holds that call's messages in front, the very
-    same objects, so the calls before it can keep theirs as a count into its tuples: a growing
-    conversation keeps one tuple, not one per call (run_table.Finished, dedupe.Seen)."""
-
-    __slots__ = ("entries", "messages")
-
-    def __init__(self, messages: tuple[Any, ...], entries: tuple[str, ...] | None = None) -> None:
-        self.messages = messages
-        self.entries = entries
-
-    def extend(
-        self, prefix: tuple[Any, ...], messages: tuple[Any, ...], entries: tuple[str, ...] | None
-    ) -> bool:
-        """Hold the tuples of a call whose ``messages`` were built to start with ``prefix``, when
-        this history holds ``prefix`` and ``entries`` start with its entries; whether it does."""
-        theirs = self.entries
-        if self.messages is not prefix or (theirs is None) != (entries is None):
-            return False
-        if theirs is not None and entries is not None and entries[: len(theirs)] != theirs:
-            return False
-        self.messages, self.entries = messages, entries
-        return True
-
-
-def share_history(
-    histories: Iterable[History | None],
-    prefix: tuple[Any, ...],
-    messages: tuple[Any, ...],
-    entries: tuple[str, ...] | None,
-) -> History | None:
-    """The first of ``histories`` (newest first) that takes on a call whose ``messages`` were
-    built to start with ``prefix`` (`History.extend`), for that call to share; None if none."""
-    return next(
-        (h for h in histories if h is not None and h.extend(prefix, messages, entries)), None
-    )
 
 
 @dataclass(frozen=True, slots=True)
