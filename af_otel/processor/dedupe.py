@@ -46,12 +46,12 @@ from af_otel import names
 from af_otel.model import Request
 from af_otel.processor.export_gaps import SDK_SCOPES
 from af_otel.processor.history import History, share_history
+from af_otel.semconv import model_named
 
 SpanKey = tuple[int, int]
 RECENT: Final = 64
 # Provider SDKs that write spans of their own (the anthropic SDK 2.x, on by default).
 PROVIDER_OWN_SCOPES: Final = frozenset({"com.anthropic.sdk.python"})
-_MODEL_KEYS: Final = ("gen_ai.request.model", "llm.model_name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +119,7 @@ def rank(scope: str | None, trusted: str | None = None) -> int:
 def model_of(attributes: Mapping[str, Any], request: Request | None) -> str | None:
     if request is not None and request.model:
         return request.model
-    for key in _MODEL_KEYS:
-        value = attributes.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+    return model_named(attributes)
 
 
 def nests(a_start: int, a_end: int, b_start: int, b_end: int) -> bool:

@@ -27,9 +27,10 @@ This is exact, never a guess:
   may have cut the record, or any error at all. Tests hold both paths to identical receipts over
   random histories, edits, reordered keys and both attribute shapes.
 
-OpenInference's indexed attributes (``llm.input_messages.N.*``) and OpenLLMetry's legacy
-``gen_ai.prompt.N.*`` always take the full path: proving their prefix unchanged means reading
-every attribute again.
+Which attribute is such an array is the family's `Convention.incremental` (the GenAI conventions'
+and OpenLLMetry >=0.55's ``gen_ai.input.messages``); a family without one (OpenInference's indexed
+``llm.input_messages.N.*``, OpenLLMetry's legacy ``gen_ai.prompt.N.*``) always takes the full
+path: proving their prefix unchanged means reading every attribute again.
 """
 
 from __future__ import annotations
@@ -43,16 +44,16 @@ from af_otel.model import FrozenDict, Request, fields
 from af_otel.model.fields import Shown
 from af_otel.model.gap_rules import sealed_messages
 from af_otel.receipts.memo import same_json
-from af_otel.semconv import Recorded, placement, responses
+from af_otel.semconv import placement, responses
 from af_otel.semconv.adapted import Adapted
 from af_otel.semconv.builders import Absent, content_value
 from af_otel.semconv.coerce import parse_json
-from af_otel.semconv.conventions.genai import MESSAGES, SLOTS
-from af_otel.semconv.ledger import Limits, cut_by
+from af_otel.semconv.convention import named
+from af_otel.semconv.conventions.genai import SLOTS
+from af_otel.semconv.limits import Limits, cut_by
+from af_otel.semconv.record import Recorded
 
 _SYSTEM: Final = next(slot for slot in SLOTS if slot.target == "system")
-# Conventions whose message list is the GenAI JSON array read by `genai_messages`.
-_JSON_ARRAY: Final = frozenset({"genai", "openllmetry"})
 _JSON_SPACE: Final = " \t\n\r"
 _PIECE: Final = 1 << 15  # characters hashed at a time (`_hashed`)
 
@@ -145,8 +146,9 @@ def full(recorded: Recorded, limits: Limits | None) -> Read:
 
 def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read | None:
     attributes = recorded.attributes
-    text = attributes.get(MESSAGES.key)
-    if not isinstance(text, str):
+    key = _array_key(seen.convention)
+    text = attributes.get(key) if key is not None else None
+    if key is None or not isinstance(text, str):
         return None
     # The cheap tests first: hashing the remembered prefix reads the whole history.
     rest = text[seen.length :].lstrip(_JSON_SPACE)
@@ -158,7 +160,7 @@ def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read |
     if running is None:
         return None
     tail_text = "[" + rest[1:]
-    adapted = recorded.with_content(MESSAGES.key, tail_text).adapt()
+    adapted = recorded.with_content(key, tail_text).adapt()
     if adapted.convention != seen.convention or adapted.request is None:
         return None
     tail = parse_request(adapted.request, shaped=True)
@@ -207,13 +209,19 @@ def _remember(
     sealed: bool,
     scan: responses.Scan,
 ) -> Remembered | None:
-    if adapted.convention not in _JSON_ARRAY:
-        return None
-    text = attributes.get(MESSAGES.key)
+    key = _array_key(adapted.convention)
+    text = attributes.get(key) if key is not None else None
     if not isinstance(text, str) or not request.messages:
         return None
     first = _prompt_first(attributes, request.provider)
     return _seen(adapted.convention, text, request, shown, sealed, scan, first)
+
+
+def _array_key(convention: str) -> str | None:
+    """The attribute holding the family's message list as the GenAI JSON array
+    (`Convention.incremental`), or None: its calls are always read in full."""
+    family = named(convention)
+    return family.incremental if family is not None else None
 
 
 def _prompt_first(attributes: Mapping[str, Any], provider: str | None) -> bool:

@@ -7,123 +7,49 @@ span limits may have evicted or cut an attribute the adapter reads, no receipt i
 Some fields an instrumentation records only by a marker: genai-openai writes
 ``gen_ai.output.type`` whenever a request sets ``response_format``, so a span without it shows the
 request had none, while a span with it holds no schema (the field is then unrecorded).
-docs/instrumentations.md restates the ledger as a table; a test keeps the two equal.
+docs/instrumentations.md restates the ledger as a table; a test keeps the two equal. (The span
+limits' rule, which mints no receipt at all, is `af_otel.semconv.limits`.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Final
 
 from af_otel.model import fields
-from af_otel.model.request import PARAM_KEYS, STEERING_KEYS, Request
+from af_otel.model.request import PARAM_KEYS, Request
 from af_otel.semconv.adapted import (
     CUT_COUNT,
     CUT_LENGTH,
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
-    NOTE_OUTPUT_TYPE,
-    Convention,
 )
+from af_otel.semconv.convention import Entry, tables
+from af_otel.semconv.conventions import BUILT_IN
+from af_otel.semconv.conventions.llm_call import EXPLICIT_API
+from af_otel.semconv.limits import Limits, cut_by
 
-_ALL: Final = frozenset(fields.FIELDS)
-# OpenAI's sampling dials: the settings it has, less those that steer tools and output.
-_OPENAI_DIALS: Final = (fields.PROVIDER_FIELDS["openai"] & frozenset(fields.DIALS)) - frozenset(
-    STEERING_KEYS
-)
+__all__ = [
+    "CUT_COUNT",
+    "CUT_LENGTH",
+    "EXPLICIT_API",
+    "LEDGER",
+    "Entry",
+    "Limits",
+    "cut_by",
+    "entry_for",
+    "unrecorded",
+    "written",
+]
 
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One instrumentation: the scopes and convention it writes, and the fields it records."""
-
-    label: str
-    scopes: tuple[str, ...]  # instrumentation scope names; a name also matches its dotted children
-    conventions: tuple[Convention, ...]
-    recorded: frozenset[str]
-    versions: str = ""  # the releases this entry was checked against (docs only)
-    # Fields recorded only when the request left them out: (field, the adapter note that says the
-    # request set it). Without the note the span shows the field absent; with it, unrecorded.
-    marked: tuple[tuple[str, str], ...] = ()
-
-    def recorded_by(self, notes: Iterable[str]) -> frozenset[str]:
-        """The fields this entry records on a span whose adapter wrote ``notes``."""
-        noted = frozenset(notes)
-        return self.recorded | {field for field, note in self.marked if note not in noted}
-
-    def claims(self, scope: str | None, convention: Convention) -> bool:
-        if convention not in self.conventions or not scope:
-            return False
-        return any(scope == s or scope.startswith(s + ".") for s in self.scopes)
+# The rows of the families that read spans, in registry order (docs/instrumentations.md has the
+# same rows as a table), and the explicit API's; each family holds its own (`Convention.ledger`).
+LEDGER: Final = tuple(row for c in BUILT_IN if c.claims is not None for row in c.ledger)
 
 
-# What OpenLLMetry records, the same in both eras.
-_OPENLLMETRY: Final = frozenset(
-    {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
-    | {"frequency_penalty", "presence_penalty"}
-)
-# First match wins; `docs/instrumentations.md` has the same rows as a table.
-LEDGER: Final = (
-    Entry(
-        "genai-openai",
-        ("opentelemetry.instrumentation.genai.openai",),
-        ("genai",),
-        frozenset({fields.MODEL, fields.TOOLS, fields.MESSAGE_NAME, *_OPENAI_DIALS}),
-        "1.x (util-genai; checked 1.3b0)",
-        marked=(("response_format", NOTE_OUTPUT_TYPE),),
-    ),
-    Entry(
-        "genai-anthropic",
-        ("opentelemetry.instrumentation.genai.anthropic",),
-        ("genai",),
-        frozenset(
-            {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
-            | {"stop_sequences"}
-        ),
-        "1.x (util-genai)",
-    ),
-    Entry(
-        "openai-v2",
-        ("opentelemetry.instrumentation.openai_v2",),
-        ("genai",),
-        frozenset(
-            {fields.MODEL, "temperature", "max_tokens", "top_p", "stop_sequences"}
-            | {"frequency_penalty", "presence_penalty"}
-        ),
-        "2.x",
-    ),
-    Entry(
-        "openinference",
-        ("openinference.instrumentation",),
-        ("openinference",),
-        # anthropic 3.1 writes a thinking block's signature; older releases may not, so a
-        # signature counts as recorded only where the span shows one.
-        _ALL - {fields.TOOL_ERROR, fields.SIGNATURE},
-        "openai 0.1.66, anthropic 3.1",
-    ),
-    Entry(
-        "openllmetry",
-        ("opentelemetry.instrumentation",),
-        ("openllmetry",),
-        _OPENLLMETRY,
-        ">=0.55",
-    ),
-    Entry(
-        "openllmetry-legacy",
-        ("opentelemetry.instrumentation",),
-        ("openllmetry-legacy",),
-        _OPENLLMETRY,
-        "<=0.54",
-    ),
-)
-# af_otel's explicit API is handed the request itself: every field the caller passes is recorded.
-EXPLICIT_API: Final = Entry("af_otel.llm_call", ("af_otel",), ("genai",), _ALL)
-
-
-def entry_for(scope: str | None, convention: Convention) -> Entry | None:
+def entry_for(scope: str | None, convention: str) -> Entry | None:
     """The ledger entry of the instrumentation that wrote a span, or None when it is unknown."""
-    return next((e for e in (*LEDGER, EXPLICIT_API) if e.claims(scope, convention)), None)
+    return next((e for e in tables().rows if e.claims(scope, convention)), None)
 
 
 def written(request: Request, seen: fields.Shown | None = None) -> frozenset[str]:
@@ -143,7 +69,7 @@ _MODEL_NOT_RECORDED: Final = frozenset({NOTE_MODEL_FROM_RESPONSE, NOTE_MODEL_NOT
 def unrecorded(
     request: Request,
     scope: str | None,
-    convention: Convention,
+    convention: str,
     notes: Iterable[str] = (),
     shown: fields.Shown | None = None,
 ) -> tuple[str, ...]:
@@ -161,46 +87,3 @@ def unrecorded(
     if not _MODEL_NOT_RECORDED.isdisjoint(notes):
         recorded -= {fields.MODEL}
     return fields.unrecorded(request, recorded, seen)
-
-
-# -- span limits ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The span limits in force where a span was recorded, and what they already dropped."""
-
-    max_attributes: int | None = None
-    max_value_length: int | None = None
-    dropped_attributes: int = 0
-
-
-# Keys that hold the response, not the request: a cut there does not touch the receipt.
-_OUTPUT_EXACT: Final = frozenset({"gen_ai.output.messages", "gen_ai.completion", "output.value"})
-_OUTPUT_PREFIXES: Final = ("gen_ai.completion.", "llm.output_messages.", "llm.choices.")
-
-
-def _reads(key: str) -> bool:
-    return key not in _OUTPUT_EXACT and not key.startswith(_OUTPUT_PREFIXES)
-
-
-def _at_limit(value: object, limit: int) -> bool:
-    if isinstance(value, str):
-        return len(value) >= limit
-    if isinstance(value, list | tuple):
-        return any(isinstance(item, str) and len(item) >= limit for item in value)
-    return False
-
-
-def cut_by(attributes: Mapping[str, object], limits: Limits) -> str | None:
-    """Which limit may have cut the request read from ``attributes``: `CUT_COUNT` when the span
-    dropped attributes (the SDK evicts the oldest, so any key the adapter reads may be gone),
-    `CUT_LENGTH` when a value other than the response stops at the value-length limit (the SDK
-    cuts a longer one to exactly that length, so one that long may have been longer); else None."""
-    if limits.dropped_attributes > 0:
-        return CUT_COUNT
-    limit = limits.max_value_length
-    if limit is None or limit <= 0:
-        return None
-    at_limit = any(_reads(key) and _at_limit(value, limit) for key, value in attributes.items())
-    return CUT_LENGTH if at_limit else None

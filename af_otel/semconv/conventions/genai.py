@@ -1,5 +1,11 @@
-"""Adapter for the OTel GenAI semantic conventions (``gen_ai.*``), as util-genai based
-instrumentations write them: content as JSON strings (or structured values), refs as ``*_ref``."""
+"""The OTel GenAI semantic conventions (``gen_ai.*``), as util-genai based instrumentations write
+them: content as JSON strings (or structured values), refs as ``*_ref``. Also the fallback: a span
+no other family claims is read as GenAI.
+
+The code tells the GenAI instrumentations apart by scope only (`GENAI`'s ledger rows): the
+util-genai based genai-openai and genai-anthropic (1.x) and the older openai-v2 (2.x) write one
+shape and differ in what they record; ``gen_ai.system`` is the provider's name before semconv 1.37.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +14,19 @@ from dataclasses import dataclass
 from typing import Final
 
 from af_otel import names
+from af_otel.model import fields
+from af_otel.model.request import STEERING_KEYS
+from af_otel.semconv import responses
 from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_OUTPUT_TYPE,
     Adapted,
-    Convention,
     conclude,
 )
 from af_otel.semconv.builders import Absent, content_value, unreadable
 from af_otel.semconv.coerce import provider, text
+from af_otel.semconv.convention import Convention, Entry, Keys
 from af_otel.semconv.rows import SAMPLING_TYPES, Row, dial_rows, read_rows
 
 OPERATION: Final = "gen_ai.operation.name"
@@ -94,6 +103,75 @@ def build_request(
     return request, notes
 
 
-def adapt(attributes: Mapping[str, object], convention: Convention = "genai") -> Adapted:
+def adapt(attributes: Mapping[str, object], convention: str = "genai") -> Adapted:
     """Adapt a span of the OTel GenAI conventions (also the fallback for unknown spans)."""
     return conclude(convention, attributes, lambda: build_request(attributes))
+
+
+# OpenAI's sampling dials: the settings it has, less those that steer tools and output.
+_OPENAI_DIALS: Final = (fields.PROVIDER_FIELDS["openai"] & frozenset(fields.DIALS)) - frozenset(
+    STEERING_KEYS
+)
+# The field ledger's rows of the GenAI instrumentations (first match wins).
+LEDGER: Final = (
+    Entry(
+        "genai-openai",
+        ("opentelemetry.instrumentation.genai.openai",),
+        ("genai",),
+        frozenset({fields.MODEL, fields.TOOLS, fields.MESSAGE_NAME, *_OPENAI_DIALS}),
+        "1.x (util-genai; checked 1.3b0)",
+        marked=(("response_format", NOTE_OUTPUT_TYPE),),
+    ),
+    Entry(
+        "genai-anthropic",
+        ("opentelemetry.instrumentation.genai.anthropic",),
+        ("genai",),
+        frozenset(
+            {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
+            | {"stop_sequences"}
+        ),
+        "1.x (util-genai)",
+    ),
+    Entry(
+        "openai-v2",
+        ("opentelemetry.instrumentation.openai_v2",),
+        ("genai",),
+        frozenset(
+            {fields.MODEL, "temperature", "max_tokens", "top_p", "stop_sequences"}
+            | {"frequency_penalty", "presence_penalty"}
+        ),
+        "2.x",
+    ),
+)
+# The content attributes, and the older semconv's single-value prompt and completion; of them
+# the response.
+CONTENT: Final = Keys(
+    frozenset({slot.key for slot in SLOTS} | {"gen_ai.output.messages", "gen_ai.prompt"})
+    | {"gen_ai.completion", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
+)
+OUTPUT: Final = Keys(frozenset({"gen_ai.output.messages", "gen_ai.completion"}))
+SDK_SCOPES: Final = frozenset(
+    {
+        "opentelemetry.instrumentation.genai.openai",
+        "opentelemetry.instrumentation.genai.anthropic",
+        "opentelemetry.instrumentation.openai_v2",
+    }
+)
+# genai-openai on the Responses API: messages and function tools (without `strict`); of a
+# reasoning item only its summary (never its encrypted content; an item without one not at all).
+RESPONSES_RECORDED: Final = frozenset({responses.CALL_ID})
+
+GENAI: Final = Convention(
+    "genai",
+    claims=lambda attributes, span_name: True,
+    is_llm_call=is_llm_call,
+    adapt=adapt,
+    content=CONTENT,
+    output=OUTPUT,
+    ledger=LEDGER,
+    sdk_scopes=SDK_SCOPES,
+    model_keys=("gen_ai.request.model",),
+    response_id_keys=("gen_ai.response.id",),
+    responses=RESPONSES_RECORDED,
+    incremental=MESSAGES.key,
+)

@@ -1,7 +1,6 @@
-"""Adapter for OpenLLMetry (Traceloop's ``opentelemetry-instrumentation-*``).
-
-From 0.55 it writes the GenAI content keys (its own JSON spacing, no message ``name``); up to 0.54
-it wrote indexed ``gen_ai.prompt.N.*`` messages and ``llm.request.functions.N.*`` tools.
+"""OpenLLMetry (Traceloop's ``opentelemetry-instrumentation-*``) from 0.55: the GenAI content keys
+(its own JSON spacing, no message ``name``), told from util-genai's by keys only it writes. Its
+releases up to 0.54 are a family of their own (`openllmetry_legacy`).
 """
 
 from __future__ import annotations
@@ -9,29 +8,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from af_otel import names
+from af_otel.model import fields
 from af_otel.semconv.adapted import Adapted, conclude
-from af_otel.semconv.builders import (
-    Absent,
-    Part,
-    content_text,
-    content_value,
-    flat_message,
-    flat_tool,
-    holed,
-    openai_block,
-    tool_call,
-    unreadable,
-)
-from af_otel.semconv.coerce import JsonValue, parse_json, text
+from af_otel.semconv.coerce import text
+from af_otel.semconv.convention import Convention, Entry
 from af_otel.semconv.conventions import genai
-from af_otel.semconv.rows import bucket, dense, dial_rows, read_rows
+from af_otel.semconv.rows import dial_rows
 
 REQUEST_TYPE: Final = "llm.request.type"
 LLM_REQUEST_TYPES: Final = frozenset({"chat", "completion"})
 PROMPTS: Final = "gen_ai.prompt."
 FUNCTIONS: Final = "llm.request.functions."
-TOOL_CALLS: Final = "tool_calls."
 
 # Keys only OpenLLMetry writes; they tell its >=0.55 spans from util-genai's, which share the
 # content keys. The adaptation is the same either way; the label says whose span it was.
@@ -69,15 +56,6 @@ def claims(attributes: Mapping[str, object], span_name: str) -> bool:
     )
 
 
-def is_legacy(attributes: Mapping[str, object]) -> bool:
-    """Written by OpenLLMetry <=0.54: indexed prompts, or its request type, and no GenAI content."""
-    if genai.MESSAGES.key in attributes:
-        return False
-    return REQUEST_TYPE in attributes or any(
-        key.startswith((PROMPTS, FUNCTIONS)) for key in attributes
-    )
-
-
 def is_llm_call(attributes: Mapping[str, object]) -> bool:
     return text(attributes.get(REQUEST_TYPE)) in LLM_REQUEST_TYPES
 
@@ -87,67 +65,36 @@ def adapt(attributes: Mapping[str, object]) -> Adapted:
     return conclude("openllmetry", attributes, lambda: genai.build_request(attributes, PARAMS))
 
 
-def adapt_legacy(attributes: Mapping[str, object]) -> Adapted:
-    """Adapt an OpenLLMetry <=0.54 span; ``gen_ai.completion.*`` (the output) is not read."""
-    return conclude("openllmetry-legacy", attributes, lambda: _build_legacy(attributes))
-
-
-def _build_legacy(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:
-    items = list(attributes.items())
-    prompts = dense(bucket(items, PROMPTS))
-    if prompts is None:
-        raise holed()
-    if not prompts:
-        raise Absent(names.REASON_NOT_CAPTURED)
-    messages = [_legacy_message(fields) for fields in prompts]
-    functions = dense(bucket(items, FUNCTIONS))
-    if functions is None:
-        raise holed()
-    basis, notes = genai.model_and_provider(attributes)
-    request: dict[str, object] = {
-        "system": [],
-        "messages": messages,
-        "tools": [_legacy_tool(fields) for fields in functions],
-        "params": read_rows(attributes, PARAMS),
-        **basis,
+# What OpenLLMetry records, the same in both eras.
+RECORDED: Final = frozenset(
+    {fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"}
+    | {"frequency_penalty", "presence_penalty"}
+)
+# Its scopes (both eras): the 1.x OpenAI SDK's, the older one's and Anthropic's wrap the
+# provider SDK's own call, so only its serializer stands after them.
+SDK_SCOPES: Final = frozenset(
+    {
+        "opentelemetry.instrumentation.anthropic",
+        "opentelemetry.instrumentation.openai",
+        "opentelemetry.instrumentation.openai.v1",
     }
-    return request, notes
+)
 
-
-def _legacy_message(fields: dict[str, object]) -> dict[str, JsonValue]:
-    role = text(fields.get("role"))
-    raw_content = fields.get("content")
-    if role is None and "user" in fields:  # the completions API wrote `gen_ai.prompt.0.user`
-        role, raw_content = "user", fields["user"]
-    if role is None:
-        raise unreadable()
-    calls = dense(bucket(fields.items(), TOOL_CALLS))
-    if calls is None:
-        raise holed()
-    tool_calls = [tool_call(c.get("id"), c.get("name"), c.get("arguments")) for c in calls]
-    tool_call_id = text(fields.get("tool_call_id"))
-    return flat_message(role, None, _legacy_content(raw_content), tool_calls, tool_call_id)
-
-
-def _legacy_content(value: object) -> list[Part]:
-    """Message content: a string, or (list content) the JSON of OpenAI's content blocks."""
-    if value is None:
-        return []
-    content = content_text(value)
-    if content.startswith("["):
-        blocks = parse_json(content)
-        if isinstance(blocks, list) and blocks and all(_is_block(b) for b in blocks):
-            return [openai_block(block) for block in blocks]
-    return [{"type": "text", "content": content}]
-
-
-def _is_block(value: JsonValue) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("type"), str)
-
-
-def _legacy_tool(fields: dict[str, object]) -> dict[str, JsonValue]:
-    # Written with json.dumps, so a function without parameters reads "null".
-    parameters = content_value(fields["parameters"]) if "parameters" in fields else None
-    if not isinstance(parameters, dict | None):
-        raise unreadable()
-    return flat_tool(fields.get("name"), fields.get("description"), parameters)
+OPENLLMETRY: Final = Convention(
+    "openllmetry",
+    claims=claims,
+    is_llm_call=lambda attributes, span_name: is_llm_call(attributes),
+    adapt=adapt,
+    content=genai.CONTENT,
+    output=genai.OUTPUT,
+    ledger=(
+        Entry(
+            "openllmetry", ("opentelemetry.instrumentation",), ("openllmetry",), RECORDED, ">=0.55"
+        ),
+    ),
+    sdk_scopes=SDK_SCOPES,
+    # On the Responses API: its reasoning effort; replayed calls under their item id, reasoning
+    # dropped.
+    responses=frozenset({"reasoning_effort"}),
+    incremental=genai.MESSAGES.key,
+)
