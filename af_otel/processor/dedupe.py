@@ -44,9 +44,8 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.processor.export_gaps import SDK_SCOPES
 from af_otel.processor.history import History, share_history
-from af_otel.semconv import model_named
+from af_otel.semconv import model_named, sdk_scopes
 
 SpanKey = tuple[int, int]
 RECENT: Final = 64
@@ -109,7 +108,7 @@ def rank(scope: str | None, trusted: str | None = None) -> int:
     """How close a scope's record is to the wire (higher: closer)."""
     if scope is not None and scope == trusted:
         return 3
-    if scope in SDK_SCOPES:
+    if scope in sdk_scopes():
         return 2
     if scope in PROVIDER_OWN_SCOPES:
         return 1

@@ -25,8 +25,8 @@ from __future__ import annotations
 import logging
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from af_otel import forksafe, names
@@ -35,6 +35,7 @@ from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.processor import commits, dedupe, export_gaps, metrics, wire_source
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
+from af_otel.processor.facts import CallFacts, Enrichment, Minting, SpanKey, Supplied
 from af_otel.processor.guard import report
 from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
@@ -44,7 +45,6 @@ from af_otel.semconv import (
     LIMIT_SETTINGS,
     Call,
     Limits,
-    Recorded,
     handed_call,
     is_llm_call,
     read_call,
@@ -52,83 +52,24 @@ from af_otel.semconv import (
 )
 from af_otel.store.items import StoredItems
 
-SpanKey = tuple[int, int]
+# CallFacts, Enrichment and Supplied live in facts.py and are re-exported for the forms.
+__all__ = [
+    "MAX_OPEN",
+    "CallFacts",
+    "Engine",
+    "Enrichment",
+    "Supplied",
+    "carries_history",
+    "engine_for",
+    "live_engines",
+    "trace_run_id",
+    "warn_cut",
+]
+
 # Calls started but not finished, remembered with their run: bounded like the run table, since a
 # span that never ends must not hold memory forever.
 MAX_OPEN: Final = 65_536
 _HISTORY_ROLES: Final = INSTRUCTION_ROLES | {"user"}
-
-
-@dataclass(frozen=True, slots=True)
-class CallFacts:
-    """What the engine reads about one call's span, whatever form it came through."""
-
-    key: SpanKey
-    name: str
-    start_time: int
-    end_time: int
-    attributes: Mapping[str, Any]
-    scope: str | None = None
-    scope_version: str | None = None
-    # Where the request was read: `wire` (a tap on the HTTP request) or None (an instrumentation's
-    # record), bound by the receipt as af.receipt.source.
-    source: str | None = None
-    dropped: bool = False
-    run_unknown: bool = False  # the exporter cannot tell which `af_otel.run` the call was in
-    # The span limits the attributes were recorded under (None: the request does not come from
-    # them, or they are unknown and the environment's are used).
-    limits: Limits | None = None
-    parent: SpanKey | None = None  # the span's parent span, when it has one
-    # The attributes read once (`record_of`), when the caller read them to tell an LLM call:
-    # the request is read from it, not from ``attributes`` again.
-    recorded: Recorded | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Enrichment:
-    """What to add to an LLM-call span, and which instrumentation content keys it holds."""
-
-    attributes: dict[str, Any]
-    events: tuple[tuple[str, dict[str, Any]], ...] = ()
-    content_keys: tuple[str, ...] = ()
-    state: str = names.STATE_ERROR
-
-
-@dataclass(frozen=True, slots=True)
-class Supplied:
-    """A request handed over directly (hook, explicit API) instead of read off the span's
-    attributes: the request itself (the explicit API), or the ``call`` semconv read from the
-    record the hook wrote for it (its instrumentation's ledger then applies)."""
-
-    request: Mapping[str, Any] | Request | None = None
-    direct: bool = False  # nothing but the provider SDK stands between (see export_gaps.py)
-    on_span: bool = False  # the span itself already carries this request's content
-    call: Call | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Minting:
-    """What one call's receipt is minted from (`Engine._finish`): its facts, the call as read,
-    and how its commits are written."""
-
-    facts: CallFacts
-    call: Call
-    direct: bool
-    on_span: bool = True
-    # A wire request's commit goes inline only where the record held it too (wire_source.py).
-    keep_inline: Callable[[commits.Change], bool] | None = None
-
-
-def error_enrichment(reason: str = names.REASON_INTERNAL_ERROR) -> Enrichment:
-    """What an LLM-call span carries when af_otel's own work on it failed."""
-    return Enrichment(
-        {
-            names.RECEIPT_STATE: names.STATE_ERROR,
-            names.RECEIPT_ABSENT_REASON: reason,
-            names.GAPS: [names.GAP_NO_RECEIPT],
-            names.GAP_NO_RECEIPT_ON_CHART: True,
-        }
-    )
 
 
 def trace_run_id(trace_id: int) -> str:
@@ -288,7 +229,7 @@ class Engine:
             folded = self._folded.pop(facts.key, None)
         if folded is not None:
             return Enrichment(dedupe.folded_attributes(*folded), (), call.content_keys, "folded")
-        model = dedupe.model_of(facts.attributes, call.request)
+        model = call.model
         with run.lock:
             same = None
             if facts.key not in run.open_calls:
@@ -522,13 +463,15 @@ class Engine:
 
 def _from_wire(minting: Minting, sent: wire_source.FromWire) -> Minting:
     """The call as its client sent it (the af-2 digest binds the wire as its source)."""
+    was = minting.call
     call = Call(
         sent.request,
         None,
-        minting.call.convention,
-        minting.call.content_keys,
+        was.convention,
+        was.content_keys,
         sent.unread,
         sent.held,
+        named_model=was.named_model,
     )
     facts = replace(minting.facts, source=names.SOURCE_WIRE)
     keep = wire_source.inline_only_recorded(minting.call.request)

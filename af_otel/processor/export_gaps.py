@@ -12,11 +12,11 @@ Rules decided here (docs/processor.md restates them):
   `af_otel.model.gap_rules`, the rules the reader applies too; the writer records them only for a
   call with a receipt.
 * ``cache-transform``: raised unless the request was captured at the provider SDK's own call by an
-  instrumentation of that SDK (`SDK_SCOPES`, each family's `Convention.sdk_scopes`) *and* the span names the provider's own API host
-  (`PROVIDER_HOSTS`): then only the SDK's serializer stands between the record and the wire. A
-  proxy, gateway or caching layer (any other host), an unknown instrumentation, a span without
-  ``server.address`` and af_otel's own explicit API (which sees what the caller says it sends)
-  all raise it.
+  instrumentation of that SDK (each family's `Convention.sdk_scopes`) *and* the span names the
+  provider's own API host (`PROVIDER_HOSTS`): then only the SDK's serializer stands between the
+  record and the wire. A proxy, gateway or caching layer (any other host), an unknown
+  instrumentation, a span without ``server.address`` and af_otel's own explicit API (which sees
+  what the caller says it sends) all raise it.
 * ``server-held-history``: the call continues state the provider's server holds (the Responses
   API's ``previous_response_id``), or the request shows a tell-tale of history it does not carry
   (`af_otel.semconv.responses`): the model saw more than the record.
@@ -31,7 +31,7 @@ from af_otel import names
 from af_otel.model import Request
 from af_otel.model.gap_rules import GAP_ORDER, request_gaps, sealed_messages
 from af_otel.receipts import Receipt
-from af_otel.semconv import SDK_SCOPES
+from af_otel.semconv import SDK_SCOPES, sdk_scopes
 
 __all__ = ["ORDER", "PROVIDER_HOSTS", "SDK_SCOPES", "captured_at_sdk", "gaps_of", "sealed_messages"]
 
@@ -97,7 +97,7 @@ def captured_at_sdk(
 
     ``trusted_hosts`` (setting ``trusted_hosts``, ``AF_OTEL_TRUSTED_HOSTS``): gateways the user
     declares pass requests to the provider unchanged; they count as the provider's own host."""
-    if scope not in SDK_SCOPES or not isinstance(provider, str):
+    if scope not in sdk_scopes() or not isinstance(provider, str):
         return False
     host = attributes.get("server.address")
     if not isinstance(host, str):

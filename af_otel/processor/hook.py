@@ -34,7 +34,8 @@ from typing import Any, Final
 
 from af_otel import forksafe, names
 from af_otel.processor import export_gaps
-from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for, error_enrichment
+from af_otel.processor.engine import engine_for
+from af_otel.processor.facts import CallFacts, Enrichment, Supplied, error_enrichment
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.processor import scope_version
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled

@@ -8,8 +8,7 @@ each instrumentation records and what can and cannot be recovered from it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from af_otel.semconv.adapted import (
     NOTE_ADAPTER_ERROR,
@@ -21,7 +20,16 @@ from af_otel.semconv.adapted import (
     content_keys,
 )
 from af_otel.semconv.call import Call, handed_call, read_call
-from af_otel.semconv.convention import Convention, Entry, Keys, register, registered, tables
+from af_otel.semconv.convention import (
+    Convention,
+    Entry,
+    Keys,
+    model_named,
+    register,
+    registered,
+    sdk_scopes,
+    tables,
+)
 from af_otel.semconv.conventions.completion_hook import completion_attributes
 from af_otel.semconv.conventions.llm_call import DIAL_KEYS, SLOTS
 from af_otel.semconv.ledger import CUT_COUNT, CUT_LENGTH
@@ -58,17 +66,9 @@ __all__ = [
     "record_of",
     "register",
     "registered",
+    "sdk_scopes",
 ]
 
 SDK_SCOPES: Final = tables().sdk_scopes
-"""The built-in families' scopes that wrap the provider SDK's own call (`Convention.sdk_scopes`)."""
-
-
-def model_named(attributes: Mapping[str, Any]) -> str | None:
-    """The model a span's attributes name, by any registered family's model keys
-    (`Convention.model_keys`), or None."""
-    for key in tables().model_keys:
-        value = attributes.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+"""The built-in families' scopes that wrap the provider SDK's own call (`Convention.sdk_scopes`);
+`sdk_scopes` also has those of families registered later."""

@@ -14,6 +14,7 @@ from af_otel import names
 from af_otel.model import FrozenDict, Request
 from af_otel.model.fields import Shown
 from af_otel.semconv import incremental, ledger, responses
+from af_otel.semconv.convention import model_named
 from af_otel.semconv.incremental import Remembered, parse_request
 from af_otel.semconv.limits import Limits, environment_limits
 from af_otel.semconv.record import Recorded, record_of
@@ -43,6 +44,14 @@ class Call:
     sealed: bool | None = None
     scan: responses.Scan | None = None
     prefix: tuple[FrozenDict, ...] | None = None
+    named_model: str | None = None  # the model the record's attributes name (`model_named`)
+
+    @property
+    def model(self) -> str | None:
+        """The call's model: the request's, else the one its record names."""
+        if self.request is not None and self.request.model:
+            return self.request.model
+        return self.named_model
 
 
 def read_call(
@@ -86,6 +95,7 @@ def read_call(
         read.sealed,
         read.scan,
         read.prefix,
+        model_named(recorded.attributes),
     )
 
 
@@ -99,4 +109,4 @@ def handed_call(
     parsed = parse_request(request)
     reason = names.REASON_UNREADABLE if request is not None and parsed is None else None
     held = responses.held_history(attributes, parsed, span_name)
-    return Call(parsed, reason, held=held)
+    return Call(parsed, reason, held=held, named_model=model_named(attributes))

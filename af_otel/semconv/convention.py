@@ -146,6 +146,21 @@ def named(name: str | None) -> Convention | None:
     return _current.by_name.get(name) if name is not None else None
 
 
+def sdk_scopes() -> frozenset[str]:
+    """The registered families' scopes that wrap the provider SDK's own call."""
+    return _current.sdk_scopes
+
+
+def model_named(attributes: Mapping[str, object]) -> str | None:
+    """The model a span's attributes name, by any registered family's model keys
+    (`Convention.model_keys`), or None."""
+    for key in _current.model_keys:
+        value = attributes.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def install(conventions: Iterable[Convention]) -> None:
     """Make ``conventions``, in claim order, the registry (`af_otel.semconv.conventions` does)."""
     global _current
