@@ -8,9 +8,9 @@ and their requests agree on what both recorded (`agree`). The record closest to 
 epoch; the other is *folded*: it carries ``af.epoch.same_as`` naming that epoch (and the run and
 lane), no ``af.epoch`` and no receipt, so it is never numbered and never raises ``no-run-log``.
 
-Rank decides which record is closest to the wire: an instrumentation of the provider SDK
-(`gaps.SDK_SCOPES`) ranks above the provider SDK's own spans (`PROVIDER_OWN_SCOPES`, which record
-no content by default), which rank above any other scope (frameworks). The setting
+Rank decides which record is closest to the wire: an instrumentation of the provider SDK (each
+family's `Convention.sdk_scopes`) ranks above the provider SDK's own spans (`PROVIDER_OWN_SCOPES`,
+which record no content by default), which rank above any other scope (frameworks). The setting
 ``trusted_scope`` (``AF_OTEL_TRUSTED_SCOPE``) ranks one scope above all.
 
 Where it is decided, in both forms:

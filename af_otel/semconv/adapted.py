@@ -29,7 +29,7 @@ NOTE_ADAPTER_ERROR: Final = "adapter-error"
 
 
 # What may have cut a record (`Adapted.cut`): the attribute count limit, the value-length limit, or
-# a hole in an indexed family (`af_otel.semconv.ledger.cut_by` tells the first two).
+# a hole in an indexed family (`af_otel.semconv.limits.cut_by` tells the first two).
 CUT_COUNT: Final = "count"
 CUT_LENGTH: Final = "length"
 CUT_HOLES: Final = "holes"
@@ -48,7 +48,7 @@ class Adapted:
     absent_reason: str | None
     content_keys: tuple[str, ...]
     notes: tuple[str, ...] = ()
-    # With ``content-cut``: which span limit may have cut the record (`af_otel.semconv.ledger`).
+    # With ``content-cut``: which span limit may have cut the record (`af_otel.semconv.limits`).
     cut: str | None = None
 
 
