@@ -139,14 +139,14 @@ def mint_on_span(
     if not recorded.llm_call:
         return
     # The content was handed over as objects: no span limit cut it (`Limits()` holds none).
-    call = read_call(recorded, scope=scope, limits=Limits())
+    call = read_call(recorded, scope=scope, limits=Limits(), remember=False)
     supplied = Supplied(
         direct=export_gaps.captured_at_sdk(
             scope, attributes, call.provider, engine.settings.trusted_hosts
         ),
         # Capture on: util-genai wrote these same attributes before calling the hook.
         on_span=bool(content) and all(key in attributes for key in content),
-        call=replace(call, content_keys=(), seen=None),
+        call=replace(call, content_keys=()),
     )
     write_on_span(span, engine.enrich(facts, supplied))
 

@@ -61,14 +61,19 @@ def read_call(
     scope: str | None = None,
     limits: Limits | None = None,
     seen: Remembered | None = None,
+    remember: bool = True,
 ) -> Call:
     """The call a span's record holds: ``span`` read once (`record_of`, or the caller's record),
     the family that claims it, the request it adapts to, cut by ``limits`` (the environment's when
     None), reading only what follows ``seen`` (the run's last call) when that is proven safe
-    (`af_otel.semconv.incremental`), and what its instrumentation (``scope``) does not record."""
+    (`af_otel.semconv.incremental`), and what its instrumentation (``scope``) does not record.
+    ``remember=False``: no memory for a next call is made (`Call.seen` is None)."""
     recorded = span if isinstance(span, Recorded) else record_of(span, span_name)
     limits = limits if limits is not None else environment_limits()
-    read = incremental.read(recorded, limits, seen)
+    if remember:
+        read = incremental.read(recorded, limits, seen)
+    else:
+        read = incremental.full(recorded, limits, remember=False)
     adapted = read.adapted
     request, reason = read.request, adapted.absent_reason
     if request is None and adapted.request is not None:

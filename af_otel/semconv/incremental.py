@@ -132,15 +132,18 @@ def read(recorded: Recorded, limits: Limits | None, seen: Remembered | None) -> 
     return full(recorded, limits)
 
 
-def full(recorded: Recorded, limits: Limits | None) -> Read:
-    """The full path: adapt and parse everything."""
+def full(recorded: Recorded, limits: Limits | None, *, remember: bool = True) -> Read:
+    """The full path: adapt and parse everything (``remember``: hash what the run's next call
+    may extend; a call no run reads on from needs no memory)."""
     adapted = recorded.adapt(limits=limits)
     request = parse_request(adapted.request, shaped=True)
     if request is None:
         return Read(adapted, None, None)
     shown, sealed = fields.shown(request), sealed_messages(request.messages)
     scan = responses.scan(request.messages)
-    seen = _remember(recorded.attributes, adapted, request, shown, sealed, scan)
+    seen = (
+        _remember(recorded.attributes, adapted, request, shown, sealed, scan) if remember else None
+    )
     return Read(adapted, request, seen, 0, shown, sealed, scan)
 
 
