@@ -57,7 +57,8 @@ def content_keys(keys: Iterable[str]) -> tuple[str, ...]:
     tool content in any registered family (`Convention.content`), what a caller strips when
     content must not leave the process. `_ref` pointers are not content and stay."""
     content = tables().content
-    return tuple(key for key in keys if key in content)
+    exact, prefixes = content.exact, content.prefixes  # inlined: this runs on every span's keys
+    return tuple(key for key in keys if key in exact or key.startswith(prefixes))
 
 
 def conclude(

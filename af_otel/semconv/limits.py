@@ -47,8 +47,10 @@ def cut_by(attributes: Mapping[str, object], limits: Limits) -> str | None:
     # Keys that hold the response, not the request (`Convention.output`): a cut there does not
     # touch the receipt.
     output = tables().output
+    exact, prefixes = output.exact, output.prefixes
     at_limit = any(
-        key not in output and _at_limit(value, limit) for key, value in attributes.items()
+        key not in exact and not key.startswith(prefixes) and _at_limit(value, limit)
+        for key, value in attributes.items()
     )
     return CUT_LENGTH if at_limit else None
 
