@@ -20,8 +20,9 @@ from typing import Any, Final
 
 import orjson
 
+from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.model.request import INSTRUCTION_ROLES
-from af_otel.reader.gaps import SERVED_GAPS, BackendNote, Gap, gap_why
+from af_otel.reader.gaps import BackendNote, Gap, gap_why
 from af_otel.reader.verify import Verdict, VerdictStatus
 from af_otel.reader.view import HeldCall, ServedView
 from af_otel.receipts import MalformedReceipt
