@@ -25,10 +25,10 @@ from opentelemetry import metrics
 
 from af_otel import names
 from af_otel.cli import EXIT_PIPE
-from af_otel.cli.report import FOLD_CHARS, held_shown, json_text, render_report, show_part
 from af_otel.errors import AfOtelError, ReaderError, StoreError
 from af_otel.keys import KeyProblem, KeyRing, find_keys
 from af_otel.model.gap_kinds import SERVED_GAPS
+from af_otel.present.epoch import FOLD_CHARS, held_shown, json_text, render_report, show_part
 from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import gap_why
 from af_otel.reader.gc_pause import collector_paused

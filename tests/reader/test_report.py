@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from af_otel import names
 from af_otel.cli.read import _part_text
-from af_otel.cli.report import (
+from af_otel.present.epoch import (
     FOLD_CHARS,
     _part,
     render_epoch_page,
