@@ -28,7 +28,7 @@ from af_otel.cli import EXIT_PIPE
 from af_otel.errors import AfOtelError, ReaderError, StoreError
 from af_otel.keys import KeyProblem, KeyRing, find_keys
 from af_otel.model.gap_kinds import SERVED_GAPS
-from af_otel.present.epoch import FOLD_CHARS, held_shown, json_text, render_report, show_part
+from af_otel.present import FOLD_CHARS, held_shown, json_text, render_report, show_part
 from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gaps import gap_why
 from af_otel.reader.gc_pause import collector_paused

@@ -1,1 +1,23 @@
-"""How evidence is shown to people: the HTML pages of ``af-otel report`` and ``af-otel serve``."""
+"""How evidence is shown to people: the HTML pages of ``af-otel report`` and ``af-otel serve``, and
+the words for content parts that the pages and the terminal share.
+
+``parts`` renders one value or content part (page and terminal alike); ``epoch`` draws one epoch
+as HTML; ``pages`` puts epochs on whole pages. The reader decides what is true; nothing here
+decides anything, it only shows it.
+"""
+
+from __future__ import annotations
+
+from af_otel.present.pages import render_epoch_page, render_notice, render_report
+from af_otel.present.parts import FOLD_CHARS, ShownPart, held_shown, json_text, show_part
+
+__all__ = [
+    "FOLD_CHARS",
+    "ShownPart",
+    "held_shown",
+    "json_text",
+    "render_epoch_page",
+    "render_notice",
+    "render_report",
+    "show_part",
+]

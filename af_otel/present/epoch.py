@@ -1,169 +1,48 @@
-"""The HTML report and the served page of one epoch: what each call was served, what changed since
-its parent, its receipt, its gaps and its verdict, on self-contained pages (no script, no external
-resource).
+"""One epoch drawn as HTML: what the call was served, what changed since its parent, its receipt,
+its gaps and its verdict; the section the report and the served page are both made of, and the
+table of a run's epochs.
 
-`render_report` writes one page for many runs; `render_epoch_page` writes the page `af-otel serve`
-answers for one epoch. Both draw each epoch with the same function, so the report and the served
-page cannot drift apart. Rendering only: the caller writes or sends the returned text. Every value
-that came from a trace or the store passes through `html.escape`, so a prompt holding
+Every value that came from a trace or the store passes through `escape`, so a prompt holding
 ``<script>`` shows as text. Each epoch prints only the messages it added to its parent's list (the
 rest is one link away), so a report grows with the conversation, not with its square. Element ids
-are made from positions on the page, never from recorded values, and are unique across runs.
+are made from positions on the page, never from recorded values.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import orjson
-
-from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.model.request import INSTRUCTION_ROLES
-from af_otel.reader.gaps import BackendNote, Gap, gap_why
+from af_otel.present.parts import held_shown, json_text, show_part
+from af_otel.reader.gaps import BackendNote, gap_why
 from af_otel.reader.verify import Verdict, VerdictStatus
-from af_otel.reader.view import HeldCall, ServedView
+from af_otel.reader.view import ServedView
 from af_otel.receipts import MalformedReceipt
 
-__all__ = [
-    "FOLD_CHARS",
-    "ShownPart",
-    "held_shown",
-    "json_text",
-    "render_epoch_page",
-    "render_notice",
-    "render_report",
-    "show_part",
-]
-
-# Parts longer than this are shown folded, on this page and by the command line (but with
-# --full): both stay readable with tool results of megabytes.
-FOLD_CHARS: Final = 600
-
-_STYLE: Final = """
-:root { --ink:#1d2430; --muted:#5b6475; --line:#d9dee7; --paper:#ffffff; --wash:#f5f7fa;
-  --ok:#1f7a46; --warn:#9a6200; --bad:#b3261e; --info:#2c5fa8; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif;
-  color: var(--ink); background: var(--wash); }
-main { max-width: 1080px; margin: 0 auto; padding: 32px 24px 64px; }
-h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 32px 0 8px; }
-h3 { font-size: 16px; margin: 0; } .muted { color: var(--muted); }
-code, pre { font: 13px/1.45 ui-monospace, "SF Mono", Menlo, Consolas, monospace; }
-pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0; }
-.summary { display: flex; gap: 12px; flex-wrap: wrap; margin: 16px 0; }
-.stat { background: var(--paper); border: 1px solid var(--line); border-radius: 8px;
-  padding: 10px 14px; min-width: 120px; }
-.stat b { display: block; font-size: 22px; }
-table { border-collapse: collapse; width: 100%; background: var(--paper);
-  border: 1px solid var(--line); }
-th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line);
-  vertical-align: top; }
-th { font-size: 13px; color: var(--muted); font-weight: 600; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px;
-  font-weight: 600; border: 1px solid currentColor; }
-.verified { color: var(--ok); } .reconstructed { color: var(--warn); }
-.damaged { color: var(--bad); } .gap { color: var(--info); }
-.epoch { background: var(--paper); border: 1px solid var(--line); border-radius: 8px;
-  margin: 14px 0; padding: 14px 16px; }
-.epoch > header { display: flex; gap: 10px; align-items: baseline; flex-wrap: wrap; }
-.section { margin-top: 10px; } .section > h4 { margin: 0 0 4px; font-size: 13px;
-  color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
-.msg { border-left: 3px solid var(--line); padding: 2px 0 2px 10px; margin: 6px 0; }
-.role { font-weight: 600; } .gaplist li { margin: 6px 0; }
-details > summary { cursor: pointer; color: var(--muted); }
-.damage { color: var(--bad); font-weight: 600; }
-.legend, .notes { background: var(--paper); border: 1px solid var(--line); border-radius: 8px;
-  padding: 10px 16px; margin: 12px 0; }
-.legend dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 14px; margin: 8px 0; }
-.legend dt { font-weight: 600; } .legend dd { margin: 0; }
-.notes { border-color: var(--warn); } .notice { font-size: 17px; }
-.ok { color: var(--ok); }
-"""
+__all__ = ["Page", "badge", "epoch_section", "escape", "run_table"]
 
 
-def _e(value: object) -> str:
+def escape(value: object) -> str:
+    """``value`` as HTML text (quotes too: it may stand in an attribute)."""
     return html.escape(str(value), quote=True)
-
-
-def json_text(value: Any, *, indent: bool = False) -> str:
-    """A value as a person reads it, on the page (``indent``) or at the terminal (one line): JSON
-    with sorted keys, or its repr when JSON cannot hold it (a fold marker such as ``UNKNOWN``)."""
-    option = orjson.OPT_SORT_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
-    try:
-        return orjson.dumps(value, option=option).decode()
-    except TypeError:
-        return repr(value)
-
-
-@dataclass(frozen=True, slots=True)
-class ShownPart:
-    """One content part as a person is shown it: a label ("" for text), its whole text, what
-    shows before the fold, and how many characters the fold leaves out."""
-
-    label: str
-    text: str
-    head: str
-
-    @property
-    def cut(self) -> int:
-        return len(self.text) - len(self.head)
-
-
-def show_part(
-    part: Mapping[str, Any], fold: int | None = FOLD_CHARS, *, indent: bool = False
-) -> ShownPart:
-    """The one rendering of a content part, for the page and the command line alike: text as it
-    is, a tool call or result labelled with its name and id, anything else labelled by its type;
-    a value that is not a string is written as `json_text`."""
-    kind = part.get("type")
-    content: object
-    if kind == "text" and isinstance(part.get("content"), str):
-        label, content = "", part["content"]
-    elif kind == "tool_call":
-        label, content = f"tool call {part.get('name')}({part.get('id')})", part.get("arguments")
-    elif kind == "tool_call_response":
-        label, content = f"tool result for {part.get('id')}", part.get("response")
-    else:
-        label, content = str(kind), part
-    text = content if isinstance(content, str) else json_text(content, indent=indent)
-    head = text if fold is None else text[:fold]
-    return ShownPart(label, text, head)
-
-
-def held_shown(call: HeldCall) -> str:
-    """One earlier call the server held, in words: its request as served at its epoch and its
-    answer, which no receipt covers; or the response the record of the history ends at."""
-    if call.epoch is None:
-        return f"{call.response_id}: not in this run's record"
-    if call.messages is None:
-        request = "messages not on record"
-    else:
-        request = f"{call.messages} message{'' if call.messages == 1 else 's'}, as served there"
-    facts = "" if call.minted else "; it carries no receipt"
-    if call.gaps:
-        facts += f"; its gaps: {', '.join(call.gaps)}"
-    return (
-        f"epoch {call.epoch}'s request ({request}) and its answer {call.response_id} "
-        f"(answer not receipted){facts}"
-    )
 
 
 def _part(part: Mapping[str, Any]) -> str:
     shown = show_part(part, indent=True)
-    block = f"<pre>{_e(shown.text)}</pre>"
+    block = f"<pre>{escape(shown.text)}</pre>"
     if shown.cut:
         block = (
-            f"<pre>{_e(shown.head)}…</pre><details><summary>all {len(shown.text):,} characters"
+            f"<pre>{escape(shown.head)}…</pre><details><summary>all {len(shown.text):,} characters"
             f"</summary>{block}</details>"
         )
-    return f"<div><code>{_e(shown.label)}</code>{block}</div>" if shown.label else block
+    return f"<div><code>{escape(shown.label)}</code>{block}</div>" if shown.label else block
 
 
 @dataclass(slots=True)
-class _Page:
+class Page:
     """How the epochs of one page refer to each other: the element id of each epoch drawn here,
     the link to any epoch (on this page or another), and, per run, the gap kinds whose sentence is
     printed once above the epochs (kind -> element id), and what the backend said about its
@@ -179,20 +58,21 @@ class _Page:
 
 
 def _message(index: int, message: Mapping[str, Any], anchor: str) -> str:
-    name = f" ({_e(message['name'])})" if message.get("name") else ""
+    name = f" ({escape(message['name'])})" if message.get("name") else ""
     parts = "".join(_part(p) for p in message.get("parts", ()))
     return (
         f'<div class="msg" id="{anchor}-m{index}"><span class="muted">#{index}</span> '
-        f'<span class="role">{_e(message.get("role"))}</span>{name}{parts}</div>'
+        f'<span class="role">{escape(message.get("role"))}</span>{name}{parts}</div>'
     )
 
 
-def _badge(verdict: Verdict | None) -> str:
+def badge(verdict: Verdict | None) -> str:
+    """The verdict as a coloured badge (``not checked``: a keyed receipt and no key)."""
     if verdict is None:
         return '<span class="badge muted">not checked</span>'
     return (
-        f'<span class="badge {_e(verdict.status.value)}" data-verdict="{_e(verdict.status.value)}">'
-        f"{_e(verdict.status.value)}</span>"
+        f'<span class="badge {escape(verdict.status.value)}" data-verdict="{escape(verdict.status.value)}">'
+        f"{escape(verdict.status.value)}</span>"
     )
 
 
@@ -201,7 +81,7 @@ def _changes(view: ServedView) -> str:
     rows: list[str] = []
     if parent is None:
         origin = "the run's base" if view.base else "an empty start"
-        rows.append(f"<li>First call on this path: built on {_e(origin)}.</li>")
+        rows.append(f"<li>First call on this path: built on {escape(origin)}.</li>")
     for label, old, new in (
         ("System instructions", parent.system if parent else None, view.system),
         ("Tools", parent.tools if parent else None, view.tools),
@@ -210,7 +90,7 @@ def _changes(view: ServedView) -> str:
         ("Provider", parent.provider if parent else None, view.provider),
     ):
         if parent is not None and old != new:
-            rows.append(f"<li>{_e(label)} changed.</li>")
+            rows.append(f"<li>{escape(label)} changed.</li>")
     if view.messages is None:
         rows.append("<li>Messages are not on record.</li>")
     elif parent is not None and parent.messages is not None:
@@ -226,15 +106,15 @@ def _changes(view: ServedView) -> str:
     return "<ul>" + "".join(rows) + "</ul>" if rows else "<p class='muted'>No change.</p>"
 
 
-def _held(view: ServedView, page: _Page) -> str:
+def _held(view: ServedView, page: Page) -> str:
     """What the server held for this call, oldest first, each linked to its epoch."""
     items = []
     for call in view.held:
         held = view.context.views.get(call.epoch) if call.epoch is not None else None
-        text = _e(held_shown(call))
+        text = escape(held_shown(call))
         if held is not None:
-            text = f'<a href="{_e(page.href(held))}">{text}</a>'
-        items.append(f'<li data-held="{_e(call.epoch or "")}">{text}</li>')
+            text = f'<a href="{escape(page.href(held))}">{text}</a>'
+        items.append(f'<li data-held="{escape(call.epoch or "")}">{text}</li>')
     return (
         "<p>Held by the server, seen by the model before this request's own items "
         "(never fingerprinted: the answers are in no receipt):</p>"
@@ -242,7 +122,7 @@ def _held(view: ServedView, page: _Page) -> str:
     )
 
 
-def _messages(view: ServedView, page: _Page) -> str:
+def _messages(view: ServedView, page: Page) -> str:
     held = _held(view, page) if view.held else ""
     if view.messages is None:
         return f"{held}<p class='muted'>Not on record.</p>"
@@ -254,29 +134,29 @@ def _messages(view: ServedView, page: _Page) -> str:
         if start:
             note = (
                 f'<p class="muted">Messages #0–#{start - 1} are epoch {parent.epoch}\'s '
-                f'(<a href="{_e(page.href(parent))}">shown there</a>).</p>'
+                f'(<a href="{escape(page.href(parent))}">shown there</a>).</p>'
             )
     anchor = page.anchor(view)
     shown = "".join(_message(i, view.messages[i], anchor) for i in range(start, len(view.messages)))
     return f"{held}<p>{len(view.messages)} message(s) as sent.</p>{note}{shown}"
 
 
-def _gaps(view: ServedView, page: _Page) -> str:
+def _gaps(view: ServedView, page: Page) -> str:
     if not view.gaps:
         return "<p class='muted'>No gap: the record shows every part of this request.</p>"
     items = []
     for g in view.gaps:
-        cause = f' data-cause="{_e(g.cause)}"' if g.cause else ""
-        extra = f" <span class='muted'>({_e(g.cause)})</span>" if g.cause else ""
-        detail = f"<div class='muted'>Found: {_e(g.detail)}</div>" if g.detail else ""
+        cause = f' data-cause="{escape(g.cause)}"' if g.cause else ""
+        extra = f" <span class='muted'>({escape(g.cause)})</span>" if g.cause else ""
+        detail = f"<div class='muted'>Found: {escape(g.detail)}</div>" if g.detail else ""
         explained = page.explained.get(g.kind)
         why = (
-            f' <a href="#{_e(explained)}">what this means</a>'
+            f' <a href="#{escape(explained)}">what this means</a>'
             if explained is not None
-            else f" {_e(gap_why(g, page.notes))}"
+            else f" {escape(gap_why(g, page.notes))}"
         )
         items.append(
-            f'<li data-gap="{_e(g.kind)}"{cause}><span class="badge gap">{_e(g.kind)}</span>'
+            f'<li data-gap="{escape(g.kind)}"{cause}><span class="badge gap">{escape(g.kind)}</span>'
             f"{extra}{why}{detail}</li>"
         )
     return '<ul class="gaplist">' + "".join(items) + "</ul>"
@@ -285,16 +165,16 @@ def _gaps(view: ServedView, page: _Page) -> str:
 def _verdict(verdict: Verdict | None) -> str:
     if verdict is None:
         return (
-            "<p>" + _badge(None) + " This receipt is keyed; start the reader with its key to "
+            "<p>" + badge(None) + " This receipt is keyed; start the reader with its key to "
             "check it.</p>"
         )
-    out = f"<p>{_badge(verdict)} {_e(verdict.reason)}</p>"
+    out = f"<p>{badge(verdict)} {escape(verdict.reason)}</p>"
     if verdict.status is VerdictStatus.DAMAGED:
         where = f", message {verdict.message_index}" if verdict.message_index is not None else ""
-        out += f'<p class="damage">First difference: {_e(verdict.field)}{_e(where)} (looks {_e(verdict.looks)}).</p>'
+        out += f'<p class="damage">First difference: {escape(verdict.field)}{escape(where)} (looks {escape(verdict.looks)}).</p>'
     rows = "".join(
-        f"<tr><td><code>{_e(m.field)}</code></td><td>{_e(_short(m.recorded))}</td>"
-        f"<td>{_e(_short(m.rebuilt))}</td><td>{_e(m.excused_by or '—')}</td></tr>"
+        f"<tr><td><code>{escape(m.field)}</code></td><td>{escape(_short(m.recorded))}</td>"
+        f"<td>{escape(_short(m.rebuilt))}</td><td>{escape(m.excused_by or '—')}</td></tr>"
         for m in verdict.mismatches
     )
     if rows:
@@ -325,10 +205,12 @@ def _receipt(view: ServedView, verdict: Verdict | None) -> str:
     if receipt is None:
         return "<p class='muted'>The span carries no receipt.</p>"
     if isinstance(receipt, MalformedReceipt):
-        return f"<p class='muted'>The span's receipt could not be read: {_e(receipt.reason)}.</p>"
+        return (
+            f"<p class='muted'>The span's receipt could not be read: {escape(receipt.reason)}.</p>"
+        )
     if not receipt.minted:
-        why = f": {_e(receipt.absent_reason)}" if receipt.absent_reason else ""
-        return f"<p class='muted'>No receipt was minted (state {_e(receipt.state)}{why}).</p>"
+        why = f": {escape(receipt.absent_reason)}" if receipt.absent_reason else ""
+        return f"<p class='muted'>No receipt was minted (state {escape(receipt.state)}{why}).</p>"
     differs = {m.field for m in verdict.mismatches} if verdict is not None else set()
     rows = []
     for label, attr in _HASHES:
@@ -341,12 +223,12 @@ def _receipt(view: ServedView, verdict: Verdict | None) -> str:
         else:
             status = "<span class='ok'>matches</span>"
         rows.append(
-            f'<tr data-hash="{_e(label)}"><td><code>{_e(label)}</code></td>'
-            f"<td><code>{_e(_short(shown))}</code></td><td>{status}</td></tr>"
+            f'<tr data-hash="{escape(label)}"><td><code>{escape(label)}</code></td>'
+            f"<td><code>{escape(_short(shown))}</code></td><td>{status}</td></tr>"
         )
     return (
-        f"<p>Digest <code data-digest>{_e(receipt.digest)}</code> · scheme "
-        f"<code>{_e(receipt.scheme)}</code> · {receipt.messages_count} message hash(es)</p>"
+        f"<p>Digest <code data-digest>{escape(receipt.digest)}</code> · scheme "
+        f"<code>{escape(receipt.scheme)}</code> · {receipt.messages_count} message hash(es)</p>"
         "<table><tr><th>fingerprint</th><th>recorded on the span</th><th>recomputed from the "
         f"request below</th></tr>{''.join(rows)}</table>"
     )
@@ -375,11 +257,11 @@ def _request_parts(view: ServedView) -> str:
         tools = "<p class='muted'>No tools were offered.</p>"
     else:
         tools = "".join(
-            f"<details><summary><code>{_e(t.get('name'))}</code></summary><pre>{_e(json_text(t, indent=True))}</pre></details>"
+            f"<details><summary><code>{escape(t.get('name'))}</code></summary><pre>{escape(json_text(t, indent=True))}</pre></details>"
             for t in view.tools
         )
     if view.params:
-        params = f"<pre>{_e(json_text(view.params, indent=True))}</pre>"
+        params = f"<pre>{escape(json_text(view.params, indent=True))}</pre>"
     elif view.params is None:
         params = "<p class='muted'>Not on record.</p>"
     else:
@@ -394,21 +276,21 @@ def _request_parts(view: ServedView) -> str:
 def _same_call(view: ServedView) -> str:
     """The spans folded into this epoch: the same model call, recorded again."""
     return "".join(
-        f" · same call: <code>{_e(c.span_id)}</code> {_e(c.name)} · {_e(c.scope or 'scope unknown')}"
+        f" · same call: <code>{escape(c.span_id)}</code> {escape(c.name)} · {escape(c.scope or 'scope unknown')}"
         for c in view.same_call
     )
 
 
-def _epoch(view: ServedView, verdict: Verdict | None, page: _Page) -> str:
+def epoch_section(view: ServedView, verdict: Verdict | None, page: Page) -> str:
     """One epoch: the section both the report and the served page are made of."""
-    model = " · ".join(_e(x) for x in (view.model, view.provider) if x) or "model not on record"
+    model = " · ".join(escape(x) for x in (view.model, view.provider) if x) or "model not on record"
     return (
         f'<section class="epoch" id="{page.anchor(view)}" data-epoch="{view.epoch}">'
         f"<header><h3>Epoch {view.epoch}</h3>"
-        f'<span class="muted">parent {view.parent}</span>{_badge(verdict)}'
-        f'<span class="muted">{model} · span <code>{_e(view.span_id)}</code>'
-        f" {_e(view.name)} · {_e(view.recorded_by or 'scope unknown')}"
-        f"{' · ' + _e(view.service) if view.service else ''}{_same_call(view)}</span></header>"
+        f'<span class="muted">parent {view.parent}</span>{badge(verdict)}'
+        f'<span class="muted">{model} · span <code>{escape(view.span_id)}</code>'
+        f" {escape(view.name)} · {escape(view.recorded_by or 'scope unknown')}"
+        f"{' · ' + escape(view.service) if view.service else ''}{_same_call(view)}</span></header>"
         f'<div class="section"><h4>Verdict</h4>{_verdict(verdict)}</div>'
         f'<div class="section"><h4>Receipt</h4>{_receipt(view, verdict)}</div>'
         f'<div class="section"><h4>Gaps</h4>{_gaps(view, page)}</div>'
@@ -419,233 +301,16 @@ def _epoch(view: ServedView, verdict: Verdict | None, page: _Page) -> str:
     )
 
 
-def _run_table(views: Sequence[ServedView], verdicts: Mapping[int, Verdict], page: _Page) -> str:
+def run_table(views: Sequence[ServedView], verdicts: Mapping[int, Verdict], page: Page) -> str:
+    """The table of a run's epochs: each links to its drawing, with verdict, size and gaps."""
     rows = "".join(
-        f'<tr><td><a href="{_e(page.href(v))}">{v.epoch}</a></td><td>{v.parent}</td>'
-        f"<td>{_badge(verdicts.get(id(v)))}</td>"
+        f'<tr><td><a href="{escape(page.href(v))}">{v.epoch}</a></td><td>{v.parent}</td>'
+        f"<td>{badge(verdicts.get(id(v)))}</td>"
         f"<td>{len(v.messages) if v.messages is not None else '?'}</td>"
-        f"<td>{_e(v.model or '')}</td><td>{_e(', '.join(v.gap_kinds) or '—')}</td></tr>"
+        f"<td>{escape(v.model or '')}</td><td>{escape(', '.join(v.gap_kinds) or '—')}</td></tr>"
         for v in views
     )
     return (
         "<table><tr><th>epoch</th><th>parent</th><th>verdict</th><th>messages</th><th>model</th>"
         f"<th>gaps</th></tr>{rows}</table>"
-    )
-
-
-def _run_gaps(views: Sequence[ServedView], prefix: str, page: _Page) -> str:
-    """Each gap kind of a run once, with its sentence and the epochs it applies to; the epochs
-    then link here instead of repeating the sentence."""
-    applies: dict[str, list[ServedView]] = {}
-    first: dict[str, Gap] = {}
-    for view in views:
-        for g in view.gaps:
-            applies.setdefault(g.kind, []).append(view)
-            first.setdefault(g.kind, g)
-    if not applies:
-        return ""
-    items = []
-    for kind in (k for k in SERVED_GAPS if k in applies):
-        anchor = f"{prefix}-gap-{kind}"
-        page.explained[kind] = anchor
-        epochs = ", ".join(f'<a href="{_e(page.href(v))}">{v.epoch}</a>' for v in applies[kind])
-        items.append(
-            f'<li id="{_e(anchor)}" data-gap-kind="{_e(kind)}"><span class="badge gap">'
-            f"{_e(kind)}</span> {_e(gap_why(first[kind], page.notes))}"
-            f"<div class='muted'>Applies to epoch(s) {epochs}.</div></li>"
-        )
-    return (
-        '<div class="section"><h4>Gaps in this run</h4><ul class="gaplist">'
-        + "".join(items)
-        + "</ul></div>"
-    )
-
-
-_LEGEND: Final = {
-    "receipt": "Fingerprints of one LLM request (salted hashes of each message, the system "
-    "instructions, the tools and the settings, and one digest over them all), written "
-    "on the call's span when it was made. It holds no content.",
-    "epoch": "One LLM call of a run, numbered in start order. Its request is rebuilt from the "
-    "changes the run recorded, epoch by epoch.",
-    "parent": "The epoch whose request this one's changes apply to; 0 is the run's base (or an "
-    "empty start).",
-    "verified": "Every receipt field recomputes from the rebuilt request: this is what the model "
-    "was sent.",
-    "reconstructed": "The request is shown as rebuilt, but there is no usable receipt to check "
-    "it against, or every difference is explained by a gap.",
-    "damaged": "A receipt field differs and no gap explains it: the record was altered or cut "
-    "after the call. The first difference is named.",
-    "gap": "Something the record cannot show, with what may and may not be concluded. A call "
-    "with a gap is never reported as more than the record proves.",
-}
-
-
-def _legend() -> str:
-    terms = "".join(
-        f"<dt>{_badge_term(term)}</dt><dd>{_e(text)}</dd>" for term, text in _LEGEND.items()
-    )
-    return (
-        '<details class="legend" open><summary>How to read this page</summary>'
-        f"<dl>{terms}</dl></details>"
-    )
-
-
-def _badge_term(term: str) -> str:
-    if term == "gap" or term in {s.value for s in VerdictStatus}:
-        return f'<span class="badge {term}">{term}</span>'
-    return term.capitalize()
-
-
-def _causes(notes: Sequence[BackendNote | str]) -> tuple[BackendNote, ...]:
-    """The notes a gap's sentence may name as its cause: the backend's own (``SourceNote``), not
-    the reader's remarks given as text."""
-    return tuple(n for n in notes if not isinstance(n, str))
-
-
-def _notes(notes: Sequence[BackendNote | str]) -> str:
-    if not notes:
-        return ""
-    items = "".join(f"<li>{_e(n if isinstance(n, str) else n.text)}</li>" for n in notes)
-    return f'<div class="notes"><b>The backend said:</b><ul>{items}</ul></div>'
-
-
-def _shell(title: str, body: str) -> str:
-    return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body><main>"
-        f"{body}</main></body></html>"
-    )
-
-
-def _subtitle(source: str) -> str:
-    return f"<p class='muted'>Read from {_e(source)}</p>" if source else ""
-
-
-def render_report(
-    views: Iterable[ServedView],
-    verdicts: Iterable[Verdict | None] | None = None,
-    *,
-    title: str = "af_otel report",
-    source: str = "",
-    notes: Sequence[BackendNote | str] = (),
-) -> str:
-    """The whole page for ``views`` (with their ``verdicts``, in the same order, if given).
-
-    ``notes`` are what the backend said about the spans it returned (the stream's
-    ``SourceNote`` values: a partial trace, warnings), shown above the runs; a note that spans
-    may be missing is named as the cause in the sentence of a ``no-run-log`` gap. Plain strings
-    are shown only."""
-    views = list(views)
-    given = list(verdicts) if verdicts is not None else [None] * len(views)
-    by_view = {id(v): d for v, d in zip(views, given, strict=True) if d is not None}
-    runs: dict[str, list[ServedView]] = {}
-    for view in views:
-        runs.setdefault(view.run_id or "(no run)", []).append(view)
-    counts = dict.fromkeys(VerdictStatus, 0)
-    for verdict in by_view.values():
-        counts[verdict.status] += 1
-    stats = "".join(
-        f'<div class="stat"><b>{n}</b>{label}</div>'
-        for n, label in (
-            (len(runs), "runs"),
-            (len(views), "LLM calls"),
-            (counts[VerdictStatus.VERIFIED], "verified"),
-            (counts[VerdictStatus.RECONSTRUCTED], "reconstructed"),
-            (counts[VerdictStatus.DAMAGED], "damaged"),
-        )
-    )
-    body = []
-    for number, (run_id, members) in enumerate(runs.items(), start=1):
-        prefix = f"run-{number}"
-        ids: dict[int, str] = {}
-        used: set[str] = set()
-        for view in members:
-            anchor = f"{prefix}-e{view.epoch}"
-            extra = 2
-            while anchor in used:  # a second span claiming the same epoch number
-                anchor = f"{prefix}-e{view.epoch}-{extra}"
-                extra += 1
-            used.add(anchor)
-            ids[id(view)] = anchor
-        page = _Page(href=_same_page(ids, members), ids=ids, notes=_causes(notes))
-        base = members[0].base
-        explained = _run_gaps(members, prefix, page)
-        body.append(
-            f'<h2 id="{prefix}">Run <code>{_e(run_id)}</code></h2>'
-            + (f"<p class='muted'>Base: <code>{_e(base)}</code></p>" if base else "")
-            + _run_table(members, by_view, page)
-            + explained
-            + "".join(_epoch(v, by_view.get(id(v)), page) for v in members)
-        )
-    return _shell(
-        title,
-        f"<h1>{_e(title)}</h1>{_subtitle(source)}<div class='summary'>{stats}</div>"
-        + _notes(notes)
-        + _legend()
-        + "".join(body),
-    )
-
-
-def _same_page(
-    ids: Mapping[int, str], members: Sequence[ServedView]
-) -> Callable[[ServedView], str]:
-    """Links between epochs of one run on one page; a parent not drawn here (its span was not in
-    the input) falls back to the first view drawn with that epoch number."""
-    by_epoch: dict[int, str] = {}
-    for view in members:
-        by_epoch.setdefault(view.epoch, ids[id(view)])
-
-    def href(view: ServedView) -> str:
-        anchor = ids.get(id(view)) or by_epoch.get(view.epoch, "")
-        return f"#{anchor}"
-
-    return href
-
-
-def render_epoch_page(
-    view: ServedView,
-    verdict: Verdict | None,
-    *,
-    run: Sequence[tuple[ServedView, Verdict | None]] = (),
-    href: Callable[[ServedView], str],
-    title: str = "",
-    source: str = "",
-    notes: Sequence[BackendNote | str] = (),
-) -> str:
-    """The page of one epoch, as ``af-otel serve`` answers it: the epoch drawn exactly as in the
-    report, with every gap's sentence in place, and the run's other epochs (``run``: views with
-    their verdicts) listed with ``href`` links to their own pages. ``notes`` as in
-    `render_report`."""
-    page = _Page(href=href, ids={id(view): f"e{view.epoch}"}, notes=_causes(notes))
-    heading = title or (
-        f"Run {view.run_id} · epoch {view.epoch}" if view.run_id else f"Span {view.span_id}"
-    )
-    others = ""
-    if run:
-        verdicts = {id(v): d for v, d in run if d is not None}
-        others = (
-            '<div class="section"><h4>Every epoch of this run</h4>'
-            + _run_table([v for v, _ in run], verdicts, page)
-            + "</div>"
-        )
-    where = f"trace <code>{_e(view.trace_id)}</code> · span <code>{_e(view.span_id)}</code>"
-    return _shell(
-        heading,
-        f"<h1>{_e(heading)}</h1>{_subtitle(source)}<p class='muted'>{where}</p>"
-        + _notes(notes)
-        + _epoch(view, verdict, page)
-        + others
-        + _legend(),
-    )
-
-
-def render_notice(title: str, message: str, *, hints: Sequence[str] = ()) -> str:
-    """A page that says why there is nothing to show (an unknown id, an unreachable backend, an
-    unusable store), with what to try next; never a traceback."""
-    items = "".join(f"<li>{_e(h)}</li>" for h in hints)
-    return _shell(
-        title,
-        f"<h1>{_e(title)}</h1><p class='notice' data-notice>{_e(message)}</p>"
-        + (f"<ul>{items}</ul>" if items else ""),
     )

@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from af_otel.errors import AfOtelError, ReaderError, SourceError, StoreError
-from af_otel.present.epoch import render_epoch_page, render_notice
+from af_otel.present import render_epoch_page, render_notice
 from af_otel.reader.view import ServedView
 from af_otel.web.evidence import Evidence, Shown
 

@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 
 from af_otel import names
 from af_otel.cli.read import _part_text
-from af_otel.present.epoch import (
+from af_otel.present import (
     FOLD_CHARS,
-    _part,
     render_epoch_page,
     render_notice,
     render_report,
     show_part,
 )
+from af_otel.present.epoch import _part
 from af_otel.processor import run
 from af_otel.reader.verify import verify
 from af_otel.reader.view import served_views

@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 from starlette.testclient import TestClient
 
-from af_otel.present.epoch import render_report
+from af_otel.present import render_report
 from af_otel.reader.sources import JaegerSource, TempoSource
 from af_otel.web import Evidence
 from af_otel.web.app import create_app, epoch_path, span_path
