@@ -12,11 +12,11 @@ import ipaddress
 import sys
 from typing import Any, Final
 
-from af_otel.cli.read import (
+from af_otel.cli.loading import backend_source
+from af_otel.cli.options import (
     add_backend_options,
     add_key_options,
     add_store_options,
-    backend_source,
     key_from_args,
 )
 from af_otel.errors import AfOtelError

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from af_otel import forksafe
-from af_otel.cli.read import open_checked_store, verdicts_or_none
+from af_otel.cli.loading import open_checked_store, verdicts_or_none
 from af_otel.errors import ReaderError, SourceError, TraceNotFoundError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import SourceNote, SpanStream, read_spans

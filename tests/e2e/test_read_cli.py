@@ -583,7 +583,7 @@ def test_progress_shows_on_a_terminal_only() -> None:
     """The counter writes to a terminal (and clears its line when done), never to a pipe."""
     import io
 
-    from af_otel.cli.read import Progress
+    from af_otel.cli.progress import Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
