@@ -21,16 +21,20 @@ from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gc_pause import collector_paused
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import (
+    AllSpans,
+    Ask,
+    FileSource,
+    InWindow,
     JaegerSource,
+    OneTrace,
     PhoenixSource,
+    Source,
     SourceFormat,
     SourceNote,
     SpanStream,
     TempoSource,
     Window,
-    read_spans,
 )
-from af_otel.reader.sources.tempo import DEFAULT_QUERY as TEMPO_QUERY
 from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT as SEARCH_LIMIT
 from af_otel.reader.verify import KeyArg, Verdict, verify
 from af_otel.reader.view import ServedView, served_views
@@ -55,7 +59,17 @@ class NothingToRead(Exception):
 def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, SpanStream]:
     """The records the arguments name, counted on a terminal by one progress line (a window's
     counts traces fetched, `_fetching`), where they come from, and the stream for its notes."""
-    fail: Callable[[str], NoReturn] = args.source_parser.error  # usage, message, exit 2
+    source, ask = _asked(args)
+    stream = source.read(ask, lenient=args.lenient)
+    if isinstance(ask, InWindow):
+        return _fetching(stream), stream.source, stream
+    return Progress("reading spans").over(stream), stream.source, stream
+
+
+def _asked(args: argparse.Namespace) -> tuple[Source, Ask]:
+    """The source the arguments name and what they ask of it; options that do not go together
+    are a usage error (argparse's: usage, message, exit 2) before anything is read."""
+    fail: Callable[[str], NoReturn] = args.source_parser.error
     backend = next(
         (flag for flag in ("tempo", "jaeger", "phoenix") if getattr(args, flag, None)), None
     )
@@ -74,8 +88,7 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, SpanStr
             fail(
                 "give a FILE to read, or --tempo/--jaeger/--phoenix URL with --trace ID or --since"
             )
-        stream = read_spans(args.file, lenient=args.lenient)
-        return Progress("reading spans").over(stream), args.file, stream
+        return FileSource(args.file), AllSpans()
     if args.file:
         fail(f"give a FILE or --{backend} URL, not both")
     if args.trace and window is not None:
@@ -84,11 +97,12 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, SpanStr
         fail(f"--{backend} needs --trace ID or a window (--since DURATION, or --start/--end)")
     source = backend_source(args, backend)
     if args.trace:
-        stream = source.trace(args.trace, lenient=args.lenient)
-        return Progress("reading spans").over(stream), stream.source, stream
+        return source, OneTrace(args.trace)
     assert window is not None
-    stream = _window_stream(args, source, window, fail)
-    return _fetching(stream), stream.source, stream
+    if backend == "jaeger" and not args.service:
+        fail("a --jaeger window needs --service NAME (Jaeger searches one service)")
+    search = {"tempo": args.query, "jaeger": args.service}.get(backend)
+    return source, InWindow(window, search, args.limit or SEARCH_LIMIT)
 
 
 def _window(
@@ -113,32 +127,13 @@ def _window(
         fail(f"{option}: {exc}")
 
 
-def backend_source(
-    args: argparse.Namespace, backend: str
-) -> TempoSource | JaegerSource | PhoenixSource:
+def backend_source(args: argparse.Namespace, backend: str) -> Source:
     """The source of ``backend`` (``tempo``, ``jaeger`` or ``phoenix``) at the URL its option gives."""
     if backend == "tempo":
         return TempoSource(args.tempo)
     if backend == "jaeger":
         return JaegerSource(args.jaeger)
     return PhoenixSource(args.phoenix, project=args.project or "default")
-
-
-def _window_stream(
-    args: argparse.Namespace,
-    source: TempoSource | JaegerSource | PhoenixSource,
-    window: Window,
-    fail: Callable[[str], NoReturn],
-) -> SpanStream:
-    limit = args.limit or SEARCH_LIMIT
-    if isinstance(source, TempoSource):
-        query = args.query or TEMPO_QUERY
-        return source.window(window, query=query, limit=limit, lenient=args.lenient)
-    if isinstance(source, JaegerSource):
-        if not args.service:
-            fail("a --jaeger window needs --service NAME (Jaeger searches one service)")
-        return source.window(window, args.service, limit=limit, lenient=args.lenient)
-    return source.window(window, lenient=args.lenient)
 
 
 def _fetching(stream: SpanStream, out: TextIO | None = None) -> Iterator[SpanRecord]:

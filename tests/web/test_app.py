@@ -197,7 +197,9 @@ def test_anything_else_is_a_500_page_without_a_traceback(recorded: Recorded) -> 
     """A source that breaks in a way nobody planned for still gets a page, not a stack."""
 
     class Broken:
-        def trace(self, trace_id: str, *, lenient: bool = False) -> object:
+        label = "a broken source"
+
+        def read(self, ask: object, *, lenient: bool = False) -> object:
             raise RuntimeError("secret internals")
 
     client = TestClient(
