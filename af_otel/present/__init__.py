@@ -1,9 +1,10 @@
 """How evidence is shown to people: the HTML pages of ``af-otel report`` and ``af-otel serve``, and
 the words for content parts that the pages and the terminal share.
 
-``parts`` renders one value or content part (page and terminal alike); ``epoch`` draws one epoch
-as HTML; ``pages`` puts epochs on whole pages. The reader decides what is true; nothing here
-decides anything, it only shows it.
+``parts`` words one value or content part (page and terminal alike); ``pages`` draws the HTML
+pages, each epoch by one function, in the style and with the legend of ``sheet``; ``terminal`` is
+what ``af-otel served`` prints. The reader decides what is true; nothing here decides anything,
+it only shows it.
 """
 
 from __future__ import annotations

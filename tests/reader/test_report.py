@@ -21,7 +21,7 @@ from af_otel.present import (
     render_report,
     show_part,
 )
-from af_otel.present.epoch import _part
+from af_otel.present.pages import _part
 from af_otel.present.terminal import part_text
 from af_otel.processor import run
 from af_otel.reader.verify import verify
