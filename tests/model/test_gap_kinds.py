@@ -7,7 +7,6 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from af_otel import names
 from af_otel.model import gap_kinds
 from af_otel.model.gap_kinds import GAP_ORDER, GAP_RANK, SERVED_GAPS, in_order
 
@@ -39,20 +38,3 @@ def test_the_docs_table_lists_the_kinds_in_rank_order() -> None:
         if line.startswith("| `") and line.split("`")[1] in SERVED_GAPS
     ]
     assert listed == list(GAP_ORDER)
-
-
-def test_the_writer_orders_its_gaps_by_the_table() -> None:
-    """The writer's af.gaps for a call with every export-time kind come in the table's order."""
-    from af_otel.processor.export_gaps import gaps_of
-
-    found = gaps_of(
-        receipt=None,
-        request=None,
-        dropped=True,
-        direct_capture=False,
-        order_unknown=True,
-        unrecorded=("tools",),
-        held=True,
-    )
-    assert found == in_order(found)
-    assert found[0] == names.GAP_NO_RUN_LOG
