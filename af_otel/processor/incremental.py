@@ -41,7 +41,7 @@ from typing import Any, Final, Protocol
 
 from af_otel.model import FrozenDict, Request, fields
 from af_otel.model.fields import Shown
-from af_otel.processor import export_gaps
+from af_otel.model.gap_rules import sealed_messages
 from af_otel.receipts.memo import same_json
 from af_otel.semconv import Adapted, Limits, Recorded, placement, responses
 from af_otel.semconv.builders import Absent, content_value
@@ -175,7 +175,7 @@ def full(recorded: Recorded, limits: Limits | None) -> Read:
     request = parse_request(adapted.request, shaped=True)
     if request is None:
         return Read(adapted, None, None)
-    shown, sealed = fields.shown(request), export_gaps.sealed_messages(request.messages)
+    shown, sealed = fields.shown(request), sealed_messages(request.messages)
     scan = responses.scan(request.messages)
     seen = _remember(recorded.attributes, adapted, request, shown, sealed, scan)
     return Read(adapted, request, seen, 0, shown, sealed, scan)
@@ -229,7 +229,7 @@ def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read |
     whole = replace(adapted, request={**adapted.request, "messages": request.messages})
     new = fields.shown(tail)
     shown = fields.Shown(seen.shown.kinds | new.kinds, seen.shown.fields | new.fields)
-    sealed = seen.sealed or export_gaps.sealed_messages(tail.messages)
+    sealed = seen.sealed or sealed_messages(tail.messages)
     scan = responses.scan(added, seen.scan)
     after = _seen(
         adapted.convention, text, request, shown, sealed, scan, first, running, seen.length
