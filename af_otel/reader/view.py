@@ -25,7 +25,7 @@ from af_otel.reader.arguments import spans_only
 from af_otel.reader.blobs import BlobDamage
 from af_otel.reader.closes import RunEnd, close_records, run_end
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, KeyedFold, apply_verb, freeze
-from af_otel.reader.folded import FoldKey, SameCall, fold_key, split_folded
+from af_otel.reader.merged import FoldKey, SameCall, fold_key, split_folded
 from af_otel.reader.gaps import Gap, gap, order_gaps
 from af_otel.reader.gc_pause import collector_paused
 from af_otel.reader.held import HeldCall, held_calls, response_id
