@@ -41,14 +41,16 @@ __all__ = [
     "EpochRecord",
     "Run",
     "group_runs",
-    "is_llm_call",
+    "is_enriched_call",
     "normalize_value",
 ]
 
 
-def is_llm_call(span: SpanRecord) -> bool:
-    """A span af_otel enriched: it carries a run, an epoch, a receipt attribute or a commit. A
-    run's close record (`af_otel.reader.closes`) is not a call."""
+def is_enriched_call(span: SpanRecord) -> bool:
+    """A call span af_otel enriched: it carries a run, an epoch, a receipt attribute or a commit.
+    A run's close record (`af_otel.reader.closes`) is not a call. (Whether a span records an LLM
+    call by its instrumentation's convention is `af_otel.semconv.is_llm_call`, the writer's
+    question; the reader reads only what af_otel wrote.)"""
     attrs = span.attributes
     if span.name == names.RUN_CLOSE and names.EPOCH not in attrs:
         return False
@@ -325,7 +327,7 @@ def group_runs(
     by_run: dict[str, list[SpanRecord]] = {}
     loose: list[SpanRecord] = []
     for span in spans:
-        if not is_llm_call(span):
+        if not is_enriched_call(span):
             continue
         ident = (span.trace_id, span.span_id)
         if ident in seen and seen[ident] == span:

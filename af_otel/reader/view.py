@@ -25,10 +25,10 @@ from af_otel.reader.arguments import spans_only
 from af_otel.reader.blobs import BlobDamage
 from af_otel.reader.closes import RunEnd, close_records, run_end
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, KeyedFold, apply_verb, freeze
-from af_otel.reader.merged import FoldKey, SameCall, fold_key, split_folded
 from af_otel.reader.gaps import Gap, gap, order_gaps
 from af_otel.reader.gc_pause import collector_paused
 from af_otel.reader.held import HeldCall, held_calls, response_id
+from af_otel.reader.merged import MergeKey, SameCall, merge_key, split_merged
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.runs import EpochRecord, Run, group_runs
 from af_otel.reader.turns import model_turns, unrecorded_call_gaps
@@ -125,7 +125,7 @@ class ServedView:
     # unless several writers served the run and ``parent`` was found from content.
     basis: int = 0
     # Other spans that record this same model call (a framework's span around the SDK's, a
-    # provider SDK's own span), folded into this epoch by the writer (``af.epoch.same_as``).
+    # provider SDK's own span), merged into this epoch by the writer (``af.epoch.same_as``).
     same_call: tuple[SameCall, ...] = ()
     # The earlier calls whose requests and answers the server held for this one, oldest first,
     # as far as this run's record links them (`HeldCall`); empty unless it continues held state.
@@ -213,7 +213,7 @@ def served_views(
 
 
 def _built_views(spans: Iterable[SpanRecord], store: Store) -> tuple[ServedView, ...]:
-    calls, folded = split_folded(spans)
+    calls, merged = split_merged(spans)
     runs, loose = group_runs(calls, store)
     closes = close_records(calls)
     ends: dict[str, RunEnd] = {}
@@ -233,7 +233,7 @@ def _built_views(spans: Iterable[SpanRecord], store: Store) -> tuple[ServedView,
     shared: dict[int, ServedView] = {}
     lanes: list[ServedView] = []
     for index, run in enumerate(runs):
-        lanes.extend(_run_views(run, shared, folded, ends[run.run_id]))
+        lanes.extend(_run_views(run, shared, merged, ends[run.run_id]))
         if index + 1 == len(runs) or runs[index + 1].run_id != run.run_id:
             lanes = _unrecorded_calls(lanes)
             out.extend(sorted(lanes, key=lambda view: view.epoch) if len(lanes) > 1 else lanes)
@@ -393,7 +393,7 @@ def _log_gaps(
 def _run_views(
     run: Run,
     shared: dict[int, ServedView] | None = None,
-    folded: Mapping[FoldKey, tuple[SameCall, ...]] | None = None,
+    merged: Mapping[MergeKey, tuple[SameCall, ...]] | None = None,
     end: RunEnd | None = None,
 ) -> list[ServedView]:
     context = RunContext(run.run_id, _base_messages(run), shared)
@@ -441,7 +441,7 @@ def _run_views(
             unrecorded=unrecorded,
             **_span_facts(span),
             basis=record.basis,
-            same_call=_same_call(folded, span),
+            same_call=_same_call(merged, span),
             held=holding[0],
             damaged=record.damage,
             run_end=end,
@@ -471,13 +471,13 @@ def _unrecorded_calls(views: list[ServedView]) -> list[ServedView]:
 
 
 def _same_call(
-    folded: Mapping[FoldKey, tuple[SameCall, ...]] | None, span: SpanRecord
+    merged: Mapping[MergeKey, tuple[SameCall, ...]] | None, span: SpanRecord
 ) -> tuple[SameCall, ...]:
-    """The spans folded into this one's epoch as its writer numbered it (its lane's epoch)."""
-    if not folded:
+    """The spans merged into this one's epoch as its writer numbered it (its lane's epoch)."""
+    if not merged:
         return ()
-    key = fold_key(span.attributes, span.attributes.get(names.EPOCH))
-    return folded.get(key, ()) if key is not None else ()
+    key = merge_key(span.attributes, span.attributes.get(names.EPOCH))
+    return merged.get(key, ()) if key is not None else ()
 
 
 def _loose_view(span: SpanRecord) -> ServedView:
