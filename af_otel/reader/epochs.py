@@ -38,8 +38,10 @@ __all__ = [
     "EMPTY_STATE",
     "int_of",
     "load_base",
+    "minted_from_wire",
     "normalize_value",
     "read_epoch",
+    "span_cut",
 ]
 
 # What a run without a base starts from: the writer diffs its first call against exactly this.
@@ -120,22 +122,48 @@ def _at_limit(value: str) -> bool:
     )
 
 
-def _span_cut(span: SpanRecord) -> list[str]:
+# The schemes whose digest binds ``af.receipt.source``: only there is "minted from the wire" a
+# claim the receipt itself holds the span to.
+_BINDS_SOURCE: Final = frozenset({names.SCHEME_2, names.SCHEME_2_HMAC})
+
+
+def minted_from_wire(attributes: Mapping[str, AttrValue]) -> bool:
+    """A span whose receipt was minted from the request body its client sent (``af.receipt.source
+    = wire``, under an af-2 scheme, whose digest binds the source): its receipt and commits were
+    not read off the instrumentation's attributes (docs/reader.md, span limits on a call minted
+    from the wire)."""
+    return (
+        attributes.get(names.RECEIPT_STATE) == names.STATE_MINTED
+        and attributes.get(names.RECEIPT_SOURCE) == names.SOURCE_WIRE
+        and attributes.get(names.RECEIPT_SCHEME) in _BINDS_SOURCE
+    )
+
+
+def span_cut(span: SpanRecord) -> list[str]:
+    """What the span limits or a backend cut of the record this call is rebuilt and checked from:
+    dropped attributes or events, attributes dropped inside events, and string values that stop
+    at a backend limit. On a call minted from the wire (`minted_from_wire`) that record is
+    af_otel's own (its ``af.*`` attributes and ``af.commit`` events, and the store), so the
+    instrumentation's attributes dropped or cut do not count; dropped events still do (af_otel's
+    commit events may be among them where it writes on the live span)."""
+    own = minted_from_wire(span.attributes)
     cut: list[str] = []
-    if span.dropped_attributes_count:
+    if span.dropped_attributes_count and not own:
         cut.append(f"{span.dropped_attributes_count} attribute(s) dropped")
     if span.dropped_events_count:
         cut.append(f"{span.dropped_events_count} event(s) dropped")
-    dropped_in_events = sum(e.dropped_attributes_count for e in span.events)
+    events = [e for e in span.events if not own or e.name == names.COMMIT_EVENT]
+    dropped_in_events = sum(e.dropped_attributes_count for e in events)
     if dropped_in_events:
         cut.append(f"{dropped_in_events} event attribute(s) dropped")
-    for event, attrs in [(None, span.attributes)] + [(e, e.attributes) for e in span.events]:
+    for event, attrs in [(None, span.attributes)] + [(e, e.attributes) for e in events]:
         for key, value in attrs.items():
             # UTF-8 holds 1 to 4 bytes a character: most strings are ruled out by length alone.
             if (
                 isinstance(value, str)
                 and 4 * len(value) >= _LOW
                 and len(value) <= _HIGH
+                and (event is not None or not own or key.startswith("af."))
                 and _at_limit(value)
             ):
                 owner = f"event {event.name} " if event is not None else ""
@@ -295,7 +323,7 @@ def read_epoch(span: SpanRecord, store: Store | None, cache: Blobs) -> EpochReco
         span,
         tuple(commits),
         tuple(problems),
-        tuple(_span_cut(span)),
+        tuple(span_cut(span)),
         basis=parent,
         lane=lane if isinstance(lane, str) else "",
         own_damage=tuple(damaged),

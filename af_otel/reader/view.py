@@ -24,6 +24,7 @@ from af_otel.model.request import REQUEST_KEYS, normalize_params
 from af_otel.reader.arguments import spans_only
 from af_otel.reader.blobs import BlobDamage
 from af_otel.reader.closes import RunEnd, close_records, run_end
+from af_otel.reader.epochs import minted_from_wire
 from af_otel.reader.fold import ABSENT, UNKNOWN, ChainedTuple, KeyedFold, apply_verb, freeze
 from af_otel.reader.gaps import Gap, gap, order_gaps
 from af_otel.reader.gc_pause import collector_paused
@@ -485,10 +486,9 @@ def _loose_view(span: SpanRecord) -> ServedView:
     receipt = Receipt.from_attributes(span.attributes)
     values = dict.fromkeys(REQUEST_KEYS, UNKNOWN)
     found = [gap(names.GAP_NO_RUN_LOG, "the span names no run or no epoch")]
-    cut = []
-    if span.dropped_attributes_count or span.dropped_events_count:
-        cut.append("the span reports dropped attributes or events")
-        found.append(gap(names.GAP_SPAN_LIMITS, cut[0]))
+    dropped_attributes = span.dropped_attributes_count and not minted_from_wire(span.attributes)
+    if dropped_attributes or span.dropped_events_count:
+        found.append(gap(names.GAP_SPAN_LIMITS, "the span reports dropped attributes or events"))
     unrecorded = unrecorded_of(span)
     found += common_gaps(span, receipt, values, None, None, False, unrecorded)
     run_id = span.attributes.get(names.RUN_ID)

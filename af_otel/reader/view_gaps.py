@@ -13,6 +13,7 @@ from af_otel.model import FrozenDict
 from af_otel.model.fields import order_fields
 from af_otel.model.gap_rules import request_gaps
 from af_otel.model.request import REQUEST_KEYS
+from af_otel.reader.epochs import minted_from_wire
 from af_otel.reader.fold import UNKNOWN
 from af_otel.reader.gaps import CAUSE_NOT_COMMITTED, CAUSE_SHAPE_REJECTED, Gap, gap
 from af_otel.reader.held import HeldCall, held_detail
@@ -117,6 +118,12 @@ def common_gaps(
             unrecorded=unrecorded,
         )
     )
-    for kind in sorted(recorded & _TAKEN_FROM_WRITER):
+    taken = recorded & _TAKEN_FROM_WRITER
+    if minted_from_wire(span.attributes):
+        # The writer's span-limits on such a call says what the span's dropped counts say (the
+        # instrumentation's attributes were cut), which is no cut of this call's evidence; the
+        # reader weighs those counts itself (`span_cut`).
+        taken -= {names.GAP_SPAN_LIMITS}
+    for kind in sorted(taken):
         found.append(gap(kind, "recorded by the writer"))
     return found
