@@ -111,7 +111,7 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "view.name": "the span's name, for finding the call; not part of the request.",
         "view.recorded_by": "the instrumentation scope that wrote the span; it says who recorded "
         "the call, not what was sent.",
-        "view.same_call": "other spans that record this same model call, folded into it by the "
+        "view.same_call": "other spans that record this same model call, merged into it by the "
         "writer (af.epoch.same_as); they say who else recorded the call, not what was sent.",
         "view.record_differs": "the fields on which the instrumentation's own record says "
         "otherwise than the body the client sent (af.record.differs); the request shown is the "
