@@ -9,13 +9,15 @@ function responses, as the API sends it). Parts: ``text`` as ``text`` (``thought
 sent), ``functionResponse`` as ``tool_call_response`` keeping the function ``name`` (the API pairs a
 response with its call by name), ``inlineData`` as ``blob`` and ``fileData`` as ``uri``; a
 ``thoughtSignature`` stays on its part as ``signature``, and any other part or part key is kept as
-sent. Function declarations are tools (``parameters`` or ``parametersJsonSchema`` as sent); a tool
+sent. Function declarations are tools (``parameters`` or ``parametersJsonSchema`` as their
+``parameters``); a tool
 of another kind (``googleSearch``, ``codeExecution``, ...) is a tool of that type. Settings:
 ``toolConfig.functionCallingConfig`` is the ``tool_choice``; ``generationConfig``'s sampling dials
 take their normalized names, ``responseMimeType`` with ``responseSchema`` or
 ``responseJsonSchema`` is the response format and ``thinkingConfig`` the thinking, as sent; any
 other generation setting, ``safetySettings`` and ``toolConfig.retrievalConfig`` are named unread.
-``cachedContent`` is content the server holds (the call's held history).
+``cachedContent`` is content the server holds (the call's held history). Keys are read in either
+proto JSON spelling (``system_instruction`` as ``systemInstruction``), as the API reads them.
 """
 
 from __future__ import annotations
@@ -65,6 +67,33 @@ def model_of(path: bytes) -> tuple[str, str] | None:
     return None
 
 
+def camel(raw: Any) -> Any:
+    """An object's keys in the API's JSON spelling: the API reads proto field names in either
+    spelling (``system_instruction`` or ``systemInstruction``), and google-genai sends some of each
+    (``parameters_json_schema`` in a function declaration)."""
+    if not isinstance(raw, Mapping):
+        return raw
+    return {_camel_key(k): v for k, v in raw.items()}
+
+
+def _camel_key(key: str) -> str:
+    if "_" not in key:
+        return key
+    head, *rest = key.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def _declaration(raw: Any) -> dict[str, Any]:
+    """A function declaration as a function tool: its JSON-schema parameters
+    (``parametersJsonSchema``) are its ``parameters`` as much as an OpenAPI-subset ``parameters``
+    (the API takes one or the other; the schema's own spelling shows which)."""
+    declaration = camel(raw)
+    schema = declaration.pop("parametersJsonSchema", None)
+    if schema is not None and declaration.get("parameters") is None:
+        declaration["parameters"] = schema
+    return {"type": "function", **declaration}
+
+
 def _modality(mime: Any) -> str:
     return str(mime).split("/", 1)[0] if isinstance(mime, str) and mime else ""
 
@@ -72,6 +101,7 @@ def _modality(mime: Any) -> str:
 def _part(raw: Any) -> Any:
     if not isinstance(raw, Mapping):
         return raw
+    raw = camel(raw)
     signature = raw.get("thoughtSignature")
     part = _content_part(raw)
     if signature is not None:
@@ -94,12 +124,12 @@ def _content_part(raw: Mapping[str, Any]) -> dict[str, Any]:
         part = {"type": "tool_call_response", "id": answer.get("id"), "name": answer.get("name")}
         part["response"] = answer.get("response")
         return {**part, **_beyond(answer, {"id", "name", "response"}), **extra}
-    if isinstance(blob := raw.get("inlineData"), Mapping):
+    if isinstance(blob := camel(raw.get("inlineData")), Mapping):
         extra = {k: v for k, v in rest.items() if k != "inlineData"}
         mime = blob.get("mimeType")
         part = {"type": "blob", "mime_type": mime, "modality": _modality(mime)}
         return {**part, "content": blob.get("data"), **_beyond(blob, {"mimeType", "data"}), **extra}
-    if isinstance(file := raw.get("fileData"), Mapping):
+    if isinstance(file := camel(raw.get("fileData")), Mapping):
         extra = {k: v for k, v in rest.items() if k != "fileData"}
         mime = file.get("mimeType")
         part = {"type": "uri", "mime_type": mime, "modality": _modality(mime)}
@@ -131,9 +161,9 @@ def _message(raw: Mapping[str, Any]) -> dict[str, Any]:
 def _tools(raw: Any) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
     for entry in raw or ():
-        for kind, value in entry.items():
+        for kind, value in camel(entry).items():
             if kind == "functionDeclarations":
-                tools += [{"type": "function", **d} for d in value or ()]
+                tools += [_declaration(d) for d in value or ()]
             else:  # googleSearch, codeExecution, retrieval, urlContext, ...: a tool of its own kind
                 inner = value if isinstance(value, Mapping) else {"value": value}
                 tools.append({"type": kind, "name": kind, **inner})
@@ -142,7 +172,7 @@ def _tools(raw: Any) -> list[dict[str, Any]]:
 
 def _settings(body: Mapping[str, Any], loose: list[str]) -> dict[str, Any]:
     params: dict[str, Any] = {}
-    config = body.get("generationConfig")
+    config = camel(body.get("generationConfig"))
     if isinstance(config, Mapping):
         params = {PARAMS[k]: v for k, v in config.items() if k in PARAMS and v is not None}
         response_format = {k: config[k] for k in FORMAT_KEYS if config.get(k) is not None}
@@ -153,7 +183,7 @@ def _settings(body: Mapping[str, Any], loose: list[str]) -> dict[str, Any]:
             for k, v in config.items()
             if v is not None and k not in PARAMS and k not in FORMAT_KEYS
         ]
-    tool_config = body.get("toolConfig")
+    tool_config = camel(body.get("toolConfig"))
     if isinstance(tool_config, Mapping):
         choice = tool_config.get("functionCallingConfig")
         if choice is not None:
@@ -172,11 +202,12 @@ def read_path(body: Mapping[str, Any], path: bytes) -> WireRead | None:
     if found is None:
         return None
     model, provider = found
+    body = camel(body)
     loose: list[str] = []
     params = _settings(body, loose)
     system = body.get("systemInstruction")
     if isinstance(system, Mapping):
-        system = [_part(p) for p in system.get("parts") or ()]
+        system = [_part(p) for p in camel(system).get("parts") or ()]
     elif isinstance(system, str):
         system = [{"type": "text", "content": system}]
     request = {
