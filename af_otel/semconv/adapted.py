@@ -18,8 +18,6 @@ Convention = Literal[
     "openllmetry-legacy",
     "openinference",
     "google-genai",
-    "google-adk",
-    "botocore-bedrock",
 ]
 
 # Notes name what a span shows about the request beyond the request itself; the field ledger

@@ -7,7 +7,8 @@ one): ``{name}_{index}``, the part's index in its turn, or the index alone. And 
 function response without the function's name. So an id of that shape is not the request's and is
 left out of the request, and the field ledger names ``tool_call.id`` and ``tool_result.name`` as
 unrecorded wherever such parts are on record (`af_otel.semconv.ledger`, ``lacks``). Its spans name
-the provider ``gemini`` or ``vertex_ai``.
+the provider ``gemini`` or ``vertex_ai``. Google ADK's own ``generate_content`` span (with
+``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``) is of the same shape and read alike.
 """
 
 from __future__ import annotations
@@ -21,16 +22,18 @@ from af_otel.semconv.coerce import text
 
 PROVIDERS: Final = frozenset({"gemini", "vertex_ai", "gcp.gemini", "gcp.vertex_ai", "gcp.gen_ai"})
 _PAIRED: Final = frozenset({"tool_call", "tool_call_response"})
-# ADK's own spans carry these: adk.py claims them first.
-ADK_KEYS: Final = ("gcp.vertex.agent.llm_request", "gcp.vertex.agent.invocation_id")
+# ADK's legacy ``call_llm`` span: the whole request as ADK's JSON, not the GenAI keys.
+ADK_REQUEST: Final = "gcp.vertex.agent.llm_request"
 
 
 def claims(attributes: Mapping[str, object], span_name: str) -> bool:
-    """A generate-content span naming a Google provider, not ADK's own."""
+    """A generate-content span naming a Google provider: the instrumentation's, or Google ADK's
+    own (scope ``gcp.vertex.agent``, which writes the same keys and invents ids the same way)."""
+    provider = text(attributes.get("gen_ai.provider.name") or attributes.get("gen_ai.system"))
     return (
         text(attributes.get(genai.OPERATION)) == "generate_content"
-        and text(attributes.get("gen_ai.provider.name")) in PROVIDERS
-        and not any(key in attributes for key in ADK_KEYS)
+        and provider in PROVIDERS
+        and ADK_REQUEST not in attributes
     )
 
 

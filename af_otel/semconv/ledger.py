@@ -138,6 +138,16 @@ STACKS: Final = (
         lacks=((TOOL_CALL_ID, "tool_call"), (TOOL_RESULT_NAME, "tool_call_response")),
     ),
     Entry(
+        "google-adk",
+        ("gcp.vertex.agent",),
+        ("google-genai",),
+        # Its generate_content span (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental):
+        # the GenAI content keys, the ids google-genai's instrumentation would invent, no dials.
+        frozenset({fields.MODEL, fields.TOOLS}),
+        "2.13.0",
+        lacks=((TOOL_CALL_ID, "tool_call"), (TOOL_RESULT_NAME, "tool_call_response")),
+    ),
+    Entry(
         "genai-bedrock",
         ("opentelemetry.instrumentation.genai.bedrock",),
         ("genai",),
@@ -148,7 +158,7 @@ STACKS: Final = (
     Entry(
         "botocore-bedrock",
         ("opentelemetry.instrumentation.botocore",),
-        ("botocore-bedrock",),
+        ("genai",),
         frozenset({fields.MODEL, "temperature", "max_tokens", "top_p", "stop_sequences"}),
         "0.66b2",
     ),

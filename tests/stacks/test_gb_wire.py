@@ -3,6 +3,7 @@ body read into the request it is, every key the reader cannot place named, nothi
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -11,8 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from af_otel import wire
+from af_otel import semconv, wire
 from af_otel.model import Request
+from af_otel.semconv import ledger
 from af_otel.wire import botocore_tap, endpoints
 from af_otel.wire.hosts import provider_host
 
@@ -341,3 +343,49 @@ def test_the_botocore_handler_keeps_a_bedrock_call_and_nothing_else() -> None:
 @given(st.one_of(st.none(), st.integers(), st.text(), st.builds(SimpleNamespace)))
 def test_the_botocore_handler_never_raises(request: Any) -> None:
     assert _kept(request) == []
+
+
+# -- the google-genai convention -------------------------------------------------------------------
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "google_genai_span.json"
+
+
+def _span() -> dict[str, Any]:
+    loaded: dict[str, Any] = orjson.loads(FIXTURE.read_bytes())
+    return loaded
+
+
+def test_google_genai_ids_it_invented_are_left_out_and_named() -> None:
+    """A real span of the instrumentation: its invented ids (``get_weather_0``) are not the
+    request's, so they are left out, and the ledger names the ids and the names it lacks."""
+    span = _span()
+    adapted = semconv.adapt(span["attributes"], span["name"])
+    assert adapted.convention == "google-genai"
+    assert adapted.request is not None
+    request = Request.from_dict(adapted.request)
+    paired = [
+        p
+        for m in request.messages
+        for p in m["parts"]
+        if p["type"] in ("tool_call", "tool_call_response")
+    ]
+    assert paired
+    assert all("id" not in p for p in paired)
+    missing = ledger.unrecorded(request, span["scope"], adapted.convention, adapted.notes)
+    assert {"tool_call.id", "tool_result.name"} <= set(missing)
+    assert "temperature" not in missing  # it records the dials
+
+
+def test_an_id_the_request_set_is_kept() -> None:
+    """An id of another shape is the caller's own (the API echoes it back): it stays."""
+    span = _span()
+    messages = orjson.loads(span["attributes"]["gen_ai.input.messages"])
+    for message in messages:
+        for part in message["parts"]:
+            if part["type"] in ("tool_call", "tool_call_response"):
+                part["id"] = "call-from-caller"
+    attributes = {**span["attributes"], "gen_ai.input.messages": orjson.dumps(messages).decode()}
+    adapted = semconv.adapt(attributes, span["name"])
+    assert adapted.request is not None
+    ids = {p.get("id") for m in adapted.request["messages"] for p in m["parts"]}
+    assert "call-from-caller" in ids
