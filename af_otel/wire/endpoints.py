@@ -48,16 +48,21 @@ _ENDINGS: Final = (
     (b"/invoke-with-response-stream", BEDROCK_INVOKE_STREAM),
     (b"/invoke", BEDROCK_INVOKE),
 )
-_LAST: Final = frozenset(ending[-1:] for ending, _ in _ENDINGS)
+# The endings by their last byte: a path is compared only with the endings that end as it does.
+_BY_LAST: Final = {
+    last: tuple(pair for pair in _ENDINGS if pair[0][-1:] == last)
+    for last in {ending[-1:] for ending, _ in _ENDINGS}
+}
 
 
 def endpoint_of(raw_path: bytes) -> str | None:
     """The LLM endpoint a request path (with its query, as ``URL.raw_path`` gives it) names."""
     query = raw_path.find(b"?")
     path = raw_path if query < 0 else raw_path[:query]
-    if path[-1:] not in _LAST:  # one byte decides for almost every other path
+    candidates = _BY_LAST.get(path[-1:])
+    if candidates is None:  # one byte decides for almost every other path
         return None
-    for ending, endpoint in _ENDINGS:
+    for ending, endpoint in candidates:
         if path.endswith(ending):
             if endpoint in _BEDROCK and b"/model/" not in path:
                 return None

@@ -1,5 +1,5 @@
-"""A two-tool agent on the real boto3 Bedrock Runtime client (8 ``converse`` calls: four
-questions, each a tool use and its answer; plus 2 ``invoke_model`` calls with an Anthropic
+"""A two-tool agent on the real boto3 Bedrock Runtime client (8 Converse calls, two of them
+``converse_stream``: four questions, each a tool use and its answer; plus 2 ``invoke_model`` calls with an Anthropic
 Messages body), under one real instrumentation (opentelemetry-instrumentation-botocore or
 opentelemetry-instrumentation-genai-bedrock), with af_otel's processor: one scenario of the
 Bedrock stack test, run as a subprocess in its side venv.
@@ -73,6 +73,27 @@ def _settings(call: int) -> dict[str, Any]:
     return settings
 
 
+def _streamed(response: Any) -> dict[str, Any]:
+    """The assistant message a ConverseStream answer spells out in events."""
+    text: list[str] = []
+    use: dict[str, Any] | None = None
+    pieces: list[str] = []
+    for event in response["stream"]:
+        if "contentBlockStart" in event:
+            use = dict(event["contentBlockStart"]["start"]["toolUse"])
+        delta = event.get("contentBlockDelta", {}).get("delta", {})
+        if "text" in delta:
+            text.append(delta["text"])
+        if "toolUse" in delta:
+            pieces.append(delta["toolUse"]["input"])
+    if use is not None:
+        return {
+            "role": "assistant",
+            "content": [{"toolUse": {**use, "input": json.loads("".join(pieces))}}],
+        }
+    return {"role": "assistant", "content": [{"text": "".join(text)}]}
+
+
 def converse_agent(client: Any) -> int:
     messages: list[dict[str, Any]] = []
     calls = 0
@@ -81,10 +102,18 @@ def converse_agent(client: Any) -> int:
         messages.append({"role": "user", "content": [{"text": question}]})
         while True:
             calls += 1
-            response = client.converse(
-                modelId=MODEL, messages=messages, system=system, **_settings(calls)
-            )
-            message = response["output"]["message"]
+            settings = _settings(calls)
+            if calls in (2, 5):  # streamed
+                message = _streamed(
+                    client.converse_stream(
+                        modelId=MODEL, messages=messages, system=system, **settings
+                    )
+                )
+            else:
+                response = client.converse(
+                    modelId=MODEL, messages=messages, system=system, **settings
+                )
+                message = response["output"]["message"]
             messages.append(message)
             uses = [b["toolUse"] for b in message["content"] if "toolUse" in b]
             if not uses:

@@ -1,5 +1,6 @@
-"""Just enough of Bedrock Runtime's ``Converse`` and ``InvokeModel`` (an Anthropic Messages body)
-for a two-tool agent, as botocore reaches it at a local endpoint: a user turn with tools gets a
+"""Just enough of Bedrock Runtime's ``Converse``, ``ConverseStream`` and ``InvokeModel`` (an
+Anthropic Messages body)
+for a two-tool agent, as botocore reaches it: a user turn with tools gets a
 ``toolUse`` (``get_time`` when the question asks the time, else ``get_weather``, or the tool
 ``toolChoice`` names), anything else a text answer. Answers are a function of the request."""
 
@@ -7,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
+import zlib
 from typing import Any
 
 from tests.stacks.gb_server import LoggingServer
@@ -73,8 +76,50 @@ def invoke(body: dict[str, Any], seq: int) -> dict[str, Any]:
     }
 
 
+def _frame(event: str, payload: dict[str, Any]) -> bytes:
+    """One message of AWS's event-stream encoding (length-prefixed headers and payload, each part
+    guarded by a CRC32), as ConverseStream answers."""
+    headers = b""
+    for name, value in (
+        (":event-type", event),
+        (":content-type", "application/json"),
+        (":message-type", "event"),
+    ):
+        headers += bytes([len(name)]) + name.encode() + b"\x07"
+        headers += struct.pack(">H", len(value)) + value.encode()
+    data = json.dumps(payload).encode()
+    total = 12 + len(headers) + len(data) + 4
+    prelude = struct.pack(">II", total, len(headers))
+    head = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + data
+    return head + struct.pack(">I", zlib.crc32(head))
+
+
+def converse_stream(body: dict[str, Any], seq: int) -> bytes:
+    """The Converse answer as ConverseStream events: a tool use's input in two pieces, a text in
+    two deltas."""
+    whole = converse(body, seq)
+    block = whole["output"]["message"]["content"][0]
+    frames = [_frame("messageStart", {"role": "assistant"})]
+    if "toolUse" in block:
+        use = block["toolUse"]
+        start = {"toolUse": {"toolUseId": use["toolUseId"], "name": use["name"]}}
+        frames.append(_frame("contentBlockStart", {"contentBlockIndex": 0, "start": start}))
+        text = json.dumps(use["input"])
+        pieces = [{"toolUse": {"input": part}} for part in (text[:5], text[5:])]
+    else:
+        text = block["text"]
+        pieces = [{"text": part} for part in (text[:5], text[5:])]
+    frames += [_frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": d}) for d in pieces]
+    frames.append(_frame("contentBlockStop", {"contentBlockIndex": 0}))
+    frames.append(_frame("messageStop", {"stopReason": whole["stopReason"]}))
+    frames.append(_frame("metadata", {"usage": whole["usage"], "metrics": whole["metrics"]}))
+    return b"".join(frames)
+
+
 def answer(path: str, body: dict[str, Any], seq: int) -> tuple[str, bytes] | None:
     route = path.split("?", 1)[0]
+    if route.endswith("/converse-stream"):
+        return "application/vnd.amazon.eventstream", converse_stream(body, seq)
     if route.endswith("/converse"):
         return "application/json", json.dumps(converse(body, seq)).encode()
     if route.endswith("/invoke"):
