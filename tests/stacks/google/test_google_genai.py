@@ -31,6 +31,9 @@ GENAI_3 = _stack("google-genai-3", gb_envs.GOOGLE_GENAI_3)
 GENAI_3_FORCED = _stack(
     "google-genai-3-skip-dep-check", gb_envs.GOOGLE_GENAI_3, skip_dep_check=True
 )
+GENAI_3_FORCED_NO_WIRE = _stack(
+    "google-genai-3-skip-dep-check-no-wire", gb_envs.GOOGLE_GENAI_3, wire=False, skip_dep_check=True
+)
 
 _OUTCOMES: dict[str, Outcome] = {}
 
@@ -62,12 +65,13 @@ def test_every_call_is_verified_from_the_wire(
 
 
 @pytest.mark.instrumentation
+@pytest.mark.parametrize("stack", [GENAI_2_NO_WIRE, GENAI_3_FORCED_NO_WIRE], ids=lambda s: s.name)
 def test_without_the_tap_no_call_claims_more_than_its_record(
-    tmp_path_factory: pytest.TempPathFactory,
+    stack: Stack, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """With the tap off the instrumentation's record stands: one epoch per call, none verified
     while its view differs from the body, and every difference named by a gap on its epoch."""
-    outcome = _outcome(GENAI_2_NO_WIRE, tmp_path_factory)
+    outcome = _outcome(stack, tmp_path_factory)
     account = outcome.describe()
     assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
     assert {e.source for e in outcome.epochs} == {names.SOURCE_INSTRUMENTATION}, account
