@@ -6,18 +6,24 @@ af_otel's processor, against a loopback Bedrock Runtime that logs every body. Th
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from af_otel import names
 from af_otel.reader.verify import VerdictStatus
+from tests.sidevenv import ensure
 from tests.stacks import gb_envs
 from tests.stacks.bedrock import server
 from tests.stacks.gb_check import GENAI_CONTENT, WIRE_OFF, Outcome, Stack, run_stack
 from tests.stacks.gb_convert import from_bedrock
 
 AGENT = Path(__file__).resolve().parent / "agent.py"
+PROBE = Path(__file__).resolve().parent / "tap_probe.py"
+ROOT = Path(__file__).resolve().parents[3]
 CALLS = 10
 
 
@@ -79,3 +85,27 @@ def test_without_the_tap_no_call_claims_more_than_its_record(
     if stack is BOTOCORE_NO_WIRE:  # content in log events only: every receipt absent, named
         for epoch in outcome.epochs:
             assert names.GAP_NO_RECEIPT in {k for k, _ in epoch.gaps}, account
+
+
+def test_the_botocore_tap_patches_botocore_when_the_application_imports_it() -> None:
+    """Installed before botocore is imported, the tap does not import it (that would cost every
+    process that has it); it patches it on the application's import, keeps the one Converse body
+    under the current span, and keeps nothing once uninstalled."""
+    with server.server() as loopback:
+        done = subprocess.run(
+            [str(ensure(gb_envs.BEDROCK)), str(PROBE), str(loopback.port)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            check=False,
+        )
+        logged = [r.body for r in loopback.requests]
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(done.stdout)
+    assert found["imported_by_install"] is False
+    assert found["kept"] == [
+        ["bedrock.converse", "127.0.0.1", logged[0], "/model/m.x-v1%3A0/converse"]
+    ]
+    assert found["after_uninstall"] == 0
+    assert len(logged) == 2
