@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from af_otel import names
-from af_otel.semconv import genai, openinference, openllmetry
+from af_otel.semconv import genai, google_genai, openinference, openllmetry
 from af_otel.semconv.adapted import (
     NOTE_ADAPTER_ERROR,
     NOTE_MODEL_FROM_RESPONSE,
@@ -65,6 +65,7 @@ _READERS: Final = (
         openllmetry.adapt_legacy,
     ),
     _Reader("openllmetry", openllmetry.claims, openllmetry.adapt),
+    _Reader("google-genai", google_genai.claims, google_genai.adapt),
     _Reader("genai", lambda attrs, _: True, genai.adapt),
 )
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from af_otel.model import fields
-from af_otel.model.request import PARAM_KEYS, STEERING_KEYS, Request
+from af_otel.model.request import PARAM_KEYS, SAMPLING_KEYS, STEERING_KEYS, Request
 from af_otel.semconv.adapted import (
     CUT_COUNT,
     CUT_LENGTH,
@@ -28,6 +28,9 @@ from af_otel.semconv.adapted import (
 )
 
 _ALL: Final = frozenset(fields.FIELDS)
+# Fields beyond `fields.FIELDS` an entry may lack (`Entry.lacks`).
+TOOL_CALL_ID: Final = "tool_call.id"
+TOOL_RESULT_NAME: Final = "tool_result.name"
 # OpenAI's sampling dials: the settings it has, less those that steer tools and output.
 _OPENAI_DIALS: Final = (fields.PROVIDER_FIELDS["openai"] & frozenset(fields.DIALS)) - frozenset(
     STEERING_KEYS
@@ -46,6 +49,10 @@ class Entry:
     # Fields recorded only when the request left them out: (field, the adapter note that says the
     # request set it). Without the note the span shows the field absent; with it, unrecorded.
     marked: tuple[tuple[str, str], ...] = ()
+    # Fields beyond `fields.FIELDS` this instrumentation never records: (field, the part type
+    # that makes it matter). google-genai invents tool-call ids and drops a function response's
+    # name, so on a call with such parts those are unrecorded.
+    lacks: tuple[tuple[str, str], ...] = ()
 
     def recorded_by(self, notes: Iterable[str]) -> frozenset[str]:
         """The fields this entry records on a span whose adapter wrote ``notes``."""
@@ -117,13 +124,52 @@ LEDGER: Final = (
         "<=0.54",
     ),
 )
+# The dials util-genai's instrumentations of the Google and Bedrock clients record.
+_GOOGLE_DIALS: Final = frozenset(SAMPLING_KEYS)
+# The agent stacks' instrumentations (docs/instrumentations.md, "Agent stacks": a row each).
+STACKS: Final = (
+    Entry(
+        "google-genai",
+        ("opentelemetry.instrumentation.google_genai",),
+        ("google-genai",),
+        frozenset({fields.MODEL, fields.TOOLS, *_GOOGLE_DIALS}),
+        "1.3b0 on google-genai 2.34.0 (and 3.6.1 with skip_dep_check)",
+        marked=(("response_format", NOTE_OUTPUT_TYPE),),
+        lacks=((TOOL_CALL_ID, "tool_call"), (TOOL_RESULT_NAME, "tool_call_response")),
+    ),
+    Entry(
+        "google-adk",
+        ("gcp.vertex.agent",),
+        ("google-genai",),
+        # Its generate_content span (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental):
+        # the GenAI content keys, the ids google-genai's instrumentation would invent, no dials.
+        frozenset({fields.MODEL, fields.TOOLS}),
+        "2.13.0",
+        lacks=((TOOL_CALL_ID, "tool_call"), (TOOL_RESULT_NAME, "tool_call_response")),
+    ),
+    Entry(
+        "genai-bedrock",
+        ("opentelemetry.instrumentation.genai.bedrock",),
+        ("genai",),
+        frozenset({fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"})
+        | {"stop_sequences"},
+        "1.3b0",
+    ),
+    Entry(
+        "botocore-bedrock",
+        ("opentelemetry.instrumentation.botocore",),
+        ("genai",),
+        frozenset({fields.MODEL, "temperature", "max_tokens", "top_p", "stop_sequences"}),
+        "0.66b2",
+    ),
+)
 # af_otel's explicit API is handed the request itself: every field the caller passes is recorded.
 EXPLICIT_API: Final = Entry("af_otel.llm_call", ("af_otel",), ("genai",), _ALL)
 
 
 def entry_for(scope: str | None, convention: Convention) -> Entry | None:
     """The ledger entry of the instrumentation that wrote a span, or None when it is unknown."""
-    return next((e for e in (*LEDGER, EXPLICIT_API) if e.claims(scope, convention)), None)
+    return next((e for e in (*LEDGER, *STACKS, EXPLICIT_API) if e.claims(scope, convention)), None)
 
 
 def written(request: Request, seen: fields.Shown | None = None) -> frozenset[str]:
@@ -160,7 +206,9 @@ def unrecorded(
     recorded |= {fields.MODEL}
     if not _MODEL_NOT_RECORDED.isdisjoint(notes):
         recorded -= {fields.MODEL}
-    return fields.unrecorded(request, recorded, seen)
+    found = fields.unrecorded(request, recorded, seen)
+    lacking = tuple(field for field, kind in entry.lacks if kind in seen.kinds) if entry else ()
+    return (*found, *lacking)
 
 
 # -- span limits ----------------------------------------------------------------------------------
