@@ -25,7 +25,7 @@ from af_otel.errors import (
     UnknownFormatError,
 )
 from af_otel.model import Request
-from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.reader.policy import Policy, judge
 from af_otel.reader.sources import read_spans
 from af_otel.reader.verify import Verdict, VerdictStatus, verify

@@ -3,9 +3,9 @@
 A side venv lives in a cache folder outside the repository (``$AF_OTEL_TEST_CACHE``, else
 ``${XDG_CACHE_HOME:-~/.cache}/af-otel-tests``; ``make clean`` removes it), is built from the
 package registry on first use and reused while its pins are unchanged. tests/semconv/envs.py,
-tests/wire/envs.py, tests/agents/stack.py and tests/backends/phoenix.py name the venvs and their
-pins. A build holds a file lock, so two pytest runs or two xdist workers never build one venv
-together: the second waits and then finds it built.
+tests/wire/envs.py, tests/agents/stack.py, tests/backends/phoenix.py and tests/stacks/gb_envs.py
+name the venvs and their pins. A build holds a file lock, so two pytest runs or two xdist workers
+never build one venv together: the second waits and then finds it built.
 
     python -m tests.sidevenv     # the line `make test` prints when some side venv is not built yet
 """
@@ -39,6 +39,7 @@ DEFINED_IN: Final = (
     "tests.wire.envs",
     "tests.agents.stack",
     "tests.backends.phoenix",
+    "tests.stacks.gb_envs",
 )
 COLD_RUN: Final = (
     "a cold run (every side venv built, pip's cache empty) took 15 min on this 2-core machine"

@@ -46,8 +46,8 @@ DEFAULT_TABLE: Final = "otel_traces"
 BLOCK_ROWS: Final = 2048
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-# The spans the reader counts as LLM calls (`af_otel.reader.runs.is_llm_call`, plus the spans
-# folded into a call, which carry the run): the first three test keys the exporter's bloom index
+# The spans the reader counts as LLM calls (`af_otel.reader.runs.is_enriched_call`, plus the spans
+# merged into a call, which carry the run): the first three test keys the exporter's bloom index
 # on `mapKeys(SpanAttributes)` covers; the last two keep a span whose state a backend dropped.
 LLM_SPANS: Final = (
     f"(mapContains(SpanAttributes, '{names.RECEIPT_STATE}')"

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.cli.pipeline import json_lines_provider
-from af_otel.cli.read import demo_readback
+from af_otel.cli.readback import demo_readback
 from af_otel.model.fields import order_fields
 from af_otel.processor import completion_hook, run
 from af_otel.reader.sources.decoders import attributes

@@ -52,6 +52,32 @@ PROVIDER_FIELDS: Final[Mapping[str, frozenset[str]]] = {
             "stop_sequences",
         }
     ),
+    # Gemini's generateContent (Gemini API and Vertex AI): no parallel switch, no reasoning
+    # effort (its thinking settings are `thinking`), no tool-result error flag, no message names.
+    "gcp.gemini": frozenset(
+        {TOOLS, SIGNATURE, *SAMPLING_KEYS, *STEERING_KEYS}
+        - {"parallel_tool_calls", "reasoning_effort"}
+    ),
+    "gcp.vertex_ai": frozenset(
+        {TOOLS, SIGNATURE, *SAMPLING_KEYS, *STEERING_KEYS}
+        - {"parallel_tool_calls", "reasoning_effort"}
+    ),
+    # Bedrock's Converse: inferenceConfig's dials, top_k and thinking through
+    # additionalModelRequestFields, toolChoice, tool results with a status.
+    "aws.bedrock": frozenset(
+        {
+            TOOLS,
+            TOOL_ERROR,
+            SIGNATURE,
+            "tool_choice",
+            "thinking",
+            "temperature",
+            "max_tokens",
+            "top_p",
+            "top_k",
+            "stop_sequences",
+        }
+    ),
 }
 # Settings that only steer tool use: without tools on the request (or on record) they change nothing.
 _TOOL_SETTINGS: Final = frozenset({"tool_choice", "parallel_tool_calls"})

@@ -1,5 +1,6 @@
-"""The gap rules decided from a request alone, and the order gaps are listed in: the writer applies
-them when it exports a span and the reader applies them to the request it rebuilt, so both live here.
+"""The gap rules decided from a request alone: the writer applies them when it exports a span and
+the reader applies them to the request it rebuilt, so both live here (the kinds and their order
+are the table in `af_otel.model.gap_kinds`).
 
 * ``provider-defaults``: a receipt exists and a dial the request's provider has is not set and is
   not off the record (`af_otel.model.fields.defaulted`).
@@ -13,32 +14,11 @@ them when it exports a span and the reader applies them to the request it rebuil
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from af_otel import names
 from af_otel.model.fields import defaulted
 from af_otel.model.request import forced_tool, sealed_reasoning
-
-# Most suspicious first: what makes the whole request unknown or partial before what leaves one
-# field unprovable, and that before caveats about what lay beyond the record, so a renderer that
-# shows only the first gap shows the one that matters. The writer's ``af.gaps`` and the reader's
-# views list their kinds in this one order.
-GAP_ORDER: Final = (
-    names.GAP_NO_FOLD_BASE,
-    names.GAP_NO_RUN_LOG,
-    names.GAP_NO_CONVERSATION,
-    names.GAP_SPAN_LIMITS,
-    names.GAP_NO_RECEIPT,
-    names.GAP_UNRECORDED_CALL,
-    names.GAP_RUN_CUT_AT_END,
-    names.GAP_UNRECORDED,
-    names.GAP_CACHE_TRANSFORM,
-    names.GAP_THINKING_REPLAY,
-    names.GAP_FORCED_TOOL_SCHEMA,
-    names.GAP_PROVIDER_DEFAULTS,
-    names.GAP_HELD_HISTORY,
-)
-GAP_RANK: Final[Mapping[str, int]] = {kind: rank for rank, kind in enumerate(GAP_ORDER)}
 
 
 def sealed_messages(messages: Sequence[Mapping[str, Any]]) -> bool:
@@ -56,7 +36,7 @@ def request_gaps(
     minted: bool,
     unrecorded: Collection[str] = (),
 ) -> list[tuple[str, str]]:
-    """The request's own gaps as ``(kind, detail)``, in `GAP_ORDER` (module rules).
+    """The request's own gaps as ``(kind, detail)``, in the table's order (module rules).
 
     ``params``/``tools`` are None when not on record (unknown, not empty); ``sealed`` is whether a
     message replays sealed reasoning (`sealed_messages`, or the caller's incremental scan);

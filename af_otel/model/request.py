@@ -162,11 +162,6 @@ def fix_part(body: Mapping[str, Any]) -> FrozenDict:
     return FrozenDict(body, type=kind)
 
 
-def normalize_part(part: object, where: str) -> FrozenDict:
-    """One content part, normalized: `read_part`, then `fix_part`."""
-    return fix_part(read_part(part, where))
-
-
 def read_message(message: object, where: str) -> dict[str, Any]:
     """One chat message ``{"role", "parts", "name"?}``, its parts read by `read_part` (rule 4:
     ``parts``, else ``content``; either given as a string is one text part)."""

@@ -1,11 +1,11 @@
-"""One real call, one epoch: spans of one run that record the same model call are folded.
+"""One real call, one epoch: spans of one run that record the same model call are merged.
 
 A framework instrumentation (LangChain, LangGraph) and an instrumentation of the provider SDK
 underneath it, or an instrumentation and the provider SDK's own spans, each write an LLM span for
 one request. Two such spans describe the same call when they belong to one run, their time
 windows nest (one lies within the other; they need not be parent and child, nor in one trace)
 and their requests agree on what both recorded (`agree`). The record closest to the wire keeps the
-epoch; the other is *folded*: it carries ``af.epoch.same_as`` naming that epoch (and the run and
+epoch; the other is *merged*: it carries ``af.epoch.same_as`` naming that epoch (and the run and
 lane), no ``af.epoch`` and no receipt, so it is never numbered and never raises ``no-run-log``.
 
 Rank decides which record is closest to the wire: an instrumentation of the provider SDK (each
@@ -15,18 +15,18 @@ which record no content by default), which rank above any other scope (framework
 
 Where it is decided, in both forms:
 
-* at the end of a span not numbered at its start: it is folded into a finished call of its run
+* at the end of a span not numbered at its start: it is merged into a finished call of its run
   that nests with it, agrees with it and ranks at least as high (`match`); the usual case, as the
   framework span ends after the SDK span it wraps;
 * a provider SDK's own span whose parent is an LLM call of a higher rank, and any call whose
-  parent is an LLM call of the trusted scope, is folded into the parent's epoch: at its start
+  parent is an LLM call of the trusted scope, is merged into the parent's epoch: at its start
   (processor), or in the exporter's batch before numbering; the inner span ends first, so its
   parent's end comes too late to decide;
 * at the start of a call inside a call the processor numbered at its start (a framework that
   writes its attributes at start), `number_at_start`: when the open call is the run's last
   numbered one, of another scope that ranks no higher, the inner call takes over its number (no
   number is ever given twice or skipped, and none was exported yet, as the outer call is still
-  open) and the outer call is folded at its end like any other. Should it then agree with no
+  open) and the outer call is merged at its end like any other. Should it then agree with no
   finished call, it is numbered at its end and says `no-run-log`, as any call numbered out of
   start order does.
 
@@ -208,7 +208,7 @@ def match(
     return best
 
 
-def folds_into_parent(scope: str | None, parent_scope: str | None, trusted: str | None) -> bool:
+def merges_into_parent(scope: str | None, parent_scope: str | None, trusted: str | None) -> bool:
     """A provider SDK's own span started inside an open LLM call of a higher-ranked scope, or
     any call started inside an open LLM call of the trusted scope (the call it makes)."""
     if parent_scope is not None and parent_scope == trusted:
@@ -216,8 +216,8 @@ def folds_into_parent(scope: str | None, parent_scope: str | None, trusted: str 
     return scope in PROVIDER_OWN_SCOPES and rank(parent_scope, trusted) > rank(scope, trusted)
 
 
-def folded_attributes(run_id: str, lane: str, epoch: int) -> dict[str, Any]:
-    """What a folded span carries: the run, the lane and the epoch it is the same call as."""
+def merged_attributes(run_id: str, lane: str, epoch: int) -> dict[str, Any]:
+    """What a merged span carries: the run, the lane and the epoch it is the same call as."""
     return {names.RUN_ID: run_id, names.EPOCH_LANE: lane, names.EPOCH_SAME_AS: epoch}
 
 

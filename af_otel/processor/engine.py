@@ -89,9 +89,9 @@ class Engine:
         self._open: OrderedDict[SpanKey, str] = OrderedDict()
         self._open_lock = forksafe.lock(self)
         # Open LLM calls numbered at their start, with their scope; and the provider SDK's own
-        # spans folded into one of them (run, lane, epoch). Bounded like ``_open``.
+        # spans merged into one of them (run, lane, epoch). Bounded like ``_open``.
         self._llm_scope: OrderedDict[SpanKey, str | None] = OrderedDict()
-        self._folded: OrderedDict[SpanKey, tuple[str, str, int]] = OrderedDict()
+        self._merged: OrderedDict[SpanKey, tuple[str, str, int]] = OrderedDict()
         self._wire = wire_source.activate(settings)
         with _default_lock:
             _serial += 1
@@ -111,7 +111,7 @@ class Engine:
         parent: SpanKey | None = None,
     ) -> None:
         """Number an LLM call at its start, in start order; other spans cost one check. A
-        provider SDK's own span inside an open LLM call that ranks higher is folded into it; a
+        provider SDK's own span inside an open LLM call that ranks higher is merged into it; a
         call inside the open call numbered last may take over its number (`dedupe.number_at_start`)."""
         explicit = current_run.get()
         if not is_llm_call(attributes, name):
@@ -120,7 +120,7 @@ class Engine:
             return
         run_id = explicit or _attribute_run(attributes) or trace_run_id(key[0])
         self._remember(key, run_id)
-        if parent is not None and self.fold(key, parent, scope):
+        if parent is not None and self.merge(key, parent, scope):
             return
         run = self.runs.get(run_id)
         model = dedupe.model_of(attributes, None)
@@ -129,8 +129,8 @@ class Engine:
         with self._open_lock:
             _bounded_put(self._llm_scope, key, scope)
 
-    def fold(self, key: SpanKey, parent: SpanKey, scope: str | None) -> bool:
-        """Fold the call ``key`` into its open parent LLM call when `dedupe.folds_into_parent`
+    def merge(self, key: SpanKey, parent: SpanKey, scope: str | None) -> bool:
+        """Merge the call ``key`` into its open parent LLM call when `dedupe.merges_into_parent`
         says so; whether it was."""
         with self._open_lock:
             if parent not in self._llm_scope:
@@ -138,7 +138,7 @@ class Engine:
             parent_scope = self._llm_scope[parent]
             run_id = self._open.get(parent)
         trusted = self.settings.trusted_scope
-        if run_id is None or not dedupe.folds_into_parent(scope, parent_scope, trusted):
+        if run_id is None or not dedupe.merges_into_parent(scope, parent_scope, trusted):
             return False
         run = self.runs.get(run_id)
         with run.lock:
@@ -146,14 +146,14 @@ class Engine:
         if found is None:
             return False
         with self._open_lock:
-            _bounded_put(self._folded, key, (run_id, run.lane, found[0]))
+            _bounded_put(self._merged, key, (run_id, run.lane, found[0]))
         return True
 
     def forget(self, key: SpanKey) -> None:
         with self._open_lock:
             self._open.pop(key, None)
             self._llm_scope.pop(key, None)
-            self._folded.pop(key, None)
+            self._merged.pop(key, None)
 
     def knows(self, key: SpanKey) -> bool:
         with self._open_lock:
@@ -186,7 +186,7 @@ class Engine:
 
     def may_repeat(self, facts: CallFacts) -> bool:
         """Whether a finished call of the run could be the one this call records again (an
-        earlier export batch held it): then the exporter numbers it only if it is not folded."""
+        earlier export batch held it): then the exporter numbers it only if it is not merged."""
         run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=False))
         trusted = self.settings.trusted_scope
         with run.lock:
@@ -196,7 +196,7 @@ class Engine:
 
     def saw(self, facts: CallFacts) -> None:
         """A call another engine enriched (the completion hook minted it on the live span): keep
-        it for folding a second record of it (its request is not read again)."""
+        it for merging a second record of it (its request is not read again)."""
         attributes = facts.attributes
         run_id, epoch = attributes.get(names.RUN_ID), attributes.get(names.EPOCH)
         lane = attributes.get(names.EPOCH_LANE, "")
@@ -226,9 +226,9 @@ class Engine:
         facts, call = minting.facts, minting.call
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
-            folded = self._folded.pop(facts.key, None)
-        if folded is not None:
-            return Enrichment(dedupe.folded_attributes(*folded), (), call.content_keys, "folded")
+            merged = self._merged.pop(facts.key, None)
+        if merged is not None:
+            return Enrichment(dedupe.merged_attributes(*merged), (), call.content_keys, "folded")
         model = call.model
         with run.lock:
             same = None
@@ -243,7 +243,7 @@ class Engine:
                     self.settings.trusted_scope,
                 )
             if same is not None:
-                attributes = dedupe.folded_attributes(run.run_id, same.lane, same.epoch)
+                attributes = dedupe.merged_attributes(run.run_id, same.lane, same.epoch)
                 return Enrichment(attributes, (), call.content_keys, "folded")
             enrichment = self._finish(run, minting)
             if enrichment.state != names.STATE_MINTED:  # a minted af-2 receipt binds its own
@@ -424,7 +424,7 @@ class Engine:
         end in the child (its run table forgets their runs too, `RunTable._forget_runs`)."""
         self._open = OrderedDict()
         self._llm_scope = OrderedDict()
-        self._folded = OrderedDict()
+        self._merged = OrderedDict()
 
     def close(self) -> None:
         """The processor or exporter shut down: the hook stops choosing this engine."""

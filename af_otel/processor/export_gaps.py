@@ -1,6 +1,6 @@
 """The gap kinds the emit path already knows when a span is exported (docs/processor.md, gaps known at export).
 
-Ordered most suspicious first, in the reader's order (`af_otel.model.gap_rules.GAP_ORDER`).
+Ordered most suspicious first, in the one table's order (`af_otel.model.gap_kinds`).
 
 Rules decided here (docs/processor.md restates them):
 
@@ -29,17 +29,17 @@ from typing import Final
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.model.gap_rules import GAP_ORDER, request_gaps, sealed_messages
+from af_otel.model.gap_kinds import in_order
+from af_otel.model.gap_rules import request_gaps, sealed_messages
 from af_otel.receipts import Receipt
 from af_otel.semconv import SDK_SCOPES, sdk_scopes
 
-__all__ = ["ORDER", "PROVIDER_HOSTS", "SDK_SCOPES", "captured_at_sdk", "gaps_of", "sealed_messages"]
+__all__ = ["PROVIDER_HOSTS", "SDK_SCOPES", "captured_at_sdk", "gaps_of"]
 
 PROVIDER_HOSTS: Final[Mapping[str, frozenset[str]]] = {
     "openai": frozenset({"api.openai.com"}),
     "anthropic": frozenset({"api.anthropic.com"}),
 }
-ORDER: Final = GAP_ORDER
 
 
 def gaps_of(
@@ -83,7 +83,7 @@ def gaps_of(
                 unrecorded=unrecorded,
             )
         )
-    return [kind for kind in ORDER if kind in found]
+    return in_order(found)
 
 
 def captured_at_sdk(

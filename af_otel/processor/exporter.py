@@ -115,8 +115,8 @@ class ReceiptSpanExporter(SpanExporter):
             for facts in minted:
                 self.engine.saw(facts)
             # A second record of one call (dedupe.py) is not numbered: a call whose window holds
-            # another call of the batch is numbered at its end unless it is folded then, and a
-            # provider SDK's own span is folded into its parent call.
+            # another call of the batch is numbered at its end unless it is merged then, and a
+            # provider SDK's own span is merged into its parent call.
             by_key = {facts.key: facts for facts in calls}
             trusted = self._settings.trusted_scope
             children = {
@@ -124,7 +124,7 @@ class ReceiptSpanExporter(SpanExporter):
                 for facts in calls
                 if facts.parent is not None
                 and (parent := by_key.get(facts.parent)) is not None
-                and dedupe.folds_into_parent(facts.scope, parent.scope, trusted)
+                and dedupe.merges_into_parent(facts.scope, parent.scope, trusted)
             }
             alone = [facts for facts in calls if facts.key not in children]
             by_start = sorted(alone + minted, key=lambda facts: facts.start_time)
@@ -135,7 +135,7 @@ class ReceiptSpanExporter(SpanExporter):
                 if facts.key not in later and facts.key not in children:
                     self.engine.number(facts)
             for child, parent_key in children.items():
-                self.engine.fold(child, parent_key, by_key[child].scope)
+                self.engine.merge(child, parent_key, by_key[child].scope)
                 later.add(child)
             if unplaced:
                 self._warn_unplaced()

@@ -33,6 +33,7 @@ from importlib.metadata import entry_points
 from typing import Any, Final
 
 from af_otel import forksafe, names
+from af_otel.model.gap_kinds import in_order
 from af_otel.processor import export_gaps
 from af_otel.processor.engine import engine_for
 from af_otel.processor.facts import CallFacts, Enrichment, Supplied, error_enrichment
@@ -196,5 +197,5 @@ def write_on_span(span: Any, enrichment: Enrichment) -> None:
     for event_name, event_attributes in enrichment.events:
         span.add_event(event_name, event_attributes)
     if _dropped(span) > before and names.GAP_SPAN_LIMITS not in found:
-        found = [kind for kind in export_gaps.ORDER if kind in {*found, names.GAP_SPAN_LIMITS}]
+        found = in_order({*found, names.GAP_SPAN_LIMITS})
         span.set_attribute(names.GAPS, found)

@@ -24,6 +24,7 @@ from af_otel.processor.settings import Settings
 from af_otel.wire import SENT, read_body
 from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
+from af_otel.wire.hosts import provider_host
 
 
 def current_key() -> tuple[int, int] | None:
@@ -65,7 +66,7 @@ def take(settings: Settings, key: tuple[int, int]) -> FromWire | None:
     last = sent[-1]
     if any(attempt.body != last.body or attempt.endpoint != last.endpoint for attempt in sent):
         return None
-    found = read_body(last.endpoint, last.body)
+    found = read_body(last.endpoint, last.body, last.path)
     if found is None:
         return None
     try:
@@ -74,7 +75,7 @@ def take(settings: Settings, key: tuple[int, int]) -> FromWire | None:
         return None
     host = last.host.lower()
     direct = host in PROVIDER_HOSTS.get(request.provider or "", frozenset()) or (
-        host in settings.trusted_hosts
+        host in settings.trusted_hosts or provider_host(request.provider, host)
     )
     return FromWire(request, found.unread, direct, found.held)
 

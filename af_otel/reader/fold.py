@@ -5,7 +5,7 @@ commits of every epoch on the path base -> ... -> parent(k) -> k applied in orde
 whole path again for every epoch costs the square of the run's length; `KeyedFold` instead indexes
 the writes per key and answers ``value_at(key, k)`` from the nearest epoch on k's path that wrote
 the key, replaying only from the nearest whole-value write (``set`` or ``delete``) or memoized
-answer above it. `full_fold` is the plain definition the keyed fold is held equal to.
+answer above it. The tests hold it equal to the plain definition (the whole path, every time).
 
 Answers are shared between epochs (epoch k's messages tuple is its parent's plus the new ones) and
 memoized, so they are immutable all the way down: payloads are frozen on the way in (`freeze`),
@@ -35,7 +35,6 @@ __all__ = [
     "Marker",
     "apply_verb",
     "freeze",
-    "full_fold",
     "replay",
 ]
 
@@ -329,36 +328,6 @@ def _is_list(value: Any) -> bool:
     return isinstance(value, tuple | ChainedTuple)
 
 
-def _path(parents: Mapping[int, int], epoch: int) -> list[int]:
-    path: list[int] = []
-    while epoch != 0:
-        path.append(epoch)
-        epoch = parents[epoch]
-    path.reverse()
-    return path
-
-
-def full_fold(
-    base: Mapping[str, Any],
-    parents: Mapping[int, int],
-    commits: Mapping[int, Sequence[Commit]],
-    epoch: int,
-) -> Mapping[str, Any]:
-    """The state at ``epoch`` by definition: the base, then every commit on the path, in order.
-
-    The reference the keyed fold is tested against, and the naive reader the benchmark measures;
-    it costs the whole path on every call."""
-    state = dict(base)
-    for step in _path(parents, epoch):
-        for commit in commits.get(step, ()):
-            value = apply_verb(commit.verb, state.get(commit.key, ABSENT), commit.value)
-            if value is ABSENT:
-                state.pop(commit.key, None)
-            else:
-                state[commit.key] = value
-    return MappingProxyType(state)
-
-
 class KeyedFold:
     """Per-key index of a run's writes; ``value_at(key, epoch)`` replays from the nearest anchor.
 
@@ -471,15 +440,6 @@ class KeyedFold:
             return True
         writes, anchor = touched
         return anchor < 0 and all(c.verb == "append" and c.value is not UNKNOWN for c in writes)
-
-    def state_at(self, epoch: int) -> Mapping[str, Any]:
-        """The whole state after ``epoch``, read-only; keys whose value is `ABSENT` are left out."""
-        out = {}
-        for key in sorted(self.keys()):
-            value = self.value_at(key, epoch)
-            if value is not ABSENT:
-                out[key] = value
-        return MappingProxyType(out)
 
 
 _MISSING: Final = object()

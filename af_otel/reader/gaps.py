@@ -1,15 +1,10 @@
-"""The reader's gap catalogue (docs/reader.md): every way a served view can fall short of evidence.
+"""The reader's gaps (docs/reader.md): a gap of a catalogued kind on one view, and the fields no gap
+needs to cover.
 
-Each kind names the receipt fields and view fields it covers and says, in one or two sentences a
-reader of a report can act on, what may and may not be concluded. Two relations live here: an
-*excuse* means the rebuild cannot be trusted to produce the covered fields, so a mismatch there is
-explained rather than damage; a *caveat* means the rebuild and the receipt may well agree and still
-not show what the model got. `verify` lets excuses, and only excuses, explain mismatches.
-
-Every field of `Receipt` and of `ServedView` is either covered by some kind or listed in
-`UNGAPPED_FIELDS` with the reason it needs none; a test walks both shapes to keep it so.
-Field names: receipt fields are spelled as their ``af.receipt.*`` suffix (``messages.chain``), view
-fields as the view's attribute; a name covers itself and every dotted name below it.
+The kinds themselves (their order, relation, covered fields and sentence) are the one table in
+`af_otel.model.gap_kinds`; `verify` lets excuses, and only excuses, explain mismatches. Every field
+of `Receipt` and of `ServedView` is either covered by some kind or listed in `UNGAPPED_FIELDS` with
+the reason it needs none; a test walks both shapes to keep it so.
 """
 
 from __future__ import annotations
@@ -20,43 +15,22 @@ from types import MappingProxyType
 from typing import Final, Literal, Protocol
 
 from af_otel import names
-from af_otel.model.gap_rules import GAP_RANK
+from af_otel.model.gap_kinds import GAP_RANK, SERVED_GAPS
 
 __all__ = [
     "CAUSE_NOT_COMMITTED",
     "CAUSE_SHAPE_REJECTED",
-    "SERVED_GAPS",
     "UNGAPPED_FIELDS",
     "Gap",
-    "GapKind",
     "covers",
     "gap",
     "gap_why",
     "order_gaps",
 ]
 
-Relation = Literal["excuse", "caveat"]
 GapCause = Literal["no-receipt-committed", "receipt-shape-rejected"]
 CAUSE_NOT_COMMITTED: Final[GapCause] = "no-receipt-committed"
 CAUSE_SHAPE_REJECTED: Final[GapCause] = "receipt-shape-rejected"
-
-# Receipt fields that depend on the request's content (everything the rebuild recomputes).
-_CONTENT: Final = ("system", "messages", "tools", "params", "model", "provider", "bytes", "digest")
-_VIEW_CONTENT: Final = ("system", "messages", "tools", "params", "model", "provider")
-
-
-@dataclass(frozen=True, slots=True)
-class GapKind:
-    """One entry of the catalogue."""
-
-    kind: str
-    fields: tuple[str, ...]  # receipt fields covered
-    view_fields: tuple[str, ...]  # view fields covered
-    relation: Relation
-    why: str
-    # The record itself is partial: a match proves only the part recorded, so `verify` never says
-    # `verified` while a gap of such a kind is on the view.
-    partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,155 +61,6 @@ class Gap:
     def partial(self) -> bool:
         return SERVED_GAPS[self.kind].partial
 
-
-# Declared in the order gaps are listed on a view (`af_otel.model.gap_rules.GAP_ORDER`, most
-# suspicious first); the catalogue is listed in that order whatever the declaration.
-_CATALOGUE: Final = (
-    GapKind(
-        names.GAP_NO_FOLD_BASE,
-        _CONTENT,
-        (*_VIEW_CONTENT, "base"),
-        "excuse",
-        "The state this run started from is not in the store: it is absent there, which is "
-        "not damage, as altered bytes make the call damaged instead. Anything only that starting "
-        "state held is "
-        "missing here: instructions, earlier turns and tools may all read short. Do not take "
-        "the request shown as complete; restore the store and read again.",
-    ),
-    GapKind(
-        names.GAP_NO_RUN_LOG,
-        _CONTENT,
-        _VIEW_CONTENT,
-        "excuse",
-        "Part of the record of changes leading to this call is missing: a span of the run was "
-        "not found, a change is absent from the numbered sequence or from the store, or one on "
-        "the span cannot be read. The request shown may lack content or hold stale content; "
-        "look for the missing spans in the trace backend and its sampling settings.",
-    ),
-    GapKind(
-        names.GAP_NO_CONVERSATION,
-        _CONTENT,
-        _VIEW_CONTENT,
-        "excuse",
-        "The content of this request is not on record: what shows as unknown was never "
-        "captured, or was withheld on purpose. Unknown is not empty; nothing here says what the "
-        "model read in those parts. Turn content capture on to keep it.",
-    ),
-    GapKind(
-        names.GAP_SPAN_LIMITS,
-        _CONTENT,
-        (*_VIEW_CONTENT, "receipt", "base"),
-        "excuse",
-        "The span itself reports that attributes or events were dropped before export, or a "
-        "value stops exactly at a size limit, so part of this call's record was cut. "
-        "Treat every value here as possibly partial, and raise the limits that cut it.",
-        partial=True,
-    ),
-    GapKind(
-        names.GAP_NO_RECEIPT,
-        (
-            "scheme",
-            "digest",
-            "model",
-            "provider",
-            "system",
-            "messages",
-            "tools",
-            "params",
-            "bytes",
-        ),
-        ("receipt",),
-        "excuse",
-        "This call carries no usable fingerprint of its request: none was made, or what arrived "
-        "is malformed or cut. Nothing shown can be checked against what was sent; the request "
-        "is the best rebuild available, not evidence.",
-    ),
-    GapKind(
-        names.GAP_UNRECORDED_CALL,
-        ("messages",),
-        ("messages",),
-        "caveat",
-        "The history this call carries holds a model answer that no call on this run's record "
-        "gave: a model call in between left no span, as some instrumentations do for an "
-        "incomplete or failed response, or the application wrote that model turn itself. That "
-        "call's request and receipt are not on record and the epoch numbers close over it; "
-        "look for it in the application's own logs.",
-        partial=True,
-    ),
-    GapKind(
-        names.GAP_RUN_CUT_AT_END,
-        ("messages",),
-        ("run_end",),
-        "caveat",
-        "The run's own record of where it ended names later calls than this one, and they are "
-        "not here: the run was cut at the end, by calls never exported, lost on the way or "
-        "deleted. This call may read as it was sent; what came after it is missing. Look for "
-        "the later calls in the trace backend.",
-        partial=True,
-    ),
-    GapKind(
-        names.GAP_UNRECORDED,
-        ("tools", "tools.forced", "params", "messages", "bytes", "digest"),
-        ("tools", "params", "messages", "unrecorded"),
-        "caveat",
-        "The instrumentation that recorded this call does not record the fields named here, so "
-        "what the model got in them is not on record: an empty or missing value there is not "
-        "proof the request had none. The fingerprints cover only what was recorded; use an "
-        "instrumentation that records these fields to check them.",
-        partial=True,
-    ),
-    GapKind(
-        names.GAP_CACHE_TRANSFORM,
-        ("system", "messages", "tools", "bytes"),
-        ("system", "messages", "tools"),
-        "caveat",
-        "Something between the recording and the provider may have changed the request, such "
-        "as a caching layer, a proxy or the provider's own client library, and the record does "
-        "not say that nothing did. A match proves what was recorded, not the bytes the provider "
-        "received.",
-    ),
-    GapKind(
-        names.GAP_THINKING_REPLAY,
-        ("messages", "bytes"),
-        ("messages",),
-        "caveat",
-        "Reasoning in this request was withheld or travelled sealed, so the record holds a "
-        "placeholder where the model read its earlier reasoning. A match says the placeholder "
-        "is intact, not what the reasoning said.",
-    ),
-    GapKind(
-        names.GAP_FORCED_TOOL_SCHEMA,
-        ("tools.hashes", "tools.forced"),
-        ("tools",),
-        "caveat",
-        "The request forces the model to use a tool whose definition is not on record, so the "
-        "schema the model was held to can be neither shown nor checked.",
-    ),
-    GapKind(
-        names.GAP_PROVIDER_DEFAULTS,
-        ("params",),
-        ("params",),
-        "caveat",
-        "Only the sampling settings the caller set are on record. A setting that does not "
-        "appear was not recorded, which is not proof the model ran without one: the provider "
-        "may have applied its own default.",
-    ),
-    GapKind(
-        names.GAP_HELD_HISTORY,
-        ("messages", "bytes"),
-        ("messages", "held"),
-        "caveat",
-        "This call continues history the provider's server holds, such as a previous response "
-        "or a conversation, so the model saw earlier turns this request does not carry and no "
-        "record here fingerprints. The turns shown are only the new ones; read the earlier "
-        "call named here for the rest.",
-        partial=True,
-    ),
-)
-
-SERVED_GAPS: Final[Mapping[str, GapKind]] = MappingProxyType(
-    {g.kind: g for g in sorted(_CATALOGUE, key=lambda g: GAP_RANK[g.kind])}
-)
 
 UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -286,7 +111,7 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "view.name": "the span's name, for finding the call; not part of the request.",
         "view.recorded_by": "the instrumentation scope that wrote the span; it says who recorded "
         "the call, not what was sent.",
-        "view.same_call": "other spans that record this same model call, folded into it by the "
+        "view.same_call": "other spans that record this same model call, merged into it by the "
         "writer (af.epoch.same_as); they say who else recorded the call, not what was sent.",
         "view.record_differs": "the fields on which the instrumentation's own record says "
         "otherwise than the body the client sent (af.record.differs); the request shown is the "

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Final, Generic, Literal, Protocol, TypeVar
 
-from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.reader.verify import Verdict, VerdictStatus
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.reader.policy import Outcome
 from af_otel.reader.verify import Mismatch, Verdict
 

@@ -52,6 +52,10 @@ class Entry:
     # Fields recorded only when the request left them out: (field, the adapter note that says the
     # request set it). Without the note the span shows the field absent; with it, unrecorded.
     marked: tuple[tuple[str, str], ...] = ()
+    # Fields beyond `fields.FIELDS` this instrumentation never records: (field, the part type
+    # that makes it matter). google-genai invents tool-call ids and drops a function response's
+    # name, so on a call with such parts those are unrecorded.
+    lacks: tuple[tuple[str, str], ...] = ()
 
     def recorded_by(self, notes: Iterable[str]) -> frozenset[str]:
         """The fields this entry records on a span whose adapter wrote ``notes``."""
@@ -83,6 +87,8 @@ class Convention:
     content: Keys = Keys()
     output: Keys = Keys()
     ledger: tuple[Entry, ...] = ()  # the instrumentations that write it, and what each records
+    # Rows of the agent stacks' instrumentations (docs/instrumentations.md, "Agent stacks").
+    stacks: tuple[Entry, ...] = ()
     # Scopes of its instrumentations that wrap the provider SDK's own call (no cache-transform
     # when the span also names the provider's host; they also rank closest to the wire).
     sdk_scopes: frozenset[str] = frozenset()
@@ -127,7 +133,7 @@ def _tables(conventions: tuple[Convention, ...]) -> Tables:
         tuple(c.is_llm_call for c in conventions if c.is_llm_call is not None),
         content,
         output,
-        tuple(row for c in conventions for row in c.ledger),
+        tuple(row for c in conventions for row in (*c.ledger, *c.stacks)),
         frozenset(scope for c in conventions for scope in c.sdk_scopes),
         tuple(model_keys),
     )

@@ -26,6 +26,7 @@ from af_otel.semconv.adapted import (
 )
 from af_otel.semconv.convention import Entry, tables
 from af_otel.semconv.conventions import BUILT_IN
+from af_otel.semconv.conventions.google_genai import TOOL_CALL_ID, TOOL_RESULT_NAME
 from af_otel.semconv.conventions.llm_call import EXPLICIT_API
 from af_otel.semconv.limits import Limits, cut_by
 
@@ -34,6 +35,9 @@ __all__ = [
     "CUT_LENGTH",
     "EXPLICIT_API",
     "LEDGER",
+    "STACKS",
+    "TOOL_CALL_ID",
+    "TOOL_RESULT_NAME",
     "Entry",
     "Limits",
     "cut_by",
@@ -45,6 +49,8 @@ __all__ = [
 # The rows of the families that read spans, in registry order (docs/instrumentations.md has the
 # same rows as a table), and the explicit API's; each family holds its own (`Convention.ledger`).
 LEDGER: Final = tuple(row for c in BUILT_IN if c.claims is not None for row in c.ledger)
+# The agent stacks' instrumentations (docs/instrumentations.md, "Agent stacks": a row each).
+STACKS: Final = tuple(row for c in BUILT_IN for row in c.stacks)
 
 
 def entry_for(scope: str | None, convention: str) -> Entry | None:
@@ -86,4 +92,6 @@ def unrecorded(
     recorded |= {fields.MODEL}
     if not _MODEL_NOT_RECORDED.isdisjoint(notes):
         recorded -= {fields.MODEL}
-    return fields.unrecorded(request, recorded, seen)
+    found = fields.unrecorded(request, recorded, seen)
+    lacking = tuple(field for field, kind in entry.lacks if kind in seen.kinds) if entry else ()
+    return (*found, *lacking)

@@ -27,8 +27,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from af_otel.cli.report import render_epoch_page, render_notice
 from af_otel.errors import AfOtelError, ReaderError, SourceError, StoreError
+from af_otel.present import render_epoch_page, render_notice
 from af_otel.reader.view import ServedView
 from af_otel.web.evidence import Evidence, Shown
 

@@ -12,15 +12,14 @@ import ipaddress
 import sys
 from typing import Any, Final
 
-from af_otel.cli.read import (
+from af_otel.cli.loading import backend_source
+from af_otel.cli.options import (
     add_backend_options,
     add_key_options,
     add_store_options,
-    backend_source,
     key_from_args,
 )
 from af_otel.errors import AfOtelError
-from af_otel.reader.sources import PhoenixSource
 from af_otel.web.evidence import TRACES_KEPT, Evidence
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "evidence_from", "register"]
@@ -76,11 +75,7 @@ def evidence_from(args: argparse.Namespace) -> Evidence:
     }
     if args.file:
         return Evidence(file=args.file, **options)
-    source = backend_source(args, chosen[0])
-    label = f"{type(source).__name__.removesuffix('Source')} at {source.url}"
-    if isinstance(source, PhoenixSource):
-        label += f" (project {source.project})"
-    return Evidence(source=source, label=label, **options)
+    return Evidence(source=backend_source(args, chosen[0]), **options)
 
 
 def _loopback(host: str) -> bool:

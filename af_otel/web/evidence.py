@@ -13,17 +13,17 @@ import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 from af_otel import forksafe
-from af_otel.cli.read import open_checked_store, verdicts_or_none
+from af_otel.cli.loading import open_checked_store, verdicts_or_none
 from af_otel.errors import ReaderError, SourceError, TraceNotFoundError
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.sources import SourceNote, SpanStream, read_spans
+from af_otel.reader.sources import AllSpans, FileSource, OneTrace, Source, SourceNote, SpanStream
 from af_otel.reader.verify import KeyArg, Verdict
 from af_otel.reader.view import ServedView, served_views
 
-__all__ = ["TRACES_KEPT", "Evidence", "Shown", "TraceSource", "check_ids"]
+__all__ = ["TRACES_KEPT", "Evidence", "Shown", "check_ids"]
 
 # Traces kept after a fetch: a person clicking through spans revisits a handful; each entry holds
 # one trace's views (every message of every LLM call), so the bound is small.
@@ -32,12 +32,6 @@ TRACES_KEPT: Final = 32
 # zeros, and some Tempo views shorten ids the same way; they are padded back.
 _TRACE_ID: Final = re.compile(r"[0-9a-f]{1,32}")
 _SPAN_ID: Final = re.compile(r"[0-9a-f]{1,16}")
-
-
-class TraceSource(Protocol):
-    """A backend that fetches one trace by id: `TempoSource`, `JaegerSource`, `PhoenixSource`."""
-
-    def trace(self, trace_id: str, *, lenient: bool = False) -> SpanStream: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +86,13 @@ def check_ids(trace_id: str, span_id: str | None = None) -> tuple[str, str | Non
 
 
 class Evidence:
-    """Views and verdicts for the pages, from a trace ``file`` or a ``source`` backend.
+    """Views and verdicts for the pages, from a trace ``file`` or any other `Source`.
 
-    A file is read whole and read again when it changes (the collector's file grows); a backend
-    is asked for one trace per click and the last `TRACES_KEPT` traces are kept. ``store`` is the
-    ``--store`` argument (None: the default); ``key`` checks keyed receipts and is never shown."""
+    A trace file (``file``, or a `FileSource`) is read whole, as a run may span several traces,
+    and read again when it changes (the collector's file grows); any other source is asked for one
+    trace per click and the last `TRACES_KEPT` traces are kept. ``label`` names the source on the
+    pages (default: its own). ``store`` is the ``--store`` argument (None: the default); ``key``
+    checks keyed receipts and is never shown."""
 
     def __init__(
         self,
@@ -104,16 +100,19 @@ class Evidence:
         store: str | None,
         key: KeyArg = None,
         file: str | os.PathLike[str] | None = None,
-        source: TraceSource | None = None,
+        source: Source | None = None,
         label: str = "",
         lenient: bool = False,
         traces_kept: int = TRACES_KEPT,
     ) -> None:
-        if (file is None) == (source is None):
+        if file is not None and source is None:
+            source = FileSource(os.fspath(file))
+        elif (file is None) == (source is None):
             raise ValueError("give either a trace file or a backend source")
-        self.file = os.fspath(file) if file is not None else None
+        assert source is not None
         self.source = source
-        self.label = label or (f"the trace file {self.file}" if self.file else "the backend")
+        self.file = source.path if isinstance(source, FileSource) else None
+        self.label = label or source.label
         self.store = store
         self._key = key
         self.lenient = lenient
@@ -135,7 +134,7 @@ class Evidence:
             (
                 i
                 for i, v in enumerate(loaded.views)
-                if v.span_id == span and (self.source is not None or v.trace_id == trace)
+                if v.span_id == span and (self.file is None or v.trace_id == trace)
             ),
             None,
         )
@@ -183,7 +182,7 @@ class Evidence:
         with self._lock:
             if self._file is not None and self._file[0] == stamp:
                 return self._file[1]
-        loaded = self._load(read_spans(self.file, lenient=self.lenient))
+        loaded = self._load(self.source.read(AllSpans(), lenient=self.lenient))
         with self._lock:
             self._file = (stamp, loaded)
         return loaded
@@ -194,9 +193,8 @@ class Evidence:
             if found is not None:
                 self._traces.move_to_end(trace_id)
                 return found
-        assert self.source is not None
         try:
-            loaded = self._load(self.source.trace(trace_id, lenient=self.lenient))
+            loaded = self._load(self.source.read(OneTrace(trace_id), lenient=self.lenient))
         except TraceNotFoundError:  # an id that names nothing, not a failed backend
             raise ReaderError(f"{self.label} has no trace {trace_id}") from None
         with self._lock:
@@ -209,7 +207,7 @@ class Evidence:
     def _load(self, stream: SpanStream) -> _Loaded:
         with stream:
             records: Sequence[SpanRecord] = tuple(stream)
-        if not records and self.source is not None:
+        if not records and self.file is None:
             raise ReaderError(f"{self.label} returned no span for that trace ({stream.source})")
         views = served_views(records, store=open_checked_store(self.store, records))
         verdicts = verdicts_or_none(views, self._key)

@@ -20,10 +20,11 @@ import importlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from af_otel import forksafe
+from af_otel.wire import botocore_tap
 from af_otel.wire.endpoints import endpoint_of
 
 Key = tuple[int, int]
@@ -42,11 +43,13 @@ MODULES: Final = ("httpx", "httpx2")
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    """One HTTP attempt at an LLM endpoint: which endpoint, to which host, with which body."""
+    """One HTTP attempt at an LLM endpoint: which endpoint, to which host, with which body (and
+    the path, which names the model for Gemini and Bedrock)."""
 
     endpoint: str
     host: str
     body: bytes
+    path: bytes = field(default=b"", compare=False)  # the endpoint says what the call is
 
 
 @dataclass(slots=True)
@@ -140,7 +143,20 @@ def note(request: Any) -> None:
         except Exception:
             return
         if isinstance(body, bytes) and body:
-            SENT.add(key, Sent(endpoint, url.host, body))
+            SENT.add(key, Sent(endpoint, url.host, body, url.raw_path))
+    except Exception:  # the tap never raises into the client
+        return
+
+
+def keep(endpoint: str, host: str, body: bytes, path: bytes) -> None:
+    """Keep a body another client's tap saw (`af_otel.wire.botocore_tap`) under the current span,
+    while some engine wants the tap. Guarded as `note` is."""
+    try:
+        if not _users or _current is None or not body:
+            return
+        key = _current()
+        if key is not None:
+            SENT.add(key, Sent(endpoint, host, body, path))
     except Exception:  # the tap never raises into the client
         return
 
@@ -183,6 +199,7 @@ def install(current: Callable[[], Key | None]) -> None:
                 _patched[name] = _wrap(module)
             except Exception:  # an HTTP library of a shape we do not know is left as it is
                 continue
+        botocore_tap.patch(keep)
 
 
 def release() -> None:
@@ -201,10 +218,11 @@ def uninstall() -> None:
             module.Client.send = send
             module.AsyncClient.send = async_send
         _patched.clear()
+        botocore_tap.unpatch()
         _users = 0
         SENT.reset()
 
 
 def installed() -> tuple[str, ...]:
-    """The HTTP libraries whose ``send`` is patched now."""
-    return tuple(_patched)
+    """The HTTP libraries whose ``send`` is patched now (``botocore``: its clients' events)."""
+    return (*_patched, *botocore_tap.patched())

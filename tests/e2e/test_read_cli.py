@@ -459,7 +459,7 @@ def test_a_partial_trace_is_named_as_the_cause_of_missing_spans(
     the serve page all give the backend's note as the cause of no-run-log, not sampling."""
     from starlette.testclient import TestClient
 
-    from af_otel.reader.gaps import SERVED_GAPS
+    from af_otel.model.gap_kinds import SERVED_GAPS
     from af_otel.reader.sources import TempoSource
     from af_otel.web import Evidence
     from af_otel.web.app import create_app, epoch_path
@@ -583,7 +583,7 @@ def test_progress_shows_on_a_terminal_only() -> None:
     """The counter writes to a terminal (and clears its line when done), never to a pipe."""
     import io
 
-    from af_otel.cli.read import Progress
+    from af_otel.cli.progress import Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

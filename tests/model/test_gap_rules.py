@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from af_otel import names
 from af_otel.model.fields import DIALS
-from af_otel.model.gap_rules import GAP_ORDER, GAP_RANK, request_gaps
+from af_otel.model.gap_kinds import GAP_ORDER, GAP_RANK
+from af_otel.model.gap_rules import request_gaps
 
 ANSWER = {"type": "function", "name": "answer"}
 CHOICES = st.sampled_from(

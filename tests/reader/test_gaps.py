@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from af_otel import names
+from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.processor import run
-from af_otel.reader.gaps import SERVED_GAPS, UNGAPPED_FIELDS, Gap, covers, gap, order_gaps
+from af_otel.reader.gaps import UNGAPPED_FIELDS, Gap, covers, gap, order_gaps
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.verify import VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views

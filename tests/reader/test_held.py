@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from af_otel import names
-from af_otel.cli.read import print_view, view_json
-from af_otel.cli.report import render_epoch_page, render_report
+from af_otel.present import render_epoch_page, render_report
+from af_otel.present.terminal import print_view, view_json
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.verify import VerdictStatus, verify
 from af_otel.reader.view import HeldCall, ServedView, served_views

@@ -9,7 +9,7 @@ from tests.without_otel import run_without
 
 READ = """
     from af_otel import served_views, verify, SERVED_GAPS
-    from af_otel.cli.report import render_report
+    from af_otel.present import render_report
     from tests.reader.synthetic import synthetic_run
 
     requests = [{"messages": [{"role": "user", "content": "hi"}]},

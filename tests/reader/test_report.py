@@ -14,15 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from af_otel import names
-from af_otel.cli.read import _part_text
-from af_otel.cli.report import (
+from af_otel.present import (
     FOLD_CHARS,
-    _part,
     render_epoch_page,
     render_notice,
     render_report,
     show_part,
 )
+from af_otel.present.pages import _part
+from af_otel.present.terminal import part_text
 from af_otel.processor import run
 from af_otel.reader.verify import verify
 from af_otel.reader.view import served_views
@@ -338,6 +338,6 @@ def test_the_page_and_the_terminal_fold_a_part_alike() -> None:
     assert "tool result for call_1" in page
     assert f"<pre>{'x' * FOLD_CHARS}…</pre>" in page
     assert f"all {FOLD_CHARS + 5:,} characters" in page
-    folded = _part_text(part, full=False)
+    folded = part_text(part, full=False)
     assert folded.startswith(f"[tool result for call_1] {'x' * FOLD_CHARS}… (5 more characters")
-    assert _part_text(part, full=True) == f"[tool result for call_1] {'x' * (FOLD_CHARS + 5)}"
+    assert part_text(part, full=True) == f"[tool result for call_1] {'x' * (FOLD_CHARS + 5)}"

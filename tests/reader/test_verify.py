@@ -20,10 +20,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from af_otel import names
 from af_otel.canonical import key_id
-from af_otel.cli.read import print_view
 from af_otel.errors import ReaderError
 from af_otel.keys import KeyRing
 from af_otel.model import Request
+from af_otel.present.terminal import print_view
 from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, run
 from af_otel.processor import engine as engine_module
 from af_otel.reader.verify import Verdict, VerdictStatus, recompute, verify

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from af_otel import Request, canonical_json, mint_receipt, names
 from af_otel.canonical import key_id
 from af_otel.model import FrozenDict
-from af_otel.reader.gaps import SERVED_GAPS
+from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.receipts import (
     Receipt,
     ReceiptContext,

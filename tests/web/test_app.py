@@ -14,8 +14,16 @@ from urllib.parse import quote, urlsplit
 import pytest
 from starlette.testclient import TestClient
 
-from af_otel.cli.report import render_report
-from af_otel.reader.sources import JaegerSource, TempoSource
+from af_otel.present import render_report
+from af_otel.reader.sources import (
+    Ask,
+    JaegerSource,
+    OneTrace,
+    SourceFormat,
+    SpanStream,
+    TempoSource,
+    read_spans,
+)
 from af_otel.web import Evidence
 from af_otel.web.app import create_app, epoch_path, span_path
 from tests.reader.sources.helpers import serve
@@ -197,7 +205,9 @@ def test_anything_else_is_a_500_page_without_a_traceback(recorded: Recorded) -> 
     """A source that breaks in a way nobody planned for still gets a page, not a stack."""
 
     class Broken:
-        def trace(self, trace_id: str, *, lenient: bool = False) -> object:
+        label = "a broken source"
+
+        def read(self, ask: object, *, lenient: bool = False) -> object:
             raise RuntimeError("secret internals")
 
     client = TestClient(
@@ -278,6 +288,37 @@ def test_a_run_page_from_a_backend_needs_its_trace(recorded: Recorded) -> None:
         with_trace = client.get(epoch_path(RUN, 2, recorded.view(RUN, 2).trace_id))
         assert with_trace.status_code == 200
         assert 'data-epoch="2"' in with_trace.text
+
+
+class _Toy:
+    """A backend in one class: the trace file's spans of the trace asked for, as if fetched."""
+
+    label = "a toy backend"
+
+    def __init__(self, traces: Path) -> None:
+        self.traces = traces
+        self.asked: list[Ask] = []
+
+    def read(self, ask: Ask, *, lenient: bool = False) -> SpanStream:
+        self.asked.append(ask)
+        assert isinstance(ask, OneTrace)
+        whole = read_spans(self.traces, lenient=lenient)
+        stream = SpanStream(f"toy:{ask.trace_id}", SourceFormat.OTLP_JSON_LINES, lenient=lenient)
+        return stream.feed(r for r in whole if r.trace_id == ask.trace_id)
+
+
+def test_any_source_is_served_through_the_protocol(recorded: Recorded) -> None:
+    """A Source written in one class (a label and read) is served as Tempo is: asked for the
+    trace of the span clicked, once, and named on the pages by its own label."""
+    toy = _Toy(recorded.traces)
+    client = TestClient(create_app(Evidence(source=toy, store=str(recorded.store))))
+    trace_id, span_id = _ids(recorded, RUN, 2)
+    page = client.get(span_path(trace_id, span_id))
+    assert page.status_code == 200
+    assert 'data-verdict="verified"' in page.text
+    assert client.get(epoch_path(RUN, 2)).status_code == 200
+    assert toy.asked == [OneTrace(trace_id)]
+    assert "a toy backend" in client.get("/").text
 
 
 def _closed_port() -> int:

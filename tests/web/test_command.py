@@ -10,7 +10,7 @@ import pytest
 
 from af_otel import names
 from af_otel.cli import build_parser, main
-from af_otel.cli.read import key_from_args
+from af_otel.cli.options import key_from_args
 from af_otel.keys import KeyRing
 from af_otel.reader.sources import JaegerSource, PhoenixSource, TempoSource
 from af_otel.web.command import DEFAULT_HOST, evidence_from

@@ -231,7 +231,8 @@ def test_an_llm_path_is_recognized_under_any_prefix_and_query(
 @given(_PATH)
 def test_no_other_path_is_recognized(path: str) -> None:
     """A path that does not end in an LLM endpoint's path names none."""
-    if not any(path.endswith(ending) for ending in _ENDINGS):
+    bedrock = ("/converse", "/converse-stream", "/invoke", "/invoke-with-response-stream")
+    if not any(path.endswith(ending) for ending in (*_ENDINGS, *bedrock)):
         assert wire.endpoint_of(path.encode()) is None
 
 

@@ -2,8 +2,9 @@
 
 ``read_spans`` takes whatever the user has (a file path, a parsed document, the SDK's in-memory
 spans) and works out the format from the content; ``TempoSource``, ``JaegerSource`` and
-``PhoenixSource`` fetch a trace by id, or every trace of a time ``Window``. This package and
-``store/`` are the only places that do I/O.
+``PhoenixSource`` fetch a trace by id, or every trace of a time ``Window``. Each of those and
+``FileSource`` is a ``Source``: asked for ``AllSpans``, ``OneTrace`` or ``InWindow``, it answers with
+a ``SpanStream`` (``source.py``). This package and ``store/`` are the only places that do I/O.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from af_otel.reader.sources.files import read_file
 from af_otel.reader.sources.jaeger import ARRAY_KEYS, JaegerSource
 from af_otel.reader.sources.phoenix import PhoenixSource
 from af_otel.reader.sources.sdk import is_readable_span, sdk_records
+from af_otel.reader.sources.source import AllSpans, Ask, InWindow, OneTrace, Source
 from af_otel.reader.sources.stream import (
     NoteKind,
     SourceFormat,
@@ -26,13 +28,20 @@ from af_otel.reader.sources.stream import (
     expected_formats,
 )
 from af_otel.reader.sources.tempo import TempoSource
+from af_otel.reader.sources.trace_file import FileSource
 from af_otel.reader.sources.window import Window
 
 __all__ = [
     "ARRAY_KEYS",
+    "AllSpans",
+    "Ask",
+    "FileSource",
+    "InWindow",
     "JaegerSource",
     "NoteKind",
+    "OneTrace",
     "PhoenixSource",
+    "Source",
     "SourceFormat",
     "SourceNote",
     "SpanStream",

@@ -43,6 +43,7 @@ from af_otel.reader.sources.fetch import (
     with_query,
 )
 from af_otel.reader.sources.otlp import resource_spans_records
+from af_otel.reader.sources.source import Ask, InWindow, OneTrace, refused
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT, Window
 
@@ -387,6 +388,18 @@ class JaegerSource(ByTraceId):
         fmt = SourceFormat.JAEGER_SEARCH if self.api == "v3" else SourceFormat.JAEGER_V1
         stream = SpanStream(url, fmt, lenient=lenient)
         return stream.feed(self._found(body, url, stream, window, limit))
+
+    @property
+    def label(self) -> str:
+        return f"Jaeger at {self.url}"
+
+    def read(self, ask: Ask, *, lenient: bool = False) -> SpanStream:
+        """`Source.read`: one trace by id, or a window's search (``search``: the service)."""
+        if isinstance(ask, OneTrace):
+            return self.trace(ask.trace_id, lenient=lenient)
+        if isinstance(ask, InWindow):
+            return self.window(ask.window, ask.search or "", limit=ask.limit, lenient=lenient)
+        raise refused(self, ask, "one trace by id, or a window")
 
     def _found(
         self, body: bytes | None, url: str, stream: SpanStream, window: Window, limit: int

@@ -29,6 +29,7 @@ from af_otel.reader.sources.fetch import (
     with_query,
 )
 from af_otel.reader.sources.otlp import span_record
+from af_otel.reader.sources.source import Ask, InWindow, OneTrace, refused
 from af_otel.reader.sources.stream import SourceFormat, SpanStream
 from af_otel.reader.sources.window import Window
 
@@ -101,6 +102,20 @@ class PhoenixSource:
         first = self._page(self.spans_url(params))
         stream = SpanStream(first[0], SourceFormat.PHOENIX, lenient=lenient)
         return stream.feed(self._pages(first, params, stream))
+
+    @property
+    def label(self) -> str:
+        return f"Phoenix at {self.url} (project {self.project})"
+
+    def read(self, ask: Ask, *, lenient: bool = False) -> SpanStream:
+        """`Source.read`: one trace by id, or a window's spans (Phoenix has no search of its own
+        and pages through the whole window, so an ask's ``search`` is refused and its ``limit``
+        does not apply)."""
+        if isinstance(ask, OneTrace):
+            return self.trace(ask.trace_id, lenient=lenient)
+        if isinstance(ask, InWindow) and ask.search is None:
+            return self.window(ask.window, lenient=lenient)
+        raise refused(self, ask, "one trace by id, or a window without a search")
 
     def _limit(self) -> int:
         return max(1, min(self.page_size, MAX_PAGE))

@@ -26,6 +26,7 @@ from af_otel.reader.sources.fetch import (
     with_query,
 )
 from af_otel.reader.sources.otlp import resource_spans_records
+from af_otel.reader.sources.source import Ask, InWindow, OneTrace, refused
 from af_otel.reader.sources.stream import NoteKind, SourceFormat, SpanStream
 from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT, DEFAULT_WORKERS, Window, fetch_each
 
@@ -129,6 +130,19 @@ class TempoSource(ByTraceId):
             )
         fetch = partial(self.trace, lenient=lenient)
         return stream.feed(fetch_each(ids, fetch, stream, workers=workers))
+
+    @property
+    def label(self) -> str:
+        return f"Tempo at {self.url}"
+
+    def read(self, ask: Ask, *, lenient: bool = False) -> SpanStream:
+        """`Source.read`: one trace by id, or a window's search (``search``: TraceQL)."""
+        if isinstance(ask, OneTrace):
+            return self.trace(ask.trace_id, lenient=lenient)
+        if isinstance(ask, InWindow):
+            query = ask.search or DEFAULT_QUERY
+            return self.window(ask.window, query=query, limit=ask.limit, lenient=lenient)
+        raise refused(self, ask, "one trace by id, or a window")
 
 
 def _search_ids(body: Mapping[str, object], url: str) -> list[str]:

@@ -11,6 +11,7 @@ from typing import Final
 from af_otel.semconv.convention import Convention, install, named, register, registered, tables
 from af_otel.semconv.conventions.completion_hook import COMPLETION_HOOK
 from af_otel.semconv.conventions.genai import GENAI
+from af_otel.semconv.conventions.google_genai import GOOGLE_GENAI
 from af_otel.semconv.conventions.llm_call import LLM_CALL
 from af_otel.semconv.conventions.openinference import OPENINFERENCE
 from af_otel.semconv.conventions.openllmetry import OPENLLMETRY
@@ -21,12 +22,14 @@ __all__ = ["BUILT_IN", "Convention", "named", "register", "registered", "tables"
 # Order matters: the first family that claims a span reads it. OpenInference first: with
 # OPENINFERENCE_ENABLE_GENAI_SEMCONV its spans carry the gen_ai.* keys too, and its own keys are
 # the record it always writes. OpenLLMetry <=0.54 before >=0.55 (which shares the GenAI content
-# keys), and both before the GenAI default, which claims every span (`register` puts a new
-# family ahead of it). The hook and the explicit API claim no span: they are handed their request.
+# keys); google-genai (GenAI keys of a Google provider) after them; all before the GenAI
+# default, which claims every span (`register` puts a new family ahead of it). The hook and the
+# explicit API claim no span: they are handed their request.
 BUILT_IN: Final = (
     OPENINFERENCE,
     OPENLLMETRY_LEGACY,
     OPENLLMETRY,
+    GOOGLE_GENAI,
     GENAI,
     COMPLETION_HOOK,
     LLM_CALL,

@@ -161,6 +161,26 @@ SDK_SCOPES: Final = frozenset(
 # reasoning item only its summary (never its encrypted content; an item without one not at all).
 RESPONSES_RECORDED: Final = frozenset({responses.CALL_ID})
 
+# The agent stacks' instrumentations that write the GenAI keys (docs/instrumentations.md,
+# "Agent stacks").
+STACKS: Final = (
+    Entry(
+        "genai-bedrock",
+        ("opentelemetry.instrumentation.genai.bedrock",),
+        ("genai",),
+        frozenset({fields.MODEL, fields.TOOLS, "temperature", "max_tokens", "top_p", "top_k"})
+        | {"stop_sequences"},
+        "1.3b0",
+    ),
+    Entry(
+        "botocore-bedrock",
+        ("opentelemetry.instrumentation.botocore",),
+        ("genai",),
+        frozenset({fields.MODEL, "temperature", "max_tokens", "top_p", "stop_sequences"}),
+        "0.66b2",
+    ),
+)
+
 GENAI: Final = Convention(
     "genai",
     claims=lambda attributes, span_name: True,
@@ -169,6 +189,7 @@ GENAI: Final = Convention(
     content=CONTENT,
     output=OUTPUT,
     ledger=LEDGER,
+    stacks=STACKS,
     sdk_scopes=SDK_SCOPES,
     model_keys=("gen_ai.request.model",),
     response_id_keys=("gen_ai.response.id",),

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from af_otel.cli import main
-from af_otel.cli.read import _fetching
+from af_otel.cli.loading import _fetching
 from af_otel.errors import SourceError, TraceNotFoundError
 from af_otel.processor import run
 from af_otel.reader.sources import (

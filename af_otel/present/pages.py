@@ -8,7 +8,9 @@ page cannot drift apart. Rendering only: the caller writes or sends the returned
 that came from a trace or the store passes through `html.escape`, so a prompt holding
 ``<script>`` shows as text. Each epoch prints only the messages it added to its parent's list (the
 rest is one link away), so a report grows with the conversation, not with its square. Element ids
-are made from positions on the page, never from recorded values, and are unique across runs.
+are made from positions on the page, never from recorded values, and are unique across runs. The
+style sheet and the legend are `af_otel.present.sheet`'s; a content part is worded by
+`af_otel.present.parts`, as at the terminal.
 """
 
 from __future__ import annotations
@@ -18,136 +20,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import orjson
-
+from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.model.request import INSTRUCTION_ROLES
-from af_otel.reader.gaps import SERVED_GAPS, BackendNote, Gap, gap_why
+from af_otel.present.parts import held_shown, json_text, show_part
+from af_otel.present.sheet import LEGEND, STYLE
+from af_otel.reader.gaps import BackendNote, Gap, gap_why
 from af_otel.reader.verify import Verdict, VerdictStatus
-from af_otel.reader.view import HeldCall, ServedView
+from af_otel.reader.view import ServedView
 from af_otel.receipts import MalformedReceipt
 
-__all__ = [
-    "FOLD_CHARS",
-    "ShownPart",
-    "held_shown",
-    "json_text",
-    "render_epoch_page",
-    "render_notice",
-    "render_report",
-    "show_part",
-]
-
-# Parts longer than this are shown folded, on this page and by the command line (but with
-# --full): both stay readable with tool results of megabytes.
-FOLD_CHARS: Final = 600
-
-_STYLE: Final = """
-:root { --ink:#1d2430; --muted:#5b6475; --line:#d9dee7; --paper:#ffffff; --wash:#f5f7fa;
-  --ok:#1f7a46; --warn:#9a6200; --bad:#b3261e; --info:#2c5fa8; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif;
-  color: var(--ink); background: var(--wash); }
-main { max-width: 1080px; margin: 0 auto; padding: 32px 24px 64px; }
-h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 32px 0 8px; }
-h3 { font-size: 16px; margin: 0; } .muted { color: var(--muted); }
-code, pre { font: 13px/1.45 ui-monospace, "SF Mono", Menlo, Consolas, monospace; }
-pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0; }
-.summary { display: flex; gap: 12px; flex-wrap: wrap; margin: 16px 0; }
-.stat { background: var(--paper); border: 1px solid var(--line); border-radius: 8px;
-  padding: 10px 14px; min-width: 120px; }
-.stat b { display: block; font-size: 22px; }
-table { border-collapse: collapse; width: 100%; background: var(--paper);
-  border: 1px solid var(--line); }
-th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line);
-  vertical-align: top; }
-th { font-size: 13px; color: var(--muted); font-weight: 600; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px;
-  font-weight: 600; border: 1px solid currentColor; }
-.verified { color: var(--ok); } .reconstructed { color: var(--warn); }
-.damaged { color: var(--bad); } .gap { color: var(--info); }
-.epoch { background: var(--paper); border: 1px solid var(--line); border-radius: 8px;
-  margin: 14px 0; padding: 14px 16px; }
-.epoch > header { display: flex; gap: 10px; align-items: baseline; flex-wrap: wrap; }
-.section { margin-top: 10px; } .section > h4 { margin: 0 0 4px; font-size: 13px;
-  color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
-.msg { border-left: 3px solid var(--line); padding: 2px 0 2px 10px; margin: 6px 0; }
-.role { font-weight: 600; } .gaplist li { margin: 6px 0; }
-details > summary { cursor: pointer; color: var(--muted); }
-.damage { color: var(--bad); font-weight: 600; }
-.legend, .notes { background: var(--paper); border: 1px solid var(--line); border-radius: 8px;
-  padding: 10px 16px; margin: 12px 0; }
-.legend dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 14px; margin: 8px 0; }
-.legend dt { font-weight: 600; } .legend dd { margin: 0; }
-.notes { border-color: var(--warn); } .notice { font-size: 17px; }
-.ok { color: var(--ok); }
-"""
+__all__ = ["render_epoch_page", "render_notice", "render_report"]
 
 
 def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
-
-
-def json_text(value: Any, *, indent: bool = False) -> str:
-    """A value as a person reads it, on the page (``indent``) or at the terminal (one line): JSON
-    with sorted keys, or its repr when JSON cannot hold it (a fold marker such as ``UNKNOWN``)."""
-    option = orjson.OPT_SORT_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
-    try:
-        return orjson.dumps(value, option=option).decode()
-    except TypeError:
-        return repr(value)
-
-
-@dataclass(frozen=True, slots=True)
-class ShownPart:
-    """One content part as a person is shown it: a label ("" for text), its whole text, what
-    shows before the fold, and how many characters the fold leaves out."""
-
-    label: str
-    text: str
-    head: str
-
-    @property
-    def cut(self) -> int:
-        return len(self.text) - len(self.head)
-
-
-def show_part(
-    part: Mapping[str, Any], fold: int | None = FOLD_CHARS, *, indent: bool = False
-) -> ShownPart:
-    """The one rendering of a content part, for the page and the command line alike: text as it
-    is, a tool call or result labelled with its name and id, anything else labelled by its type;
-    a value that is not a string is written as `json_text`."""
-    kind = part.get("type")
-    content: object
-    if kind == "text" and isinstance(part.get("content"), str):
-        label, content = "", part["content"]
-    elif kind == "tool_call":
-        label, content = f"tool call {part.get('name')}({part.get('id')})", part.get("arguments")
-    elif kind == "tool_call_response":
-        label, content = f"tool result for {part.get('id')}", part.get("response")
-    else:
-        label, content = str(kind), part
-    text = content if isinstance(content, str) else json_text(content, indent=indent)
-    head = text if fold is None else text[:fold]
-    return ShownPart(label, text, head)
-
-
-def held_shown(call: HeldCall) -> str:
-    """One earlier call the server held, in words: its request as served at its epoch and its
-    answer, which no receipt covers; or the response the record of the history ends at."""
-    if call.epoch is None:
-        return f"{call.response_id}: not in this run's record"
-    if call.messages is None:
-        request = "messages not on record"
-    else:
-        request = f"{call.messages} message{'' if call.messages == 1 else 's'}, as served there"
-    facts = "" if call.minted else "; it carries no receipt"
-    if call.gaps:
-        facts += f"; its gaps: {', '.join(call.gaps)}"
-    return (
-        f"epoch {call.epoch}'s request ({request}) and its answer {call.response_id} "
-        f"(answer not receipted){facts}"
-    )
 
 
 def _part(part: Mapping[str, Any]) -> str:
@@ -460,28 +346,9 @@ def _run_gaps(views: Sequence[ServedView], prefix: str, page: _Page) -> str:
     )
 
 
-_LEGEND: Final = {
-    "receipt": "Fingerprints of one LLM request (salted hashes of each message, the system "
-    "instructions, the tools and the settings, and one digest over them all), written "
-    "on the call's span when it was made. It holds no content.",
-    "epoch": "One LLM call of a run, numbered in start order. Its request is rebuilt from the "
-    "changes the run recorded, epoch by epoch.",
-    "parent": "The epoch whose request this one's changes apply to; 0 is the run's base (or an "
-    "empty start).",
-    "verified": "Every receipt field recomputes from the rebuilt request: this is what the model "
-    "was sent.",
-    "reconstructed": "The request is shown as rebuilt, but there is no usable receipt to check "
-    "it against, or every difference is explained by a gap.",
-    "damaged": "A receipt field differs and no gap explains it: the record was altered or cut "
-    "after the call. The first difference is named.",
-    "gap": "Something the record cannot show, with what may and may not be concluded. A call "
-    "with a gap is never reported as more than the record proves.",
-}
-
-
 def _legend() -> str:
     terms = "".join(
-        f"<dt>{_badge_term(term)}</dt><dd>{_e(text)}</dd>" for term, text in _LEGEND.items()
+        f"<dt>{_badge_term(term)}</dt><dd>{_e(text)}</dd>" for term, text in LEGEND.items()
     )
     return (
         '<details class="legend" open><summary>How to read this page</summary>'
@@ -512,7 +379,7 @@ def _shell(title: str, body: str) -> str:
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body><main>"
+        f"<title>{_e(title)}</title><style>{STYLE}</style></head><body><main>"
         f"{body}</main></body></html>"
     )
 

@@ -1,0 +1,164 @@
+"""Amazon Bedrock ``Converse`` / ``ConverseStream`` (``POST /model/{modelId}/converse[-stream]``)
+and ``InvokeModel`` with an Anthropic Messages body (``POST /model/{modelId}/invoke[-with-response-
+stream]``) read into the normalized request.
+
+The model is the path's (URL-decoded: ``anthropic.claude-...-v1:0``, an inference profile or an
+ARN). Converse: ``system`` blocks are the system, each message's content blocks its parts:
+``text``, ``toolUse`` as ``tool_call`` (its ``input`` the arguments), ``toolResult`` as
+``tool_call_response`` (its content blocks the response, ``status: "error"`` as ``is_error``),
+``reasoningContent`` as ``reasoning`` (text and signature; redacted content kept as sent);
+images, documents, videos and guard content are kept as sent, and ``cachePoint`` marks (caching
+advice) are dropped. ``toolConfig.tools`` are tools (``toolSpec`` lifted, its ``inputSchema.json``
+the parameters), ``toolConfig.toolChoice`` the ``tool_choice``; ``inferenceConfig`` holds the
+sampling dials; ``additionalModelRequestFields`` may hold ``top_k`` and ``thinking`` (placed), any
+other key there is named unread, as are ``guardrailConfig``, ``promptVariables`` and
+``performanceConfig``. InvokeModel's Anthropic body is read by the Anthropic Messages reader;
+``anthropic_version`` says which API version the body is, not what the model sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import unquote
+
+from af_otel.wire import anthropic_messages
+from af_otel.wire.shapes import WireRead, unread
+
+PROVIDER: Final = "aws.bedrock"
+INFERENCE: Final = {
+    "maxTokens": "max_tokens",
+    "temperature": "temperature",
+    "topP": "top_p",
+    "stopSequences": "stop_sequences",
+}
+# additionalModelRequestFields keys the normalized request has (Anthropic's and others' spelling).
+ADDITIONAL: Final = {"top_k": "top_k", "topK": "top_k", "thinking": "thinking"}
+PLACED: Final = frozenset(
+    {"messages", "system", "toolConfig", "inferenceConfig", "additionalModelRequestFields"}
+)
+# What shows the model nothing: bookkeeping, which response fields come back, the service tier.
+DROPPED: Final = frozenset(
+    {"requestMetadata", "additionalModelResponseFieldPaths", "serviceTier", "modelId"}
+)
+_DROPPED_BLOCKS: Final = frozenset({"cachePoint"})
+
+
+def model_of(path: bytes) -> str | None:
+    """The model id a ``/model/{modelId}/<operation>`` path names, URL-decoded."""
+    text = path.split(b"?", 1)[0].decode("latin-1")
+    at = text.find("/model/")
+    if at < 0:
+        return None
+    name, slash, _ = text[at + len("/model/") :].rpartition("/")
+    return unquote(name) if slash and name else None
+
+
+def _block(raw: Any) -> Any:
+    if not isinstance(raw, Mapping):
+        return raw
+    if isinstance(raw.get("text"), str):
+        return {"type": "text", "content": raw["text"], **_rest(raw, "text")}
+    if isinstance(use := raw.get("toolUse"), Mapping):
+        part = {"type": "tool_call", "id": use.get("toolUseId"), "name": use.get("name")}
+        return {
+            **part,
+            "arguments": use.get("input"),
+            **_beyond(use, {"toolUseId", "name", "input"}),
+        }
+    if isinstance(result := raw.get("toolResult"), Mapping):
+        part = {"type": "tool_call_response", "id": result.get("toolUseId")}
+        part["response"] = result.get("content")
+        if result.get("status") == "error":
+            part["is_error"] = True
+        return {**part, **_beyond(result, {"toolUseId", "content", "status"})}
+    if isinstance(thought := raw.get("reasoningContent"), Mapping):
+        text = thought.get("reasoningText")
+        if isinstance(text, Mapping):
+            part = {"type": "reasoning", "content": text.get("text", "")}
+            return {**part, **_beyond(text, {"text"}), **_beyond(thought, {"reasoningText"})}
+    # image, document, video, guardContent, redacted reasoning, ...: the block's key is its type.
+    kind = next(iter(raw), "block")
+    return {"type": kind, **raw}
+
+
+def _rest(raw: Mapping[str, Any], known: str) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if k != known}
+
+
+def _beyond(inner: Mapping[str, Any], known: set[str]) -> dict[str, Any]:
+    return {k: v for k, v in inner.items() if k not in known}
+
+
+def _blocks(raw: Any) -> list[Any]:
+    return [
+        _block(b)
+        for b in raw or ()
+        if not (isinstance(b, Mapping) and _DROPPED_BLOCKS.intersection(b))
+    ]
+
+
+def _tool(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    spec = raw.get("toolSpec")
+    if not isinstance(spec, Mapping):
+        return None if _DROPPED_BLOCKS.intersection(raw) else {"type": next(iter(raw)), **raw}
+    tool = {"type": "function", **_beyond(spec, {"inputSchema"})}
+    schema = spec.get("inputSchema")
+    if isinstance(schema, Mapping):
+        tool["parameters"] = schema.get("json")
+        tool.update(_beyond(schema, {"json"}))
+    return tool
+
+
+def read_converse(body: Mapping[str, Any], model: str) -> WireRead:
+    loose: list[str] = []
+    params: dict[str, Any] = {}
+    inference = body.get("inferenceConfig")
+    if isinstance(inference, Mapping):
+        params = {INFERENCE[k]: v for k, v in inference.items() if k in INFERENCE}
+        loose += [f"inferenceConfig.{k}" for k, v in inference.items() if k not in INFERENCE]
+    extra = body.get("additionalModelRequestFields")
+    if isinstance(extra, Mapping):
+        params |= {ADDITIONAL[k]: v for k, v in extra.items() if k in ADDITIONAL}
+        loose += [
+            f"additionalModelRequestFields.{k}"
+            for k, v in extra.items()
+            if k not in ADDITIONAL and v is not None
+        ]
+    tools: list[dict[str, Any]] = []
+    config = body.get("toolConfig")
+    if isinstance(config, Mapping):
+        tools = [t for t in map(_tool, config.get("tools") or ()) if t is not None]
+        if config.get("toolChoice") is not None:
+            params["tool_choice"] = config["toolChoice"]
+        loose += [f"toolConfig.{k}" for k in config if k not in ("tools", "toolChoice")]
+    request = {
+        "model": model,
+        "provider": PROVIDER,
+        "system": _blocks(body.get("system")),
+        "messages": [
+            {"role": m["role"], "parts": _blocks(m.get("content"))}
+            for m in body.get("messages") or ()
+        ],
+        "tools": tools,
+        "params": params,
+    }
+    return WireRead(request, tuple(sorted({*unread(body, PLACED, DROPPED), *loose})))
+
+
+def read_invoke(body: Mapping[str, Any], model: str) -> WireRead | None:
+    """An InvokeModel body in Anthropic's Messages shape (``anthropic_version`` and
+    ``messages``); another model family's body is not read (its call keeps the record)."""
+    if "anthropic_version" not in body or not isinstance(body.get("messages"), list):
+        return None
+    plain = {k: v for k, v in body.items() if k != "anthropic_version"}
+    found = anthropic_messages.read({**plain, "model": model})
+    request = {**found.request, "provider": PROVIDER}
+    return WireRead(request, found.unread, found.held)
+
+
+def read_path(body: Mapping[str, Any], path: bytes, *, invoke: bool = False) -> WireRead | None:
+    model = model_of(path)
+    if model is None:
+        return None
+    return read_invoke(body, model) if invoke else read_converse(body, model)

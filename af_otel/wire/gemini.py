@@ -1,0 +1,229 @@
+"""Gemini ``generateContent`` and ``streamGenerateContent`` (the Gemini API's
+``POST .../models/{model}:generateContent``, Vertex AI's ``.../publishers/google/models/{model}:...``)
+read into the normalized request.
+
+The model is the path's (the body names none). ``systemInstruction`` is the system; each of
+``contents`` is a message, role ``model`` read as ``assistant`` (``user`` stays, also for a turn of
+function responses, as the API sends it). Parts: ``text`` as ``text`` (``thought: true`` as
+``reasoning``), ``functionCall`` as ``tool_call`` (its ``args`` the arguments, its ``id`` only where
+sent), ``functionResponse`` as ``tool_call_response`` keeping the function ``name`` (the API pairs a
+response with its call by name), ``inlineData`` as ``blob`` and ``fileData`` as ``uri``; a
+``thoughtSignature`` stays on its part as ``signature``, and any other part or part key is kept as
+sent. Function declarations are tools (``parameters`` or ``parametersJsonSchema`` as their
+``parameters``); a tool
+of another kind (``googleSearch``, ``codeExecution``, ...) is a tool of that type. Settings:
+``toolConfig.functionCallingConfig`` is the ``tool_choice``; ``generationConfig``'s sampling dials
+take their normalized names, ``responseMimeType`` with ``responseSchema`` or
+``responseJsonSchema`` is the response format and ``thinkingConfig`` the thinking, as sent; any
+other generation setting, ``safetySettings`` and ``toolConfig.retrievalConfig`` are named unread.
+``cachedContent`` is content the server holds (the call's held history). Keys are read in either
+proto JSON spelling (``system_instruction`` as ``systemInstruction``), as the API reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import unquote
+
+from af_otel.wire.shapes import WireRead, unread
+
+PROVIDER: Final = "gcp.gemini"
+VERTEX: Final = "gcp.vertex_ai"
+# generationConfig key -> params key (rule 5 of af_otel.model.request).
+PARAMS: Final = {
+    "temperature": "temperature",
+    "topP": "top_p",
+    "topK": "top_k",
+    "candidateCount": "choice_count",
+    "maxOutputTokens": "max_tokens",
+    "stopSequences": "stop_sequences",
+    "presencePenalty": "presence_penalty",
+    "frequencyPenalty": "frequency_penalty",
+    "seed": "seed",
+    "thinkingConfig": "thinking",
+}
+FORMAT_KEYS: Final = ("responseMimeType", "responseSchema", "responseJsonSchema")
+PLACED: Final = frozenset(
+    {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig", "cachedContent"}
+)
+DROPPED: Final = frozenset({"labels", "model"})  # bookkeeping; the model is the path's
+_TEXT_KEYS: Final = frozenset({"text", "thought", "thoughtSignature"})
+
+
+def model_of(path: bytes) -> tuple[str, str] | None:
+    """The model a request path names and the provider it is served by: the Gemini API
+    (``/v1beta/models/{model}:...``, also ``tunedModels/``) or Vertex AI (``.../publishers/...``)."""
+    text = unquote(path.split(b"?", 1)[0].decode("latin-1"))
+    head, colon, _ = text.rpartition(":")
+    if not colon:
+        return None
+    for marker in ("/models/", "/tunedModels/"):
+        at = head.rfind(marker)
+        if at >= 0:
+            name = head[at + len(marker) :]
+            provider = VERTEX if "/publishers/" in head or "/projects/" in head else PROVIDER
+            return (name, provider) if name else None
+    return None
+
+
+def camel(raw: Any) -> Any:
+    """An object's keys in the API's JSON spelling: the API reads proto field names in either
+    spelling (``system_instruction`` or ``systemInstruction``), and google-genai sends some of each
+    (``parameters_json_schema`` in a function declaration)."""
+    if not isinstance(raw, Mapping):
+        return raw
+    return {_camel_key(k): v for k, v in raw.items()}
+
+
+def _camel_key(key: str) -> str:
+    if "_" not in key:
+        return key
+    head, *rest = key.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def _declaration(raw: Any) -> dict[str, Any]:
+    """A function declaration as a function tool: its JSON-schema parameters
+    (``parametersJsonSchema``) are its ``parameters`` as much as an OpenAPI-subset ``parameters``
+    (the API takes one or the other; the schema's own spelling shows which)."""
+    declaration = camel(raw)
+    schema = declaration.pop("parametersJsonSchema", None)
+    if schema is not None and declaration.get("parameters") is None:
+        declaration["parameters"] = schema
+    return {"type": "function", **declaration}
+
+
+def _modality(mime: Any) -> str:
+    return str(mime).split("/", 1)[0] if isinstance(mime, str) and mime else ""
+
+
+def _part(raw: Any) -> Any:
+    if not isinstance(raw, Mapping):
+        return raw
+    raw = camel(raw)
+    signature = raw.get("thoughtSignature")
+    part = _content_part(raw)
+    if signature is not None:
+        part["signature"] = signature
+    return part
+
+
+def _content_part(raw: Mapping[str, Any]) -> dict[str, Any]:
+    rest = {k: v for k, v in raw.items() if k not in _TEXT_KEYS}
+    if isinstance(raw.get("text"), str):
+        kind = "reasoning" if raw.get("thought") else "text"
+        return {"type": kind, "content": raw["text"], **rest}
+    if isinstance(call := raw.get("functionCall"), Mapping):
+        extra = {k: v for k, v in rest.items() if k != "functionCall"}
+        part = {"type": "tool_call", "id": call.get("id"), "name": call.get("name")}
+        part["arguments"] = call.get("args")
+        return {**part, **_beyond(call, {"id", "name", "args"}), **extra}
+    if isinstance(answer := raw.get("functionResponse"), Mapping):
+        extra = {k: v for k, v in rest.items() if k != "functionResponse"}
+        part = {"type": "tool_call_response", "id": answer.get("id"), "name": answer.get("name")}
+        part["response"] = answer.get("response")
+        return {**part, **_beyond(answer, {"id", "name", "response"}), **extra}
+    if isinstance(blob := camel(raw.get("inlineData")), Mapping):
+        extra = {k: v for k, v in rest.items() if k != "inlineData"}
+        mime = blob.get("mimeType")
+        part = {"type": "blob", "mime_type": mime, "modality": _modality(mime)}
+        return {**part, "content": blob.get("data"), **_beyond(blob, {"mimeType", "data"}), **extra}
+    if isinstance(file := camel(raw.get("fileData")), Mapping):
+        extra = {k: v for k, v in rest.items() if k != "fileData"}
+        mime = file.get("mimeType")
+        part = {"type": "uri", "mime_type": mime, "modality": _modality(mime)}
+        return {
+            **part,
+            "uri": file.get("fileUri"),
+            **_beyond(file, {"mimeType", "fileUri"}),
+            **extra,
+        }
+    # executableCode, codeExecutionResult, toolCall, ...: the part's own key is its type.
+    kind = next((k for k, v in raw.items() if isinstance(v, Mapping)), "part")
+    return {"type": kind, **rest}
+
+
+def _beyond(inner: Mapping[str, Any], known: set[str]) -> dict[str, Any]:
+    """An inner object's keys beyond those its part spells otherwise (``willContinue``,
+    ``scheduling``, ``displayName``, ...): kept, so nothing the model is shown is left out."""
+    return {k: v for k, v in inner.items() if k not in known}
+
+
+ROLES: Final = {"model": "assistant"}
+
+
+def _message(raw: Mapping[str, Any]) -> dict[str, Any]:
+    role = raw.get("role") or "user"  # the API reads a content without a role as the user's
+    return {"role": ROLES.get(role, role), "parts": [_part(p) for p in raw.get("parts") or ()]}
+
+
+def _tools(raw: Any) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
+    for entry in raw or ():
+        for kind, value in camel(entry).items():
+            if kind == "functionDeclarations":
+                tools += [_declaration(d) for d in value or ()]
+            else:  # googleSearch, codeExecution, retrieval, urlContext, ...: a tool of its own kind
+                inner = value if isinstance(value, Mapping) else {"value": value}
+                tools.append({"type": kind, "name": kind, **inner})
+    return tools
+
+
+def _settings(body: Mapping[str, Any], loose: list[str]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    config = camel(body.get("generationConfig"))
+    if isinstance(config, Mapping):
+        params = {PARAMS[k]: v for k, v in config.items() if k in PARAMS and v is not None}
+        response_format = {k: config[k] for k in FORMAT_KEYS if config.get(k) is not None}
+        if response_format:
+            params["response_format"] = response_format
+        loose += [
+            f"generationConfig.{k}"
+            for k, v in config.items()
+            if v is not None and k not in PARAMS and k not in FORMAT_KEYS
+        ]
+    tool_config = camel(body.get("toolConfig"))
+    if isinstance(tool_config, Mapping):
+        choice = tool_config.get("functionCallingConfig")
+        if choice is not None:
+            params["tool_choice"] = choice
+        loose += [
+            f"toolConfig.{k}"
+            for k, v in tool_config.items()
+            if v is not None and k != "functionCallingConfig"
+        ]
+    return params
+
+
+def read_path(body: Mapping[str, Any], path: bytes) -> WireRead | None:
+    """The body sent to ``path`` read into a request; None when the path names no model."""
+    found = model_of(path)
+    if found is None:
+        return None
+    model, provider = found
+    body = camel(body)
+    loose: list[str] = []
+    params = _settings(body, loose)
+    system = body.get("systemInstruction")
+    if isinstance(system, Mapping):
+        system = [_part(p) for p in camel(system).get("parts") or ()]
+    elif isinstance(system, str):
+        system = [{"type": "text", "content": system}]
+    request = {
+        "model": model,
+        "provider": provider,
+        "system": system,
+        "messages": [_message(m) for m in body.get("contents") or ()],
+        "tools": _tools(body.get("tools")),
+        "params": params,
+    }
+    if "safetySettings" in body and body["safetySettings"] is not None:
+        loose.append("safetySettings")
+    cached = body.get("cachedContent")
+    found_unread = unread(body, PLACED | {"safetySettings"}, DROPPED)
+    return WireRead(
+        request,
+        tuple(sorted({*found_unread, *loose})),
+        f"cachedContent {cached}" if isinstance(cached, str) and cached else None,
+    )

@@ -1,0 +1,100 @@
+"""What the Google and Bedrock stack agents share: the tracer provider with af_otel's processor
+writing OTLP JSON lines, a rerouting httpx/httpx2 transport that tags each request with the
+current span, the two tools, and the questions. Imported by the agent scripts, which run in side
+venvs with the repository on their path; it imports nothing from the other tests."""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+import af_otel
+from af_otel.store import LocalStore
+
+SPAN_HEADER = "x-af-wire-span"  # tests/stacks/gb_server.py reads it
+QUESTIONS = (
+    "What is the weather in Paris?",
+    "And what time is it there?",
+    "Weather in Oslo, please.",
+    "What time is it in Lima?",
+)
+WEATHER = {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "City name"}},
+        "required": ["city"],
+    },
+}
+TIME = {
+    "name": "get_time",
+    "description": "The local time now.",
+    "schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+def tool_output(name: str, turn: int) -> str:
+    if name == "get_time":
+        return f"{9 + turn % 10}:{turn % 6}0 local time"
+    return f"{12 + turn % 9}C, {'sunny' if turn % 2 else 'light rain'}"
+
+
+def provider(config: dict[str, Any], service: str) -> TracerProvider:
+    limits = SpanLimits(max_span_attributes=100_000, max_events=100_000)
+    made = TracerProvider(resource=Resource.create({"service.name": service}), span_limits=limits)
+    made.add_span_processor(
+        af_otel.ReceiptSpanProcessor(
+            SimpleSpanProcessor(FileSpanExporter(config["trace"])),
+            store=LocalStore(config["store"]),
+        )
+    )
+    return made
+
+
+def span_tag() -> str | None:
+    context = trace.get_current_span().get_span_context()
+    return format(context.span_id, "016x") if context.is_valid else None
+
+
+def rerouted(http: Any, port: int, asynchronous: bool = False) -> Any:
+    """An httpx (or httpx2) client whose transport sends every request to the loopback server
+    over real HTTP with the current span's id in a header; the URL is otherwise the client's."""
+
+    def reroute(request: Any) -> None:
+        request.url = request.url.copy_with(scheme="http", host="127.0.0.1", port=port)
+        tag = span_tag()
+        if tag:
+            request.headers[SPAN_HEADER] = tag
+
+    if asynchronous:
+
+        class AsyncReroute(http.AsyncHTTPTransport):  # type: ignore[misc,name-defined]
+            async def handle_async_request(self, request: Any) -> Any:
+                reroute(request)
+                return await super().handle_async_request(request)
+
+        return http.AsyncClient(transport=AsyncReroute())
+
+    class Reroute(http.HTTPTransport):  # type: ignore[misc,name-defined]
+        def handle_request(self, request: Any) -> Any:
+            reroute(request)
+            return super().handle_request(request)
+
+    return http.Client(transport=Reroute())
+
+
+def versions(*distributions: str) -> dict[str, str]:
+    found = {}
+    for name in (*distributions, "opentelemetry-sdk", "opentelemetry-util-genai"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
