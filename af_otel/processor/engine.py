@@ -156,6 +156,8 @@ class Engine:
         """Number an LLM call at its start, in start order; other spans cost one check. A
         provider SDK's own span inside an open LLM call that ranks higher is folded into it; a
         call inside the open call numbered last may take over its number (`dedupe.number_at_start`)."""
+        if self._wire:  # the tap pairs a body with the span started last where it is sent
+            wire_source.started(key)
         explicit = current_run.get()
         if not is_llm_call(attributes, name):
             if explicit is not None:
@@ -302,7 +304,9 @@ class Engine:
                 )
         # The body the client sent, where the wire tap saw it, stands in for the record.
         keep_inline = None
-        sent = wire_source.take(self.settings, facts.key) if self._wire else None
+        window = (facts.start_time, facts.end_time)
+        named = dedupe.model_of(facts.attributes, request)  # the record's model, if any
+        sent = wire_source.take(self.settings, facts.key, window, named) if self._wire else None
         differs: tuple[str, ...] = ()
         if sent is not None:
             keep_inline = wire_source.inline_only_recorded(request)

@@ -106,9 +106,10 @@ SCENARIOS: Final = (
         limits=None,
         cut=True,
     ),
-    # OpenLLMetry's anthropic instrumentation does not make its span current: the tap sees the
-    # body but cannot tell whose call it is, so the instrumentation's record stands.
-    Scenario("anthropic-openllmetry", "openllmetry-anthropic", wire=False),
+    # OpenLLMetry's anthropic instrumentation does not make its span current: the tap pairs each
+    # body with the span started last in the context that sent it, within that span's window.
+    Scenario("anthropic-openllmetry", "openllmetry-anthropic"),
+    Scenario("openai-openllmetry", "openllmetry-openai"),
     # The tap switched off: the instrumentation's record alone, as honest as without the tap.
     Scenario(
         "openai-genai-forced-tool-no-wire",
