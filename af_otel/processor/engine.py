@@ -75,6 +75,8 @@ class CallFacts:
     # The attributes read once (`record_of`), when the caller read them to tell an LLM call:
     # the request is read from it, not from ``attributes`` again.
     recorded: Recorded | None = None
+    # The wire tap saw attempts under the call whose bodies differ (wire-attempts-differ).
+    attempts_differ: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,7 +315,8 @@ class Engine:
             differs = wire_source.record_differs(request, sent.request)
             request, unrecorded, direct, reason = sent.request, sent.unread, sent.direct, None
             shown, sealed, scanned, prefix = None, None, None, None
-            facts = replace(facts, source=names.SOURCE_WIRE)  # the af-2 digest binds it
+            # the af-2 digest binds the source and the gaps
+            facts = replace(facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
         # State the server holds for this call (the Responses API's previous_response_id).
         held = responses.held_history(facts.attributes, request, facts.name, scanned)
         if sent is not None:  # the body itself says
@@ -359,6 +362,8 @@ class Engine:
                 )
             if differs:
                 enrichment.attributes[names.RECORD_DIFFERS] = list(differs)
+            if sent is not None and sent.attempts > 1:
+                enrichment.attributes[names.WIRE_ATTEMPTS] = sent.attempts
             epoch = enrichment.attributes[names.EPOCH]
             conversation = dedupe.conversation(request)
             seen = dedupe.Seen(
@@ -453,6 +458,7 @@ class Engine:
             cut=reason == names.REASON_CUT,
             held=held is not None,
             sealed=sealed,
+            attempts_differ=facts.attempts_differ,
         )
         receipt = seal_receipt(
             receipt, key=self.settings.key, gaps=found, unrecorded=unrecorded if minted else ()

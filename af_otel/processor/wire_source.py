@@ -2,10 +2,12 @@
 current span, and turn what it saw under a finished call's span into the request that call's
 receipt is minted from (docs/processor.md, the wire tap).
 
-A call is taken from the wire when the tap saw exactly one distinct body under its span (retries
-that resend the same bytes are one request) and the endpoint's reader could read it. Several
-different bodies under one span, or one it cannot read, leave the call to the instrumentation's
-record: what is minted must be the one request the model was served.
+A call is taken from the wire when the tap saw a body under its span that the endpoint's reader
+could read. Retries that resend the same bytes are one request; retries under the current span
+whose bodies differ are minted from the last attempt (the one the client's answer came from) and
+named `wire-attempts-differ`, since the model may have been served an earlier one. A body that
+cannot be read, or different bodies paired by where the span started (whose is which is then
+unknown), leave the call to the instrumentation's record.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class FromWire:
     unread: tuple[str, ...]  # body keys the reader could not place (af.receipt.unrecorded)
     direct: bool  # sent to the provider's own host (or a trusted one): no cache-transform
     held: str | None = None  # the server-held state the body continues (af.held_history)
+    attempts: int = 1  # HTTP attempts sent under the call (retries)
+    differ: bool = False  # their bodies differ: the request is the last's (wire-attempts-differ)
 
 
 def take(
@@ -103,8 +107,10 @@ def take(
     if not sent:
         return None
     last = sent[-1]
-    if any(attempt.body != last.body or attempt.endpoint != last.endpoint for attempt in sent):
-        return None
+    paired = all(attempt.via == VIA_CURRENT for attempt in sent)
+    differ = any(a.body != last.body or a.endpoint != last.endpoint for a in sent)
+    if differ and not paired:
+        return None  # two bodies sent where the call's span started: whose is which is unknown
     found = read_body(last.endpoint, last.body)
     if found is None:
         return None
@@ -112,14 +118,13 @@ def take(
         request = Request.from_dict(found.request)
     except Exception:  # a body the normalizer refuses is not read from the wire
         return None
-    paired = all(attempt.via == VIA_CURRENT for attempt in sent)
     if not paired and model is not None and not same_model(model, request.model):
         return None  # another call's body: its span was not the one that sent it
     host = last.host.lower()
     direct = host in PROVIDER_HOSTS.get(request.provider or "", frozenset()) or (
         host in settings.trusted_hosts
     )
-    return FromWire(request, found.unread, direct, found.held)
+    return FromWire(request, found.unread, direct, found.held, len(sent), differ)
 
 
 def same_model(recorded: str, sent: str | None) -> bool:
