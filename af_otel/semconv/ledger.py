@@ -24,6 +24,8 @@ from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_OUTPUT_TYPE,
+    NOTE_TOOLS_ECHOED,
+    NOTE_UNPLACED,
     Convention,
 )
 
@@ -99,8 +101,10 @@ LEDGER: Final = (
         ("openinference",),
         # anthropic 3.1 writes a thinking block's signature; older releases may not, so a
         # signature counts as recorded only where the span shows one.
-        _ALL - {fields.TOOL_ERROR, fields.SIGNATURE},
+        _ALL - {fields.TOOL_ERROR, fields.SIGNATURE, fields.TOOLS},
         "openai 0.1.66, anthropic 3.1",
+        # On a Responses call its tools are the response's echo, which the adapter leaves out.
+        marked=((fields.TOOLS, NOTE_TOOLS_ECHOED),),
     ),
     Entry(
         "openllmetry",
@@ -160,7 +164,11 @@ def unrecorded(
     recorded |= {fields.MODEL}
     if not _MODEL_NOT_RECORDED.isdisjoint(notes):
         recorded -= {fields.MODEL}
-    return fields.unrecorded(request, recorded, seen)
+    found = fields.unrecorded(request, recorded, seen)
+    # Arguments on the span the adapter could not place: unrecorded, as the wire readers name
+    # the body keys they cannot place.
+    unplaced = [n.removeprefix(NOTE_UNPLACED) for n in notes if n.startswith(NOTE_UNPLACED)]
+    return (*found, *(key for key in unplaced if key not in found))
 
 
 # -- span limits ----------------------------------------------------------------------------------
