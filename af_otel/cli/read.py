@@ -26,6 +26,7 @@ from opentelemetry import metrics
 from af_otel import names
 from af_otel.cli import EXIT_PIPE
 from af_otel.cli.report import FOLD_CHARS, held_shown, json_text, render_report, show_part
+from af_otel.cli.request import print_requests
 from af_otel.errors import AfOtelError, ReaderError, StoreError
 from af_otel.keys import KeyProblem, KeyRing, find_keys
 from af_otel.reader.blobs import referenced_blobs
@@ -264,6 +265,12 @@ def register(subparsers: Any) -> None:
     add_key_options(served)
     served.add_argument("--full", action="store_true", help="print long contents whole")
     served.add_argument("--json", action="store_true", help="one JSON object per view")
+    served.add_argument(
+        "--request",
+        action="store_true",
+        help="print each call's provider-native request body rebuilt from the record, one JSON "
+        "object a line (exit 2 if the record cannot rebuild one; stderr names the gap)",
+    )
     served.set_defaults(func=_guarded(served_command))
 
     check = subparsers.add_parser(
@@ -708,6 +715,8 @@ def _recorded_by(view: ServedView) -> str:
 
 def served_command(args: argparse.Namespace) -> int:
     loaded = load_views(args)
+    if getattr(args, "request", False):
+        return print_requests(loaded.views, key_from_args(args))
     verdicts = verdicts_or_none(loaded.views, key_from_args(args))
     for view, verdict in zip(loaded.views, verdicts, strict=True):
         if args.json:
