@@ -62,7 +62,9 @@ def owner() -> tuple[int, int] | Owner | None:
 
 def _is_llm(span: Any) -> bool:
     attributes = getattr(span, "attributes", None)
-    return is_llm_call(attributes if isinstance(attributes, Mapping) else {}, str(span.name))
+    # A span known only by its context (a remote parent attached by a worker) has neither.
+    name = getattr(span, "name", "")
+    return is_llm_call(attributes if isinstance(attributes, Mapping) else {}, str(name))
 
 
 def activate(settings: Settings) -> bool:

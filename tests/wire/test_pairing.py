@@ -173,3 +173,24 @@ def test_a_body_sent_outside_the_spans_window_is_not_the_calls(pipeline: Pipelin
     _send(_body("Weather in Oslo?"))
     span.end(end_time=ended)
     assert _by_name(pipeline)["chat"][0] == names.SOURCE_INSTRUMENTATION
+
+
+def test_under_a_remote_parent_the_span_started_where_it_sends_gets_the_body(
+    pipeline: Pipeline,
+) -> None:
+    """A worker that attached an incoming trace context (a remote parent, no span object of its
+    own) and runs a callback-based instrumentation: the body still goes to the LLM span."""
+    remote = trace.SpanContext(
+        0x1234, 0x5678, is_remote=True, trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)
+    )
+    token = otel_context.attach(trace.set_span_in_context(trace.NonRecordingSpan(remote)))
+    try:
+        body = _body("Weather in Oslo?")
+        span = _llm_span(pipeline, "chat")
+        _send(body)
+        span.end()
+    finally:
+        otel_context.detach(token)
+    source, view = _by_name(pipeline)["chat"]
+    assert source == names.SOURCE_WIRE
+    assert _served_is(view, body)
