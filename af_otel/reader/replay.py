@@ -20,7 +20,7 @@ from typing import Any, Final
 import orjson
 
 from af_otel import names
-from af_otel.errors import ReaderError
+from af_otel.errors import ReplayRefusedError
 from af_otel.reader.verify import VerdictStatus, verify
 from af_otel.reader.view import ServedView
 
@@ -28,11 +28,6 @@ __all__ = ["ReplayRefusedError", "replay_request"]
 
 # Gap kinds about other calls of the run, not about this request's content.
 _ABOUT_OTHER_CALLS: Final = frozenset({names.GAP_RUN_CUT_AT_END, names.GAP_UNRECORDED_CALL})
-
-
-class ReplayRefusedError(ReaderError):
-    """The record cannot rebuild this call's request body; the message names the span, epoch
-    and the gap (or verdict) that says why."""
 
 
 def replay_request(view: ServedView, key: Any = None) -> dict[str, Any]:
