@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 
@@ -19,6 +19,9 @@ from af_otel.reader.verify import VerdictStatus
 from tests.wire.convert import differences, from_view, from_wire
 from tests.wire.server import WireServer
 
+# The installed LLM instrumentations, left out: the application's span is its own (they have their
+# own tests).
+_OTHERS: Final = "langchain,openai,anthropic"
 APP: Final = """
 import sys
 import openai
@@ -46,10 +49,8 @@ provider.shutdown()
 """
 
 
-@pytest.mark.instrumentation
-def test_opentelemetry_instrument_installs_the_processor_and_the_tap(tmp_path: Path) -> None:
-    """The launcher loads af_otel's instrumentor: the call carries a receipt minted from the
-    body sent, verified, its served view equal to the logged body."""
+def _launch(tmp_path: Path, disabled: str) -> tuple[list[Any], list[Any]]:
+    """Run the application under the launcher; (its spans, the bodies the server logged)."""
     app, trace_file = tmp_path / "app.py", tmp_path / "trace.jsonl"
     app.write_text(APP, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "AF_OTEL_"))}
@@ -57,9 +58,7 @@ def test_opentelemetry_instrument_installs_the_processor_and_the_tap(tmp_path: P
         "OTEL_TRACES_EXPORTER": "none",
         "OTEL_METRICS_EXPORTER": "none",
         "OTEL_LOGS_EXPORTER": "none",
-        # Only af_otel: the application's span is its own (the installed LLM instrumentations
-        # have their own tests).
-        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "langchain,openai,anthropic",
+        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": disabled,
         "AF_OTEL_STORE": str(tmp_path / "store"),
         "AF_OTEL_TRUSTED_HOSTS": "127.0.0.1",
         "AF_OTEL_STRICT": "1",
@@ -77,10 +76,25 @@ def test_opentelemetry_instrument_installs_the_processor_and_the_tap(tmp_path: P
         )
         requests = list(server.requests)
     assert done.returncode == 0, done.stderr[-4000:]
-    spans = list(af_otel.read_spans(trace_file))
+    return list(af_otel.read_spans(trace_file)), requests
+
+
+@pytest.mark.instrumentation
+def test_opentelemetry_instrument_installs_the_processor_and_the_tap(tmp_path: Path) -> None:
+    """The launcher loads af_otel's instrumentor: the call carries a receipt minted from the
+    body sent, verified, its served view equal to the logged body."""
+    spans, requests = _launch(tmp_path, _OTHERS)
     (view,) = af_otel.served_views(spans, store=tmp_path / "store")
     (request,) = requests
     (span,) = [s for s in spans if s.span_id == view.span_id]
     assert span.attributes[names.RECEIPT_SOURCE] == names.SOURCE_WIRE
     assert differences(from_wire(request.path, request.body), from_view(view)) == []
     assert af_otel.verify(view).status == VerdictStatus.VERIFIED
+
+
+@pytest.mark.instrumentation
+def test_disabling_the_instrumentor_leaves_the_spans_as_they_were(tmp_path: Path) -> None:
+    """``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=af_otel`` (docs/processor.md): no af.* attribute."""
+    spans, requests = _launch(tmp_path, _OTHERS + ",af_otel")
+    assert len(requests) == len(spans) == 1
+    assert not any(key.startswith("af.") for key in spans[0].attributes)
