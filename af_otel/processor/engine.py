@@ -75,6 +75,8 @@ class CallFacts:
     # The attributes read once (`record_of`), when the caller read them to tell an LLM call:
     # the request is read from it, not from ``attributes`` again.
     recorded: Recorded | None = None
+    # The wire tap saw attempts under the call whose bodies differ (wire-attempts-differ).
+    attempts_differ: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +158,8 @@ class Engine:
         """Number an LLM call at its start, in start order; other spans cost one check. A
         provider SDK's own span inside an open LLM call that ranks higher is merged into it; a
         call inside the open call numbered last may take over its number (`dedupe.number_at_start`)."""
+        if self._wire:  # the tap pairs a body with the span started last where it is sent
+            wire_source.started(key)
         explicit = current_run.get()
         if not is_llm_call(attributes, name):
             if explicit is not None:
@@ -302,14 +306,17 @@ class Engine:
                 )
         # The body the client sent, where the wire tap saw it, stands in for the record.
         keep_inline = None
-        sent = wire_source.take(self.settings, facts.key) if self._wire else None
+        window = (facts.start_time, facts.end_time)
+        named = dedupe.model_of(facts.attributes, request)  # the record's model, if any
+        sent = wire_source.take(self.settings, facts.key, window, named) if self._wire else None
         differs: tuple[str, ...] = ()
         if sent is not None:
             keep_inline = wire_source.inline_only_recorded(request)
             differs = wire_source.record_differs(request, sent.request)
             request, unrecorded, direct, reason = sent.request, sent.unread, sent.direct, None
             shown, sealed, scanned, prefix = None, None, None, None
-            facts = replace(facts, source=names.SOURCE_WIRE)  # the af-2 digest binds it
+            # the af-2 digest binds the source and the gaps
+            facts = replace(facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
         # State the server holds for this call (the Responses API's previous_response_id).
         held = responses.held_history(facts.attributes, request, facts.name, scanned)
         if sent is not None:  # the body itself says
@@ -355,6 +362,8 @@ class Engine:
                 )
             if differs:
                 enrichment.attributes[names.RECORD_DIFFERS] = list(differs)
+            if sent is not None and sent.attempts > 1:
+                enrichment.attributes[names.WIRE_ATTEMPTS] = sent.attempts
             epoch = enrichment.attributes[names.EPOCH]
             conversation = dedupe.conversation(request)
             seen = dedupe.Seen(
@@ -449,6 +458,7 @@ class Engine:
             cut=reason == names.REASON_CUT,
             held=held is not None,
             sealed=sealed,
+            attempts_differ=facts.attempts_differ,
         )
         receipt = seal_receipt(
             receipt, key=self.settings.key, gaps=found, unrecorded=unrecorded if minted else ()

@@ -24,6 +24,8 @@ from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_OUTPUT_TYPE,
+    NOTE_TOOLS_ECHOED,
+    NOTE_UNPLACED,
     Convention,
 )
 
@@ -106,8 +108,10 @@ LEDGER: Final = (
         ("openinference",),
         # anthropic 3.1 writes a thinking block's signature; older releases may not, so a
         # signature counts as recorded only where the span shows one.
-        _ALL - {fields.TOOL_ERROR, fields.SIGNATURE},
+        _ALL - {fields.TOOL_ERROR, fields.SIGNATURE, fields.TOOLS},
         "openai 0.1.66, anthropic 3.1",
+        # On a Responses call its tools are the response's echo, which the adapter leaves out.
+        marked=((fields.TOOLS, NOTE_TOOLS_ECHOED),),
     ),
     Entry(
         "openllmetry",
@@ -208,7 +212,11 @@ def unrecorded(
         recorded -= {fields.MODEL}
     found = fields.unrecorded(request, recorded, seen)
     lacking = tuple(field for field, kind in entry.lacks if kind in seen.kinds) if entry else ()
-    return (*found, *lacking)
+    # Arguments on the span the adapter could not place: unrecorded, as the wire readers name
+    # the body keys they cannot place.
+    unplaced = [n.removeprefix(NOTE_UNPLACED) for n in notes if n.startswith(NOTE_UNPLACED)]
+    named = (*found, *(key for key in lacking if key not in found))
+    return (*named, *(key for key in unplaced if key not in named))
 
 
 # -- span limits ----------------------------------------------------------------------------------
