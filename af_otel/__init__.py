@@ -18,6 +18,7 @@ from af_otel.errors import (
     CanonicalJSONError,
     InvalidAddressError,
     ReaderError,
+    ReplayRefusedError,
     RequestShapeError,
     SourceError,
     StoreError,
@@ -27,6 +28,7 @@ from af_otel.errors import (
 from af_otel.model import Request
 from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.reader.policy import Policy, judge
+from af_otel.reader.replay import replay_request
 from af_otel.reader.sources import read_spans
 from af_otel.reader.verify import Verdict, VerdictStatus, verify
 from af_otel.reader.view import ServedView, served_views
@@ -70,6 +72,7 @@ __all__ = [
     "ReceiptDigests",
     "ReceiptSpanExporter",
     "ReceiptSpanProcessor",
+    "ReplayRefusedError",
     "Request",
     "RequestShapeError",
     "RunTagger",
@@ -87,6 +90,7 @@ __all__ = [
     "mint_receipt",
     "read_spans",
     "receipt_hash",
+    "replay_request",
     "run",
     "served_views",
     "verify",

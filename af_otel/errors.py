@@ -12,6 +12,7 @@ AfOtelError
 │   ├── UnknownFormatError  the input is in no format the reader knows
 │   └── TraceNotFoundError  the backend answered that it has no such trace
 └── ReaderError             spans were read but a request of the caller cannot be served
+    └── ReplayRefusedError  the record cannot rebuild a call's request body (names the gap)
 """
 
 from __future__ import annotations
@@ -70,3 +71,8 @@ class TraceNotFoundError(SourceError):
 
 class ReaderError(AfOtelError):
     """Spans were read, but the caller's request cannot be served (unknown run, epoch, ...)."""
+
+
+class ReplayRefusedError(ReaderError):
+    """The record cannot rebuild a call's request body (`af_otel.replay_request`); the message
+    names the span, run and epoch and the gap (or verdict) that says why."""

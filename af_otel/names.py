@@ -146,3 +146,8 @@ RUN_CLOSE_LANES: Final = "af.run.close.lanes"
 RUN_CLOSE_EPOCHS: Final = "af.run.close.epochs"
 RUN_CLOSE_DIGESTS: Final = "af.run.close.digests"
 GAP_RUN_CUT_AT_END: Final = "run-cut-at-end"
+# The wire tap saw several HTTP attempts under one call whose bodies differ (a retry that changed
+# the request): the receipt is the last attempt's, and the model may have been served another.
+# The span says how many attempts were sent (`WIRE_ATTEMPTS`, only when more than one).
+GAP_WIRE_ATTEMPTS_DIFFER: Final = "wire-attempts-differ"
+WIRE_ATTEMPTS: Final = "af.wire.attempts"

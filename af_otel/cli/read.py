@@ -35,6 +35,7 @@ from af_otel.cli.options import (
     key_from_args,
     policy_from_args,
 )
+from af_otel.cli.request import print_requests
 from af_otel.errors import AfOtelError
 from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.present import render_report
@@ -97,6 +98,12 @@ def register(subparsers: Any) -> None:
     add_key_options(served)
     served.add_argument("--full", action="store_true", help="print long contents whole")
     served.add_argument("--json", action="store_true", help="one JSON object per view")
+    served.add_argument(
+        "--request",
+        action="store_true",
+        help="print each call's provider-native request body rebuilt from the record, one JSON "
+        "object a line (exit 2 if the record cannot rebuild one; stderr names the gap)",
+    )
     served.set_defaults(func=_guarded(served_command))
 
     check = subparsers.add_parser(
@@ -157,6 +164,8 @@ def _json_line(value: Any) -> str:
 
 def served_command(args: argparse.Namespace) -> int:
     loaded = load_views(args)
+    if getattr(args, "request", False):
+        return print_requests(loaded.views, key_from_args(args))
     verdicts = verdicts_or_none(loaded.views, key_from_args(args))
     for view, verdict in zip(loaded.views, verdicts, strict=True):
         if args.json:

@@ -151,6 +151,17 @@ _ROWS: Final = (
         partial=True,
     ),
     GapKind(
+        names.GAP_WIRE_ATTEMPTS_DIFFER,
+        ("system", "messages", "tools", "params", "model", "bytes"),
+        ("system", "messages", "tools", "params", "model"),
+        "caveat",
+        "The client sent this call more than once and the bodies of its attempts differ, as "
+        "when a retry changes the request. The request shown is the last attempt's; an earlier "
+        "attempt may be the one the model answered or also ran, so a match proves only that "
+        "the last body was sent.",
+        partial=True,
+    ),
+    GapKind(
         names.GAP_CACHE_TRANSFORM,
         ("system", "messages", "tools", "bytes"),
         ("system", "messages", "tools"),

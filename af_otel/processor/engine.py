@@ -113,6 +113,8 @@ class Engine:
         """Number an LLM call at its start, in start order; other spans cost one check. A
         provider SDK's own span inside an open LLM call that ranks higher is merged into it; a
         call inside the open call numbered last may take over its number (`dedupe.number_at_start`)."""
+        if self._wire:  # the tap pairs a body with the span started last where it is sent
+            wire_source.started(key)
         explicit = current_run.get()
         if not is_llm_call(attributes, name):
             if explicit is not None:
@@ -218,7 +220,9 @@ class Engine:
         run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=True))
         minting = self._read(facts, supplied, run)
         # The body the client sent, where the wire tap saw it, stands in for the record.
-        sent = wire_source.take(self.settings, facts.key) if self._wire else None
+        window = (facts.start_time, facts.end_time)
+        named = minting.call.model  # the record's model, if any
+        sent = wire_source.take(self.settings, facts.key, window, named) if self._wire else None
         differs: tuple[str, ...] = ()
         if sent is not None:
             differs = wire_source.record_differs(minting.call.request, sent.request)
@@ -252,6 +256,8 @@ class Engine:
                 )
             if differs:
                 enrichment.attributes[names.RECORD_DIFFERS] = list(differs)
+            if sent is not None and sent.attempts > 1:
+                enrichment.attributes[names.WIRE_ATTEMPTS] = sent.attempts
             epoch = enrichment.attributes[names.EPOCH]
             conversation = dedupe.conversation(call.request)
             seen = dedupe.Seen(
@@ -326,6 +332,7 @@ class Engine:
             cut=reason == names.REASON_CUT,
             held=call.held is not None,
             sealed=call.sealed,
+            attempts_differ=facts.attempts_differ,
         )
         receipt = seal_receipt(receipt, key=self.settings.key, gaps=found, unrecorded=unrecorded)
         # The sealed receipt is kept: the next epoch of the lane binds its digest.
@@ -473,7 +480,8 @@ def _from_wire(minting: Minting, sent: wire_source.FromWire) -> Minting:
         sent.held,
         named_model=was.named_model,
     )
-    facts = replace(minting.facts, source=names.SOURCE_WIRE)
+    # The af-2 digest binds the source and the gaps.
+    facts = replace(minting.facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
     keep = wire_source.inline_only_recorded(minting.call.request)
     return Minting(facts, call, sent.direct, minting.on_span, keep)
 

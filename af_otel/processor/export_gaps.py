@@ -53,6 +53,7 @@ def gaps_of(
     cut: bool = False,
     sealed: bool | None = None,
     held: bool = False,
+    attempts_differ: bool = False,
 ) -> list[str]:
     """The gap kinds for one LLM-call span, most suspicious first (``sealed``: whether a message
     replays sealed reasoning, when the caller already knows)."""
@@ -68,6 +69,8 @@ def gaps_of(
         found.add(names.GAP_UNRECORDED)
     if held:
         found.add(names.GAP_HELD_HISTORY)
+    if attempts_differ:
+        found.add(names.GAP_WIRE_ATTEMPTS_DIFFER)
     if not direct_capture:
         found.add(names.GAP_CACHE_TRANSFORM)
     if minted and request is not None:

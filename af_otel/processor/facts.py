@@ -39,6 +39,8 @@ class CallFacts:
     # The attributes read once (`record_of`), when the caller read them to tell an LLM call:
     # the request is read from it, not from ``attributes`` again.
     recorded: Recorded | None = None
+    # The wire tap saw attempts under the call whose bodies differ (wire-attempts-differ).
+    attempts_differ: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,15 +2,18 @@
 current span, and turn what it saw under a finished call's span into the request that call's
 receipt is minted from (docs/processor.md, the wire tap).
 
-A call is taken from the wire when the tap saw exactly one distinct body under its span (retries
-that resend the same bytes are one request) and the endpoint's reader could read it. Several
-different bodies under one span, or one it cannot read, leave the call to the instrumentation's
-record: what is minted must be the one request the model was served.
+A call is taken from the wire when the tap saw a body under its span that the endpoint's reader
+could read. Retries that resend the same bytes are one request; retries under the current span
+whose bodies differ are minted from the last attempt (the one the client's answer came from) and
+named `wire-attempts-differ`, since the model may have been served an earlier one. A body that
+cannot be read, or different bodies paired by where the span started (whose is which is then
+unknown), leave the call to the instrumentation's record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,26 +24,55 @@ from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.processor import commits
 from af_otel.processor.export_gaps import PROVIDER_HOSTS
 from af_otel.processor.settings import Settings
+from af_otel.semconv import is_llm_call
 from af_otel.wire import SENT, read_body
 from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
 from af_otel.wire.hosts import provider_host
+from af_otel.wire.tap import VIA_CURRENT, VIA_STARTED, Owner
+
+# The span started last in this context (thread, task), set by the engine at every span start:
+# a callback-based instrumentation starts its LLM span in the context that then sends the request,
+# but never makes it current. Set, never reset: a later start in the same context overrides it,
+# and a span that already ended takes nothing (`take` holds a body to its span's window).
+_started: ContextVar[tuple[int, int] | None] = ContextVar("af_otel_started", default=None)
 
 
-def current_key() -> tuple[int, int] | None:
-    """The sampled span current in this context, as (trace id, span id): the one a request sent
-    now belongs to (instrumentations of provider SDKs make their LLM span current)."""
-    context = trace.get_current_span().get_span_context()
-    if not context.is_valid or not context.trace_flags.sampled:
-        return None
-    return (context.trace_id, context.span_id)
+def started(key: tuple[int, int]) -> None:
+    """Note ``key`` as the span started last in this context."""
+    _started.set(key)
+
+
+def owner() -> tuple[int, int] | Owner | None:
+    """The span a request sent now belongs to (docs/processor.md, Pairing): the current span
+    when it is an LLM call or was the last started here (instrumentations of provider SDKs make
+    their LLM span current); else the span started last in this context, when it is of the same
+    trace as the current span or none is current (a callback-based framework's LLM span)."""
+    span = trace.get_current_span()
+    context = span.get_span_context()
+    current = None
+    if context.is_valid and context.trace_flags.sampled:
+        current = (context.trace_id, context.span_id)
+    hint = _started.get()
+    if hint is None or hint == current:
+        return current
+    if current is not None and (hint[0] != current[0] or _is_llm(span)):
+        return current
+    return Owner(hint, VIA_STARTED)
+
+
+def _is_llm(span: Any) -> bool:
+    attributes = getattr(span, "attributes", None)
+    # A span known only by its context (a remote parent attached by a worker) has neither.
+    name = getattr(span, "name", "")
+    return is_llm_call(attributes if isinstance(attributes, Mapping) else {}, str(name))
 
 
 def activate(settings: Settings) -> bool:
     """Switch the tap on for one engine when its settings want it; whether they did."""
     if not settings.wire or settings.disabled:
         return False
-    install_tap(current_key)
+    install_tap(owner)
     return True
 
 
@@ -56,16 +88,32 @@ class FromWire:
     unread: tuple[str, ...]  # body keys the reader could not place (af.receipt.unrecorded)
     direct: bool  # sent to the provider's own host (or a trusted one): no cache-transform
     held: str | None = None  # the server-held state the body continues (af.held_history)
+    attempts: int = 1  # HTTP attempts sent under the call (retries)
+    differ: bool = False  # their bodies differ: the request is the last's (wire-attempts-differ)
 
 
-def take(settings: Settings, key: tuple[int, int]) -> FromWire | None:
-    """The request sent under ``key`` (module rule), or None; the tap forgets it either way."""
+def take(
+    settings: Settings,
+    key: tuple[int, int],
+    window: tuple[int, int] | None = None,
+    model: str | None = None,
+) -> FromWire | None:
+    """The request sent under ``key`` (module rule), or None; the tap forgets it either way.
+
+    A body filed under the call because its span was the one started last where it was sent
+    (not current) counts only when sent within the span's ``window`` (start, end), and only
+    when the ``model`` the instrumentation recorded, where it did, is the body's (`same_model`)."""
     sent = SENT.take(key)
+    if window is not None:
+        start, end = window
+        sent = tuple(s for s in sent if s.via == VIA_CURRENT or start <= s.at <= end)
     if not sent:
         return None
     last = sent[-1]
-    if any(attempt.body != last.body or attempt.endpoint != last.endpoint for attempt in sent):
-        return None
+    paired = all(attempt.via == VIA_CURRENT for attempt in sent)
+    differ = any(a.body != last.body or a.endpoint != last.endpoint for a in sent)
+    if differ and not paired:
+        return None  # two bodies sent where the call's span started: whose is which is unknown
     found = read_body(last.endpoint, last.body, last.path)
     if found is None:
         return None
@@ -73,11 +121,25 @@ def take(settings: Settings, key: tuple[int, int]) -> FromWire | None:
         request = Request.from_dict(found.request)
     except Exception:  # a body the normalizer refuses is not read from the wire
         return None
+    if not paired and model is not None and not same_model(model, request.model):
+        return None  # another call's body: its span was not the one that sent it
     host = last.host.lower()
     direct = host in PROVIDER_HOSTS.get(request.provider or "", frozenset()) or (
         host in settings.trusted_hosts or provider_host(request.provider, host)
     )
-    return FromWire(request, found.unread, direct, found.held)
+    return FromWire(request, found.unread, direct, found.held, len(sent), differ)
+
+
+def same_model(recorded: str, sent: str | None) -> bool:
+    """Whether a recorded model names the model a body asks for: the same name, or a dated
+    snapshot of it (``gpt-4o-mini-2024-07-18`` for ``gpt-4o-mini``), which some instrumentations
+    record from the response."""
+    if recorded == sent:
+        return True
+    if sent is None:
+        return False
+    rest = recorded.removeprefix(sent + "-")
+    return rest != recorded and rest[:1].isdigit()
 
 
 def inline_only_recorded(recorded: Request | None) -> Callable[[commits.Change], bool]:

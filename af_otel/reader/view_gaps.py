@@ -35,6 +35,7 @@ _TAKEN_FROM_WRITER: Final = frozenset(
         names.GAP_FORCED_TOOL_SCHEMA,
         names.GAP_PROVIDER_DEFAULTS,
         names.GAP_SPAN_LIMITS,
+        names.GAP_WIRE_ATTEMPTS_DIFFER,
     }
 )
 

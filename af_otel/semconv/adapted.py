@@ -24,6 +24,12 @@ NOTE_OUTPUT_TYPE: Final = "output-type"
 whose schema (if any) is not on the span."""
 NOTE_PARAMS_UNREADABLE: Final = "params-unreadable"
 """The dials attribute is there but unreadable (bad JSON, a placeholder): ``params`` is empty."""
+NOTE_TOOLS_ECHOED: Final = "tools-echoed"
+"""The span's tools are the ones the response echoed (with defaults such as ``strict`` the client
+never sent), not the request's: the adapter leaves them out and the request's are unrecorded."""
+NOTE_UNPLACED: Final = "unplaced:"
+"""Prefix of a note naming a request argument on the span that the adapter does not place in the
+request (``unplaced:output_config``, ``unplaced:functions``): the ledger names it unrecorded."""
 NOTE_ADAPTER_ERROR: Final = "adapter-error"
 """The adapter failed on an input it did not foresee; the request is treated as unreadable."""
 

@@ -23,6 +23,7 @@ from af_otel.semconv.adapted import (
     CUT_LENGTH,
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
+    NOTE_UNPLACED,
 )
 from af_otel.semconv.convention import Entry, tables
 from af_otel.semconv.conventions import BUILT_IN
@@ -94,4 +95,8 @@ def unrecorded(
         recorded -= {fields.MODEL}
     found = fields.unrecorded(request, recorded, seen)
     lacking = tuple(field for field, kind in entry.lacks if kind in seen.kinds) if entry else ()
-    return (*found, *lacking)
+    # Arguments on the span the adapter could not place: unrecorded, as the wire readers name
+    # the body keys they cannot place.
+    unplaced = [n.removeprefix(NOTE_UNPLACED) for n in notes if n.startswith(NOTE_UNPLACED)]
+    named = (*found, *(key for key in lacking if key not in found))
+    return (*named, *(key for key in unplaced if key not in named))

@@ -1,6 +1,8 @@
 """The wire tap: the exact body an LLM client sends, seen at ``Client.send`` of ``httpx`` (and of
 ``httpx2``, the same API under another name, which the ``openai`` 3.x and ``anthropic`` 2.x clients
-send through), kept a short while under the span that was current when it was sent.
+send through), kept a short while under its span: the span current when it was sent, or, for
+instrumentations that never make their LLM span current, the span the processor says was started
+last in the sending context (`Owner`, docs/processor.md "Pairing").
 
 Why ``Client.send`` / ``AsyncClient.send``: every request a client makes passes there once per
 attempt (``Client.request``, ``post`` and the provider SDKs' own retry loops all call it), whatever
@@ -39,17 +41,33 @@ MAX_AGE_NS: Final = 600 * 1_000_000_000
 # Attempts kept per call (retries under one span); more are counted, not kept.
 MAX_ATTEMPTS: Final = 8
 MODULES: Final = ("httpx", "httpx2")
+# How a body came to be filed under its span (`Owner`): the span was current while it was sent,
+# or it was the span started last in the sending context while another (or none) was current.
+VIA_CURRENT: Final = "current"
+VIA_STARTED: Final = "started"
 
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    """One HTTP attempt at an LLM endpoint: which endpoint, to which host, with which body (and
-    the path, which names the model for Gemini and Bedrock)."""
+    """One HTTP attempt at an LLM endpoint: which endpoint, to which host, with which body; when
+    it was sent (wall clock, ns, as span times are), how it came under its span, and the path
+    (which names the model for Gemini and Bedrock)."""
 
     endpoint: str
     host: str
     body: bytes
+    at: int = field(default=0, compare=False)
+    via: str = field(default=VIA_CURRENT, compare=False)
     path: bytes = field(default=b"", compare=False)  # the endpoint says what the call is
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The span a body is filed under and how it was chosen (``VIA_*``); a bare key means the
+    current span."""
+
+    key: Key
+    via: str
 
 
 @dataclass(slots=True)
@@ -119,9 +137,9 @@ class SentTable:
 
 
 SENT: Final = SentTable()
-# The span current while a request is sent, as (trace id, span id), or None: handed in by the
-# processor (only processor/ touches OpenTelemetry).
-_current: Callable[[], Key | None] | None = None
+# The span a request sent now is filed under, as (trace id, span id) (the current span) or an
+# `Owner`, or None: handed in by the processor (only processor/ touches OpenTelemetry).
+_current: Callable[[], Key | Owner | None] | None = None
 _users = 0  # engines that want the tap; it records nothing while none does
 _patched: dict[str, tuple[Any, Any]] = {}  # module -> the original (send, async send)
 _install_lock = forksafe.lock()
@@ -135,15 +153,16 @@ def note(request: Any) -> None:
         endpoint = endpoint_of(url.raw_path)
         if endpoint is None or _current is None:
             return
-        key = _current()
-        if key is None:
+        owner = _current()
+        if owner is None:
             return
+        key, via = (owner.key, owner.via) if isinstance(owner, Owner) else (owner, VIA_CURRENT)
         try:
             body = request.content  # raises for a streamed body that was not read: not ours to read
         except Exception:
             return
         if isinstance(body, bytes) and body:
-            SENT.add(key, Sent(endpoint, url.host, body, url.raw_path))
+            SENT.add(key, Sent(endpoint, url.host, body, time.time_ns(), via, url.raw_path))
     except Exception:  # the tap never raises into the client
         return
 
@@ -154,9 +173,11 @@ def keep(endpoint: str, host: str, body: bytes, path: bytes) -> None:
     try:
         if not _users or _current is None or not body:
             return
-        key = _current()
-        if key is not None:
-            SENT.add(key, Sent(endpoint, host, body, path))
+        owner = _current()
+        if owner is None:
+            return
+        key, via = (owner.key, owner.via) if isinstance(owner, Owner) else (owner, VIA_CURRENT)
+        SENT.add(key, Sent(endpoint, host, body, time.time_ns(), via, path))
     except Exception:  # the tap never raises into the client
         return
 
@@ -182,7 +203,7 @@ def _wrap(module: Any) -> tuple[Any, Any]:
     return send, async_send
 
 
-def install(current: Callable[[], Key | None]) -> None:
+def install(current: Callable[[], Key | Owner | None]) -> None:
     """Patch ``send`` of every HTTP library present (once) and count one more user of the tap."""
     global _current, _users
     with _install_lock:

@@ -278,6 +278,14 @@ def continue_held_history(spans: Spans, store: Store, tmp: Path) -> tuple[Spans,
     return as_written(replace_span(spans, span, held)), store
 
 
+def retry_another_body(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
+    """The client sent the call twice with different bodies, as the writer's wire tap saw."""
+    span = span_of(spans, 3)
+    kinds = (*span.attributes.get(names.GAPS, ()), names.GAP_WIRE_ATTEMPTS_DIFFER)
+    retried = with_attributes(span, af__gaps=kinds, af__wire__attempts=2)
+    return as_written(replace_span(spans, span, retried)), store
+
+
 def write_a_model_turn(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
     """A model turn no recorded call gave (a call without a span, or the application's own)
     lands in the history between epoch 2's answer and epoch 3's question."""
@@ -303,6 +311,7 @@ DAMAGES = {
     names.GAP_HELD_HISTORY: continue_held_history,
     names.GAP_UNRECORDED_CALL: write_a_model_turn,
     names.GAP_RUN_CUT_AT_END: cut_the_end,
+    names.GAP_WIRE_ATTEMPTS_DIFFER: retry_another_body,
 }
 
 

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any, Final
 
 import af_otel
-from af_otel import names
+from af_otel import canonical_json, names
+from af_otel.reader.replay import ReplayRefusedError, replay_request
 from af_otel.reader.verify import VerdictStatus
+from af_otel.wire import anthropic_messages, openai_chat
 from tests.wire import envs
 from tests.wire.convert import Comparable, Difference, differences, from_view, from_wire
 from tests.wire.server import WireRequest, WireServer
@@ -106,9 +108,10 @@ SCENARIOS: Final = (
         limits=None,
         cut=True,
     ),
-    # OpenLLMetry's anthropic instrumentation does not make its span current: the tap sees the
-    # body but cannot tell whose call it is, so the instrumentation's record stands.
-    Scenario("anthropic-openllmetry", "openllmetry-anthropic", wire=False),
+    # OpenLLMetry's anthropic instrumentation does not make its span current: the tap pairs each
+    # body with the span started last in the context that sent it, within that span's window.
+    Scenario("anthropic-openllmetry", "openllmetry-anthropic"),
+    Scenario("openai-openllmetry", "openllmetry-openai"),
     # The tap switched off: the instrumentation's record alone, as honest as without the tap.
     Scenario(
         "openai-genai-forced-tool-no-wire",
@@ -138,6 +141,9 @@ class Epoch:
     unrecorded: tuple[str, ...]  # fields the view says its instrumentation does not record
     expected_parent: int | None  # by the wire (see `_expected_parents`); None: no earlier prefix
     source: str | None = None  # af.receipt.source: wire or instrumentation
+    # `af-otel served --request` against the body sent: "equal" (RFC 8785), "differs: ...", or
+    # "refused: ..." where the record cannot rebuild it.
+    replay: str = ""
 
     @property
     def overclaims(self) -> tuple[Difference, ...]:
@@ -365,6 +371,7 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
                 tuple(getattr(view, "unrecorded", ())),
                 parents.get(view.span_id),
                 attributes[view.span_id].get(names.RECEIPT_SOURCE),
+                replayed(view, request),
             )
         )
     collisions = []
@@ -374,6 +381,55 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
             if first.fingerprint == second.fingerprint and first.wire != second.wire:
                 collisions.append((first.epoch, second.epoch))
     return Outcome(scenario, result["versions"], len(requests), tuple(epochs), tuple(collisions))
+
+
+# What no record keeps, so a rebuilt body leaves it out (af_otel/reader/replay.py): the keys that
+# show the model nothing, as each wire reader lists them, and Anthropic's cache marks.
+_TRANSPORT: Final = {
+    "/v1/chat/completions": openai_chat.DROPPED,
+    "/v1/messages": anthropic_messages.DROPPED,
+}
+
+
+def spelled(path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The logged body without what no record keeps; OpenAI tool-call arguments (JSON text whose
+    spacing no record keeps) as the values they spell."""
+    out = {k: v for k, v in body.items() if k not in _TRANSPORT.get(path, frozenset())}
+    if path != "/v1/messages":
+        out["messages"] = [_parsed_arguments(m) for m in out.get("messages", ())]
+        return out
+
+    def unmarked(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {k: unmarked(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(value, list):
+            return [unmarked(v) for v in value]
+        return value
+
+    return {k: unmarked(v) if k in ("system", "messages", "tools") else v for k, v in out.items()}
+
+
+def _parsed_arguments(message: Mapping[str, Any]) -> dict[str, Any]:
+    calls = message.get("tool_calls")
+    if not calls:
+        return dict(message)
+    parsed = [
+        {**c, "function": {**c["function"], "arguments": json.loads(c["function"]["arguments"])}}
+        for c in calls
+    ]
+    return {**message, "tool_calls": parsed}
+
+
+def replayed(view: Any, request: WireRequest) -> str:
+    """`replay_request` held to the logged body, as RFC 8785 JSON."""
+    try:
+        rebuilt = replay_request(view)
+    except ReplayRefusedError as exc:
+        return f"refused: {exc}"
+    expected = spelled(request.path, request.body)
+    if canonical_json(spelled(request.path, rebuilt)) == canonical_json(expected):
+        return "equal"
+    return f"differs: rebuilt {_short(rebuilt, 600)} / sent {_short(expected, 600)}"
 
 
 def _short(value: Any, limit: int = 160) -> str:

@@ -155,9 +155,9 @@ def test_the_async_client_is_tapped_too(tapped: None) -> None:
     assert [s.body for s in wire.SENT.take(KEY)] == [BODY]
 
 
-def test_retries_of_one_body_are_one_request_and_different_bodies_none(tapped: None) -> None:
+def test_retries_of_one_body_are_one_request_and_different_bodies_the_last(tapped: None) -> None:
     """Attempts under one span that resend the same bytes read as that one request; attempts
-    with different bodies are not one request, so the call is not taken from the wire."""
+    with different bodies read as the last one, said to differ."""
     settings = resolve_settings(content="none")
     with _client() as client:
         client.post(CHAT, content=BODY)
@@ -166,11 +166,15 @@ def test_retries_of_one_body_are_one_request_and_different_bodies_none(tapped: N
     assert found is not None
     assert found.request.model == "gpt-4o"
     assert found.direct  # api.openai.com is OpenAI's own host
+    assert (found.attempts, found.differ) == (2, False)
     other = orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "bye"}]})
     with _client() as client:
         client.post(CHAT, content=BODY)
         client.post(CHAT, content=other)
-    assert wire_source.take(settings, KEY) is None
+    found = wire_source.take(settings, KEY)
+    assert found is not None
+    assert (found.attempts, found.differ) == (2, True)
+    assert found.request.messages[0]["parts"][0]["content"] == "bye"
 
 
 def test_the_table_is_bounded(tapped: None, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,6 +61,19 @@ def test_no_epoch_claims_more_than_its_wire_request(
 
 
 @pytest.mark.instrumentation
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_served_request_rebuilds_the_body_sent(scenario: Scenario, wire_outcomes: Outcomes) -> None:
+    """`af-otel served --request` on a verified call is the body the client sent (RFC 8785, less
+    what no record keeps: transport keys, cache marks); any other call is refused, never guessed."""
+    outcome = wire_outcomes[scenario]
+    for epoch in outcome.epochs:
+        if epoch.status == VerdictStatus.VERIFIED:
+            assert epoch.replay == "equal", (epoch.epoch, epoch.replay)
+        else:
+            assert epoch.replay.startswith("refused: "), (epoch.epoch, epoch.replay)
+
+
+@pytest.mark.instrumentation
 @pytest.mark.parametrize("client", ["openai", "anthropic"])
 def test_instrumentations_agree_on_what_both_record(client: str, wire_outcomes: Outcomes) -> None:
     """One wire request through two instrumentations mints the same model, system, tools, messages

@@ -17,6 +17,8 @@ from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
     NOTE_MODEL_NOT_CAPTURED,
     NOTE_PARAMS_UNREADABLE,
+    NOTE_TOOLS_ECHOED,
+    NOTE_UNPLACED,
     Adapted,
     conclude,
 )
@@ -70,6 +72,18 @@ MODEL: Final = (Row("model", ("llm.request.model_name",), text),)
 INVOKED_MODEL: Final = (Row("model", ("model", "model_name", "model_id"), text),)
 RESPONSE_MODEL: Final = (Row("model", ("llm.response.model_name", "llm.model_name"), text),)
 PROVIDER: Final = (Row("provider", ("llm.provider", "llm.system"), provider),)
+# Invocation arguments the adapter reads (dials, the model, the Responses settings and the content
+# it reads from attributes of their own), and those that show the model nothing (how the answer
+# travels, bookkeeping). Any other argument is named unrecorded (`NOTE_UNPLACED`): a legacy
+# `function_call`, Anthropic's `output_config`, `logit_bias`.
+_INVOCATION_READ: Final = frozenset(
+    {source for row in (*PARAMS, *INVOKED_MODEL) for source in row.sources}
+    | {"reasoning", "text", "truncation", "store", *responses.HELD_KEYS}
+    | {"messages", "input", "instructions", "system", "tools", "include"}
+    | {"stream", "stream_options", "metadata", "user", "service_tier", "safety_identifier"}
+    | {"prompt_cache_key", "prompt_cache_retention", "extra_headers", "extra_query"}
+    | {"extra_body", "timeout"}
+)
 
 
 def claims(attributes: Mapping[str, object], span_name: str) -> bool:
@@ -102,6 +116,11 @@ def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[st
         raise Absent(names.REASON_NOT_CAPTURED)
     notes: list[str] = []
     params, invocation = _invocation(attributes, notes)
+    raw = attributes.get("input.value")  # the request's arguments: only looked at, not parsed
+    if isinstance(raw, str) and '"functions":' in raw and "functions" not in invocation:
+        notes.append(NOTE_UNPLACED + "functions")  # legacy tools OpenInference leaves off
+    if tools and responses.is_responses(attributes):
+        tools, notes = [], [*notes, NOTE_TOOLS_ECHOED]  # written from the response's echo
     model = read_rows(attributes, MODEL) or read_rows(invocation, INVOKED_MODEL)
     if not model:
         model = read_rows(attributes, RESPONSE_MODEL)
@@ -157,6 +176,11 @@ def _invocation(
     if not isinstance(decoded, dict):
         notes.append(NOTE_PARAMS_UNREADABLE)
         return {}, {}
+    notes += [
+        NOTE_UNPLACED + key
+        for key in sorted(decoded)
+        if key not in _INVOCATION_READ and decoded[key] is not None
+    ]
     # The Responses API nests its settings (reasoning.effort, text.format): read them too.
     return {**read_rows(decoded, PARAMS), **responses.params_of(decoded)}, decoded
 
@@ -273,8 +297,11 @@ LEDGER: Final = (
         ("openinference",),
         # anthropic 3.1 writes a thinking block's signature; older releases may not, so a
         # signature counts as recorded only where the span shows one.
-        frozenset(ledger_fields.FIELDS) - {ledger_fields.TOOL_ERROR, ledger_fields.SIGNATURE},
+        frozenset(ledger_fields.FIELDS)
+        - {ledger_fields.TOOL_ERROR, ledger_fields.SIGNATURE, ledger_fields.TOOLS},
         "openai 0.1.66, anthropic 3.1",
+        # On a Responses call its tools are the response's echo, which the adapter leaves out.
+        marked=((ledger_fields.TOOLS, NOTE_TOOLS_ECHOED),),
     ),
 )
 CONTENT: Final = Keys(
