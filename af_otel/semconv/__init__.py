@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from af_otel import names
-from af_otel.semconv import genai, openinference, openllmetry
+from af_otel.semconv import genai, litellm, llama_index, openinference, openllmetry
 from af_otel.semconv.adapted import (
     NOTE_ADAPTER_ERROR,
     NOTE_MODEL_FROM_RESPONSE,
@@ -56,9 +56,13 @@ class _Reader:
 
 # Order matters. OpenInference first: with OPENINFERENCE_ENABLE_GENAI_SEMCONV its spans carry the
 # gen_ai.* keys too, and its own keys are the record it always writes. OpenLLMetry <=0.54 before
-# >=0.55 (which shares the GenAI content keys), and both before the GenAI default.
+# >=0.55 (which shares the GenAI content keys), and both before the GenAI default. LlamaIndex's
+# OpenInference spans before OpenInference's; LiteLLM's callback before OpenLLMetry, whose
+# `llm.request.type` and `llm.request.functions.*` it also writes.
 _READERS: Final = (
+    _Reader("openinference", llama_index.claims, llama_index.adapt),
     _Reader("openinference", openinference.claims, openinference.adapt),
+    _Reader("litellm", litellm.claims, litellm.adapt),
     _Reader(
         "openllmetry-legacy",
         lambda attrs, _: openllmetry.is_legacy(attrs),
@@ -146,7 +150,7 @@ def record_of(attributes: Mapping[str, object], span_name: str = "") -> Recorded
             genai.is_llm_call(attrs, name)
             or openinference.is_llm_call(attrs)
             or openllmetry.is_llm_call(attrs)
-        )
+        ) and not llama_index.prepares_only(attrs, name)
     except Exception:
         _log.debug("af_otel: is_llm_call failed on a span's attributes", exc_info=True)
         llm_call = False

@@ -12,7 +12,7 @@ from af_otel.model.request import shape_request
 from af_otel.semconv.builders import Absent, refuse_placeholders
 from af_otel.semconv.placement import wire_form
 
-Convention = Literal["genai", "openllmetry", "openllmetry-legacy", "openinference"]
+Convention = Literal["genai", "openllmetry", "openllmetry-legacy", "openinference", "litellm"]
 
 # Notes name what a span shows about the request beyond the request itself; the field ledger
 # (`af_otel.semconv.ledger`) reads them.

@@ -94,6 +94,14 @@ LEDGER: Final = (
         "2.x",
     ),
     Entry(
+        "openinference-llama-index",
+        ("openinference.instrumentation.llama_index",),
+        ("openinference",),
+        # Its parameters are the LLM's metadata, not the request's (af_otel.semconv.llama_index).
+        frozenset({fields.MODEL, fields.TOOLS}),
+        "4.6.1 (llama-index-core 0.14.25, llama-index-llms-openai 0.8.3)",
+    ),
+    Entry(
         "openinference",
         ("openinference.instrumentation",),
         ("openinference",),
@@ -101,6 +109,14 @@ LEDGER: Final = (
         # signature counts as recorded only where the span shows one.
         _ALL - {fields.TOOL_ERROR, fields.SIGNATURE},
         "openai 0.1.66, anthropic 3.1",
+    ),
+    Entry(
+        "litellm",
+        ("litellm",),
+        ("litellm",),
+        # temperature and top_p are written only when truthy: recorded where the span shows them.
+        frozenset({fields.MODEL, fields.TOOLS, "max_tokens"}),
+        "1.110.2 (its OpenTelemetry callback)",
     ),
     Entry(
         "openllmetry",

@@ -1,0 +1,115 @@
+"""How af_otel reads the records of LiteLLM's callback and of LlamaIndex under OpenInference
+(af_otel/semconv/litellm.py, llama_index.py), on span attributes the real instrumentations wrote
+(fixtures/README.md); the stacks' wire tests hold the same readings against the bodies sent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from af_otel import names
+from af_otel.model import Request
+from af_otel.semconv import adapt, is_llm_call, ledger
+
+FIXTURES: Final = Path(__file__).resolve().parent / "fixtures"
+
+
+def _load(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+    return loaded
+
+
+LITELLM: Final = _load("litellm_request.json")
+RAW: Final = _load("litellm_raw_gen_ai_request.json")
+PREPARE: Final = _load("llama_index_prepare_chat_with_tools.json")
+STREAM: Final = _load("llama_index_astream_chat.json")
+
+
+def test_litellm_tool_calls_and_results_are_read_from_its_own_keys() -> None:
+    adapted = adapt(LITELLM, "litellm_request")
+    assert adapted.convention == "litellm"
+    assert adapted.request is not None
+    messages = adapted.request["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool"]
+    (call,) = messages[2]["parts"]
+    assert call == {
+        "type": "tool_call",
+        "id": "call_09fe1540",
+        "name": "get_weather",
+        "arguments": '{"city": "Paris"}',
+    }
+    (result,) = messages[3]["parts"]
+    assert result["type"] == "tool_call_response"
+    assert result["id"] == "call_09fe1540"
+    assert result["response"] == "Paris: 18C and sunny"
+    assert [t["name"] for t in adapted.request["tools"]] == ["get_weather", "get_time"]
+    assert adapted.request["params"] == {"temperature": 0.3, "max_tokens": 400}
+
+
+def test_litellm_ledger_names_what_the_callback_leaves_off() -> None:
+    adapted = adapt(LITELLM, "litellm_request")
+    assert adapted.request is not None
+    request = Request.from_dict(dict(adapted.request))
+    missing = ledger.unrecorded(request, "litellm", adapted.convention, adapted.notes)
+    assert {"tool_choice", "top_p"} <= set(missing)
+    assert not {"temperature", "tools"} & set(missing)  # shown on this span
+    without = {k: v for k, v in LITELLM.items() if k != "gen_ai.request.temperature"}
+    adapted = adapt(without, "litellm_request")
+    assert adapted.request is not None
+    request = Request.from_dict(dict(adapted.request))
+    # written only when truthy: a span without it may have sent temperature 0
+    assert "temperature" in ledger.unrecorded(request, "litellm", "litellm", adapted.notes)
+
+
+@pytest.mark.parametrize(
+    "calls",
+    ["not a list", [{"id": "c", "function": "get_weather"}], [{"id": "c"}], [7]],
+)
+def test_a_litellm_tool_call_it_cannot_read_makes_the_record_unreadable(calls: Any) -> None:
+    messages = json.loads(LITELLM["gen_ai.input.messages"])
+    messages[2]["tool_calls"] = calls
+    adapted = adapt({**LITELLM, "gen_ai.input.messages": json.dumps(messages)}, "litellm_request")
+    assert adapted.request is None
+    assert adapted.absent_reason == names.REASON_UNREADABLE
+
+
+def test_the_raw_request_child_is_not_an_llm_call() -> None:
+    """Its values are Python repr (not JSON) and its model is the response's: never read."""
+    assert not is_llm_call(RAW, "raw_gen_ai_request")
+    assert RAW["llm.openai.model"] != LITELLM["gen_ai.request.model"]
+    assert is_llm_call(LITELLM, "litellm_request")
+
+
+def test_llama_index_prepare_span_is_not_an_llm_call() -> None:
+    assert not is_llm_call(PREPARE, "OpenAI._prepare_chat_with_tools")
+    assert is_llm_call(STREAM, "OpenAI.astream_chat")
+    # the same attributes under a call's name are a call: the method decides, not the keys
+    assert is_llm_call(PREPARE, "OpenAI.achat_with_tools")
+
+
+def test_llama_index_dials_are_unrecorded_never_not_set() -> None:
+    """Its invocation parameters are the LLM's metadata: no dial is read, and none counts as
+    recorded, so none can read as left to the provider."""
+    adapted = adapt(STREAM, "OpenAI.astream_chat")
+    assert adapted.request is not None
+    assert adapted.request["params"] == {}
+    assert adapted.request["model"] == "gpt-4o-mini"
+    request = Request.from_dict(dict(adapted.request))
+    scope = "openinference.instrumentation.llama_index"
+    missing = ledger.unrecorded(request, scope, adapted.convention, adapted.notes)
+    assert {"temperature", "max_tokens", "top_p", "tool_choice"} <= set(missing)
+    assert "tools" not in missing
+
+
+@given(st.dictionaries(st.sampled_from(["num_output", "temperature", "max_tokens"]), st.integers()))
+def test_llama_index_metadata_never_becomes_a_dial(extra: dict[str, int]) -> None:
+    decoded = json.loads(STREAM["llm.invocation_parameters"])
+    attributes = {**STREAM, "llm.invocation_parameters": json.dumps({**decoded, **extra})}
+    adapted = adapt(attributes, "OpenAI.astream_chat")
+    assert adapted.request is not None
+    assert adapted.request["params"] == {}
