@@ -14,7 +14,15 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from af_otel import names
-from af_otel.semconv import genai, litellm, llama_index, openinference, openllmetry
+from af_otel.semconv import (
+    genai,
+    litellm,
+    llama_index,
+    openai_agents,
+    openinference,
+    openllmetry,
+    pydantic_ai,
+)
 from af_otel.semconv.adapted import (
     NOTE_ADAPTER_ERROR,
     NOTE_MODEL_FROM_RESPONSE,
@@ -57,10 +65,12 @@ class _Reader:
 # Order matters. OpenInference first: with OPENINFERENCE_ENABLE_GENAI_SEMCONV its spans carry the
 # gen_ai.* keys too, and its own keys are the record it always writes. OpenLLMetry <=0.54 before
 # >=0.55 (which shares the GenAI content keys), and both before the GenAI default. LlamaIndex's
-# OpenInference spans before OpenInference's; LiteLLM's callback before OpenLLMetry, whose
+# OpenInference spans, those built from a response's echo and LiteLLM's, before OpenInference's; LiteLLM's callback before OpenLLMetry, whose
 # `llm.request.type` and `llm.request.functions.*` it also writes.
 _READERS: Final = (
     _Reader("openinference", llama_index.claims, llama_index.adapt),
+    _Reader("openinference", openai_agents.claims, openai_agents.adapt),
+    _Reader("openinference", litellm.claims_openinference, litellm.adapt_openinference),
     _Reader("openinference", openinference.claims, openinference.adapt),
     _Reader("litellm", litellm.claims, litellm.adapt),
     _Reader(
@@ -69,6 +79,7 @@ _READERS: Final = (
         openllmetry.adapt_legacy,
     ),
     _Reader("openllmetry", openllmetry.claims, openllmetry.adapt),
+    _Reader("genai", pydantic_ai.claims, pydantic_ai.adapt),
     _Reader("genai", lambda attrs, _: True, genai.adapt),
 )
 

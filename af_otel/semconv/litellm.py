@@ -27,13 +27,14 @@ overwrote the request's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from dataclasses import replace
+from typing import Any, Final
 
 from af_otel import names
-from af_otel.semconv import genai
+from af_otel.semconv import genai, openinference
 from af_otel.semconv.adapted import Adapted, conclude
 from af_otel.semconv.builders import Absent, content_value, flat_tool, holed, tool_call, unreadable
-from af_otel.semconv.coerce import JsonValue, text
+from af_otel.semconv.coerce import JsonValue, json_or_plain, text
 from af_otel.semconv.rows import bucket, dense, read_rows
 
 # Keys only LiteLLM's callback writes on its request span.
@@ -127,3 +128,70 @@ def _tool(fields: dict[str, object]) -> JsonValue:
     if not isinstance(parameters, dict | None):
         raise unreadable()
     return flat_tool(fields.get("name"), fields.get("description"), parameters)
+
+
+# -- LiteLLM under OpenInference (openinference-instrumentation-litellm) ---------------------------
+#
+# Its spans are OpenInference's, with two losses: the model is LiteLLM's routing name
+# (``openai/gpt-4o-mini``: the provider, a slash, the model the provider is sent), and a tool
+# message's ``tool_call_id`` is left out of ``llm.input_messages``. The call's arguments in
+# ``input.value`` (LiteLLM's OpenAI-shaped ``messages``) still hold each id: where those messages
+# line up with the recorded ones (same count, same roles), a tool result missing its id takes it
+# from there; otherwise it stays without one.
+
+INPUT_VALUE: Final = "input.value"
+
+
+def routed_model(attributes: Mapping[str, object]) -> str | None:
+    """The model a LiteLLM routing name sends (``openai/gpt-4o-mini`` -> ``gpt-4o-mini``), when
+    the span's model is ``<its provider>/<model>``; else None."""
+    name = text(attributes.get("llm.model_name"))
+    provider = text(attributes.get("llm.provider"))
+    if name is None or provider is None:
+        return None
+    prefix, slash, model = name.partition("/")
+    return model if slash and model and prefix == provider else None
+
+
+def claims_openinference(attributes: Mapping[str, object], span_name: str) -> bool:
+    """An OpenInference LLM span of LiteLLM: its model is a routing name of its provider."""
+    return openinference.is_llm_call(attributes) and routed_model(attributes) is not None
+
+
+def adapt_openinference(attributes: Mapping[str, object]) -> Adapted:
+    """OpenInference's adaptation with the model sent and the tool results' ids restored."""
+    adapted = openinference.adapt(attributes)
+    model = routed_model(attributes)
+    if adapted.request is None or model is None:
+        return adapted
+    request = dict(adapted.request)
+    if request.get("model") == text(attributes.get("llm.model_name")):
+        request["model"] = model
+    messages = request.get("messages")
+    if isinstance(messages, list):
+        request["messages"] = _with_call_ids(messages, attributes.get(INPUT_VALUE))
+    return replace(adapted, request=request)
+
+
+def _with_call_ids(messages: list[Any], raw: object) -> list[Any]:
+    decoded = json_or_plain(raw)
+    sent = decoded.get("messages") if isinstance(decoded, dict) else None
+    if not isinstance(sent, list) or len(sent) != len(messages):
+        return messages
+    roles = [m.get("role") if isinstance(m, dict) else None for m in messages]
+    if roles != [m.get("role") if isinstance(m, dict) else None for m in sent]:
+        return messages
+    return [
+        _with_call_id(m, s) if isinstance(s, dict) else m
+        for m, s in zip(messages, sent, strict=True)
+    ]
+
+
+def _with_call_id(message: Any, sent: Mapping[str, Any]) -> Any:
+    parts = message.get("parts")
+    call_id = text(sent.get("tool_call_id"))
+    if message.get("role") != "tool" or call_id is None or not isinstance(parts, list):
+        return message
+    if len(parts) != 1 or not isinstance(parts[0], dict) or "id" in parts[0]:
+        return message
+    return {**message, "parts": [{**parts[0], "id": call_id}]}

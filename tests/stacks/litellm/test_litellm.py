@@ -35,6 +35,14 @@ STACKS: Final = (
         GENAI_CONTENT,
     ),
     Stack("litellm-openinference", envs.LITELLM, AGENT, {"instrumentation": "openinference"}),
+    # The record alone (tap off): OpenInference's spans of LiteLLM read as honestly as they allow.
+    Stack(
+        "litellm-openinference-no-wire",
+        envs.LITELLM,
+        AGENT,
+        {"instrumentation": "openinference"},
+        {"AF_OTEL_WIRE": "off"},
+    ),
 )
 
 

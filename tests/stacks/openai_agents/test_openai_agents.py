@@ -40,6 +40,22 @@ STACKS: Final = (
         AGENT,
         {"instrumentation": "openinference", "api": "responses"},
     ),
+    # The record alone (tap off): OpenInference builds its LLM spans from the SDK's response
+    # span data, whose tools, instructions and settings are the response's echo.
+    Stack(
+        "openai-agents-openinference-no-wire",
+        envs.OPENAI_AGENTS,
+        AGENT,
+        {"instrumentation": "openinference", "api": "responses"},
+        {"AF_OTEL_WIRE": "off"},
+    ),
+    Stack(
+        "openai-agents-genai-no-wire",
+        envs.OPENAI_AGENTS,
+        AGENT,
+        {"instrumentation": "genai", "api": "responses"},
+        {**GENAI_CONTENT, "AF_OTEL_WIRE": "off"},
+    ),
 )
 
 

@@ -107,6 +107,7 @@ def _agent_env(stack: Stack) -> dict[str, str]:
     env |= dict(stack.env_vars)
     env["AF_OTEL_STRICT"] = "1"  # an internal error of af_otel fails the stack loudly
     env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # the agents import tests/stacks/soa/common.py
     return env
 
 

@@ -113,3 +113,125 @@ def test_llama_index_metadata_never_becomes_a_dial(extra: dict[str, int]) -> Non
     adapted = adapt(attributes, "OpenAI.astream_chat")
     assert adapted.request is not None
     assert adapted.request["params"] == {}
+
+
+PYDANTIC: Final = _load("pydantic_ai_chat.json")
+
+
+def test_pydantic_ai_tools_carry_the_strict_flag_it_sends() -> None:
+    adapted = adapt(PYDANTIC, "chat gpt-4o-mini")
+    assert adapted.request is not None
+    tools = {t["name"]: t for t in adapted.request["tools"]}
+    assert tools["get_weather"].get("strict") is True
+    assert "strict" not in tools["get_time"]
+
+
+def test_pydantic_ai_tool_results_are_openai_tool_messages() -> None:
+    adapted = adapt(PYDANTIC, "chat gpt-4o-mini")
+    assert adapted.request is not None
+    roles = [m["role"] for m in adapted.request["messages"]]
+    assert roles == ["system", "user", "assistant", "tool"]
+    (result,) = adapted.request["messages"][-1]["parts"]
+    assert result["type"] == "tool_call_response"
+    assert result["id"] == "call_09fe1540"
+
+
+def test_pydantic_ai_other_providers_stand_as_recorded() -> None:
+    """The strict flag and the tool turns are OpenAI's model classes' rules: elsewhere the
+    record stands."""
+    anthropic = {**PYDANTIC, "gen_ai.provider.name": "anthropic", "gen_ai.system": "anthropic"}
+    adapted = adapt(anthropic, "chat claude")
+    assert adapted.request is not None
+    assert all("strict" not in t for t in adapted.request["tools"])
+    assert adapted.request["messages"][-1]["role"] == "user"
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    ["not json", '{"function_tools": "x"}', '{"function_tools": [], "native_tools": [{}]}', "[]"],
+)
+def test_pydantic_ai_unexpected_parameters_leave_the_recorded_tools(parameters: str) -> None:
+    adapted = adapt({**PYDANTIC, "model_request_parameters": parameters}, "chat gpt-4o-mini")
+    assert adapted.request is not None
+    assert all("strict" not in t for t in adapted.request["tools"])
+
+
+def test_pydantic_ai_ledger_names_tool_choice_unrecorded() -> None:
+    adapted = adapt(PYDANTIC, "chat gpt-4o-mini")
+    assert adapted.request is not None
+    request = Request.from_dict(dict(adapted.request))
+    missing = ledger.unrecorded(request, "pydantic-ai", adapted.convention, adapted.notes)
+    assert {"tool_choice", "parallel_tool_calls", "stop_sequences"} <= set(missing)
+    assert not {"temperature", "max_tokens", "tools", "seed"} & set(missing)
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        "invoke_agent",
+        "invoke_workflow",
+        "gen_ai.invocation.internal",
+        "handle_conversation_turn",
+        "create_agent",
+        "execute_tool",
+        "embeddings",
+    ],
+)
+def test_agent_and_workflow_operations_old_and_new_are_not_llm_calls(operation: str) -> None:
+    attributes = {"gen_ai.operation.name": operation, "gen_ai.request.model": "gpt-4o-mini"}
+    assert not is_llm_call(attributes, f"{operation} travel")
+    assert is_llm_call({**attributes, "gen_ai.operation.name": "chat"}, "chat gpt-4o-mini")
+
+
+AGENTS_ECHO: Final = _load("openai_agents_openinference_response.json")
+LITELLM_OI: Final = _load("litellm_openinference_completion.json")
+
+
+def test_openai_agents_echoed_settings_and_tools_never_stand_for_the_request() -> None:
+    adapted = adapt(AGENTS_ECHO, "response")
+    assert adapted.request is not None
+    assert adapted.request["params"] == {}
+    assert adapted.request["tools"] == []
+    request = Request.from_dict(dict(adapted.request))
+    scope = "openinference.instrumentation.openai_agents"
+    missing = ledger.unrecorded(request, scope, adapted.convention, adapted.notes)
+    assert {"model", "tools", "temperature", "top_p", "tool_choice", "max_tokens"} <= set(missing)
+    # the input items are the request's: the tool result keeps its call id
+    (result,) = adapted.request["messages"][-1]["parts"]
+    assert result["id"] == "call_w1"
+
+
+def test_an_openinference_span_without_an_echo_keeps_its_settings() -> None:
+    decoded = json.loads(AGENTS_ECHO["llm.invocation_parameters"])
+    plain = {k: v for k, v in decoded.items() if k not in ("id", "created_at")}
+    adapted = adapt({**AGENTS_ECHO, "llm.invocation_parameters": json.dumps(plain)}, "response")
+    assert adapted.request is not None
+    assert adapted.request["params"].get("temperature") == 0.3
+
+
+def test_litellm_openinference_model_and_tool_call_ids_are_the_sent_ones() -> None:
+    adapted = adapt(LITELLM_OI, "completion")
+    assert adapted.request is not None
+    assert adapted.request["model"] == "gpt-4o-mini"
+    (result,) = adapted.request["messages"][-1]["parts"]
+    assert result["id"] == "call_09fe1540"
+
+
+@pytest.mark.parametrize(
+    "input_value",
+    ["not json", '{"messages": []}', '{"messages": "x"}', '{"messages": [1, 2, 3, 4]}'],
+)
+def test_litellm_openinference_ids_are_restored_only_where_the_arguments_line_up(
+    input_value: str,
+) -> None:
+    adapted = adapt({**LITELLM_OI, "input.value": input_value}, "completion")
+    assert adapted.request is not None
+    (result,) = adapted.request["messages"][-1]["parts"]
+    assert "id" not in result
+
+
+def test_a_model_name_with_another_prefix_is_not_a_routing_name() -> None:
+    attributes = {**LITELLM_OI, "llm.model_name": "meta-llama/Llama-3"}
+    adapted = adapt(attributes, "completion")
+    assert adapted.request is not None
+    assert adapted.request["model"] == "openai/gpt-4o-mini"  # as recorded: not a routing name
