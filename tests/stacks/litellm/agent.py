@@ -6,8 +6,11 @@ harness in the stack's side venv:
 
 ``callback``: LiteLLM's own OpenTelemetry callback (``litellm_request`` and its
 ``raw_gen_ai_request`` child, written after the call); ``openinference``:
-openinference-instrumentation-litellm. LiteLLM is handed an openai client whose transport reroutes
-to the loopback server. Four questions, each a tool call and an answer: 8 model calls.
+openinference-instrumentation-litellm. ``route``: ``openai-client`` hands LiteLLM an openai client
+whose transport reroutes to the loopback server; ``own-openai`` lets LiteLLM make its own openai
+client; ``own-anthropic`` sends an Anthropic model through LiteLLM's own httpx handler (both with
+``api_base`` at the loopback server). Four questions, each a tool call and an answer: 8 model
+calls.
 """
 
 from __future__ import annotations
@@ -52,20 +55,20 @@ def _run_tool(call: Any) -> str:
     return common.get_time()
 
 
-def converse(litellm: Any, client: Any) -> int:
+def converse(litellm: Any, client: Any, route: dict[str, Any]) -> int:
     messages: list[dict[str, Any]] = [{"role": "system", "content": common.INSTRUCTIONS}]
     calls = 0
     for question in common.QUESTIONS:
         messages.append({"role": "user", "content": question})
         while True:
             response = litellm.completion(
-                model="openai/gpt-4o-mini",
                 messages=messages,
                 tools=TOOLS,
                 temperature=common.TEMPERATURE,
                 max_tokens=common.MAX_TOKENS,
-                client=client,
                 api_key="sk-wire",
+                **route,
+                **({"client": client} if client is not None else {}),
             )
             calls += 1
             message = response.choices[0].message
@@ -107,14 +110,23 @@ def main(config: dict[str, Any]) -> None:
         instrumentor = LiteLLMInstrumentor()
         instrumentor.instrument(tracer_provider=tracer_provider)
         distributions = ("openinference-instrumentation-litellm",)
-    http = common.http_module("openai")
-    client = openai.OpenAI(
-        api_key="sk-wire",
-        base_url="https://api.openai.com/v1",
-        http_client=common.rerouted(http, config["port"], asynchronous=False),
-    )
+    route = config.get("route", "openai-client")
+    client = None
+    if route == "openai-client":  # the caller's openai client, rerouted with the span header
+        client = openai.OpenAI(
+            api_key="sk-wire",
+            base_url="https://api.openai.com/v1",
+            http_client=common.rerouted(common.http_module("openai"), config["port"], False),
+        )
+        arguments: dict[str, Any] = {"model": "openai/gpt-4o-mini"}
+    elif route == "own-openai":  # LiteLLM's own openai client (no span header: matched by turns)
+        base = f"http://127.0.0.1:{config['port']}/v1"
+        arguments = {"model": "openai/gpt-4o-mini", "api_base": base}
+    else:  # Anthropic through LiteLLM's own httpx handler
+        base = f"http://127.0.0.1:{config['port']}"
+        arguments = {"model": "anthropic/claude-sonnet-4-5", "api_base": base}
     try:
-        calls = converse(litellm, client)
+        calls = converse(litellm, client, arguments)
         time.sleep(1.0)  # LiteLLM logs success from a worker thread after the call returns
     finally:
         if instrumentor is not None:

@@ -35,6 +35,19 @@ STACKS: Final = (
         GENAI_CONTENT,
     ),
     Stack("litellm-openinference", envs.LITELLM, AGENT, {"instrumentation": "openinference"}),
+    # LiteLLM's own clients: its openai client (httpx2) and its httpx handler (Anthropic).
+    Stack(
+        "litellm-openinference-own-openai",
+        envs.LITELLM,
+        AGENT,
+        {"instrumentation": "openinference", "route": "own-openai"},
+    ),
+    Stack(
+        "litellm-openinference-own-anthropic",
+        envs.LITELLM,
+        AGENT,
+        {"instrumentation": "openinference", "route": "own-anthropic"},
+    ),
     # The record alone (tap off): OpenInference's spans of LiteLLM read as honestly as they allow.
     Stack(
         "litellm-openinference-no-wire",

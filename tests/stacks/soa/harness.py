@@ -170,10 +170,11 @@ def match(
 
 def _same_turns(view: Any, left: Sequence[WireRequest]) -> WireRequest | None:
     """The first request left whose instructions and turns the view shows exactly (Chat
-    Completions): the settings and tools are then compared as for any other epoch."""
+    Completions, Anthropic Messages): the settings and tools are then compared as for any other
+    epoch."""
     served = from_view(view)
     for request in left:
-        if request.path.endswith("/chat/completions"):
+        if request.path.endswith(("/chat/completions", "/messages")):
             wire = from_wire(request.path, request.body)
             if (wire.system, wire.messages) == (served.system, served.messages):
                 return request

@@ -235,3 +235,48 @@ def test_a_model_name_with_another_prefix_is_not_a_routing_name() -> None:
     adapted = adapt(attributes, "completion")
     assert adapted.request is not None
     assert adapted.request["model"] == "openai/gpt-4o-mini"  # as recorded: not a routing name
+
+
+_CALLS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "id": st.text(max_size=8),
+            "type": st.just("function"),
+            "function": st.fixed_dictionaries(
+                {"name": st.text(min_size=1, max_size=8), "arguments": st.text(max_size=16)}
+            ),
+        }
+    ),
+    max_size=3,
+)
+
+
+@given(_CALLS, st.lists(st.text(max_size=8), max_size=2))
+def test_litellm_keeps_every_tool_call_it_recorded(calls: list[Any], texts: list[str]) -> None:
+    """Whatever an assistant turn holds beside its tool calls, every recorded call is a
+    tool_call part of that turn, in order, after its text."""
+    messages = json.loads(LITELLM["gen_ai.input.messages"])
+    messages[2]["parts"] = [{"type": "text", "content": t} for t in texts]
+    messages[2]["tool_calls"] = calls
+    adapted = adapt({**LITELLM, "gen_ai.input.messages": json.dumps(messages)}, "litellm_request")
+    assert adapted.request is not None
+    assistant = adapted.request["messages"][2]
+    found = [p for p in assistant["parts"] if p["type"] == "tool_call"]
+    assert [p["name"] for p in found] == [c["function"]["name"] for c in calls]
+    assert all(
+        p["type"] == "text" for p in assistant["parts"][: len(assistant["parts"]) - len(found)]
+    )
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+        ),
+        max_leaves=12,
+    )
+)
+def test_litellm_reading_never_raises(value: Any) -> None:
+    adapted = adapt({**LITELLM, "gen_ai.input.messages": json.dumps([value])}, "litellm_request")
+    assert (adapted.request is None) == (adapted.absent_reason is not None)
