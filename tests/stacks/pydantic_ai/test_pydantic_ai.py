@@ -20,12 +20,27 @@ CALLS: Final = 8
 STACKS: Final = (
     Stack("pydantic-ai-chat", envs.PYDANTIC_AI, AGENT, {"api": "chat"}),
     Stack("pydantic-ai-responses", envs.PYDANTIC_AI, AGENT, {"api": "responses"}),
-    # The record alone (tap off): pydantic-ai's own spans read as honestly as they allow.
+    # The record alone (tap off): pydantic-ai's own spans read as honestly as they allow, in
+    # today's data format and in the oldest one still written.
     Stack(
         "pydantic-ai-chat-no-wire",
         envs.PYDANTIC_AI,
         AGENT,
         {"api": "chat"},
+        {"AF_OTEL_WIRE": "off"},
+    ),
+    Stack(
+        "pydantic-ai-responses-no-wire",
+        envs.PYDANTIC_AI,
+        AGENT,
+        {"api": "responses"},
+        {"AF_OTEL_WIRE": "off"},
+    ),
+    Stack(
+        "pydantic-ai-chat-format-2-no-wire",
+        envs.PYDANTIC_AI,
+        AGENT,
+        {"api": "chat", "version": 2},
         {"AF_OTEL_WIRE": "off"},
     ),
 )
