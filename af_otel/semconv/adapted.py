@@ -69,6 +69,7 @@ _CONTENT_EXACT: Final = frozenset(
         "output.value",
         "llm.prompt_template.template",
         "llm.prompt_template.variables",
+        "model_request_parameters",  # pydantic-ai: tool definitions and instruction texts
     }
 )
 _CONTENT_PREFIXES: Final = (

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.semconv import adapt, is_llm_call, ledger
+from af_otel.semconv import adapt, content_keys, is_llm_call, ledger
 
 FIXTURES: Final = Path(__file__).resolve().parent / "fixtures"
 
@@ -280,3 +280,11 @@ def test_litellm_keeps_every_tool_call_it_recorded(calls: list[Any], texts: list
 def test_litellm_reading_never_raises(value: Any) -> None:
     adapted = adapt({**LITELLM, "gen_ai.input.messages": json.dumps([value])}, "litellm_request")
     assert (adapted.request is None) == (adapted.absent_reason is not None)
+
+
+def test_a_content_stripper_removes_pydantic_ai_request_parameters() -> None:
+    """They hold the instructions' text and the tool definitions: content, as the messages are."""
+    keys = content_keys(PYDANTIC)
+    assert "model_request_parameters" in keys
+    assert "gen_ai.input.messages" in keys
+    assert "gen_ai.request.temperature" not in keys
