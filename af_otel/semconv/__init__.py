@@ -14,7 +14,16 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from af_otel import names
-from af_otel.semconv import genai, google_genai, openinference, openllmetry
+from af_otel.semconv import (
+    genai,
+    google_genai,
+    litellm,
+    llama_index,
+    openai_agents,
+    openinference,
+    openllmetry,
+    pydantic_ai,
+)
 from af_otel.semconv.adapted import (
     NOTE_ADAPTER_ERROR,
     NOTE_MODEL_FROM_RESPONSE,
@@ -56,9 +65,15 @@ class _Reader:
 
 # Order matters. OpenInference first: with OPENINFERENCE_ENABLE_GENAI_SEMCONV its spans carry the
 # gen_ai.* keys too, and its own keys are the record it always writes. OpenLLMetry <=0.54 before
-# >=0.55 (which shares the GenAI content keys), and both before the GenAI default.
+# >=0.55 (which shares the GenAI content keys), and both before the GenAI default. LlamaIndex's
+# OpenInference spans, those built from a response's echo and LiteLLM's, before OpenInference's; LiteLLM's callback before OpenLLMetry, whose
+# `llm.request.type` and `llm.request.functions.*` it also writes.
 _READERS: Final = (
+    _Reader("openinference", llama_index.claims, llama_index.adapt),
+    _Reader("openinference", openai_agents.claims, openai_agents.adapt),
+    _Reader("openinference", litellm.claims_openinference, litellm.adapt_openinference),
     _Reader("openinference", openinference.claims, openinference.adapt),
+    _Reader("litellm", litellm.claims, litellm.adapt),
     _Reader(
         "openllmetry-legacy",
         lambda attrs, _: openllmetry.is_legacy(attrs),
@@ -66,6 +81,7 @@ _READERS: Final = (
     ),
     _Reader("openllmetry", openllmetry.claims, openllmetry.adapt),
     _Reader("google-genai", google_genai.claims, google_genai.adapt),
+    _Reader("genai", pydantic_ai.claims, pydantic_ai.adapt),
     _Reader("genai", lambda attrs, _: True, genai.adapt),
 )
 
@@ -147,7 +163,7 @@ def record_of(attributes: Mapping[str, object], span_name: str = "") -> Recorded
             genai.is_llm_call(attrs, name)
             or openinference.is_llm_call(attrs)
             or openllmetry.is_llm_call(attrs)
-        )
+        ) and not llama_index.prepares_only(attrs, name)
     except Exception:
         _log.debug("af_otel: is_llm_call failed on a span's attributes", exc_info=True)
         llm_call = False

@@ -18,6 +18,7 @@ Convention = Literal[
     "openllmetry-legacy",
     "openinference",
     "google-genai",
+    "litellm",
 ]
 
 # Notes name what a span shows about the request beyond the request itself; the field ledger
@@ -81,6 +82,7 @@ _CONTENT_EXACT: Final = frozenset(
         "output.value",
         "llm.prompt_template.template",
         "llm.prompt_template.variables",
+        "model_request_parameters",  # pydantic-ai: tool definitions and instruction texts
     }
 )
 _CONTENT_PREFIXES: Final = (

@@ -103,6 +103,31 @@ LEDGER: Final = (
         "2.x",
     ),
     Entry(
+        "pydantic-ai",
+        ("pydantic-ai",),
+        ("genai",),
+        # The settings it writes as gen_ai.request.* (af_otel.semconv.pydantic_ai reads the rest).
+        frozenset({fields.MODEL, fields.TOOLS, "max_tokens", "top_p", "seed", "temperature"})
+        | {"presence_penalty", "frequency_penalty"},
+        "2.68.0 (native, data format 5)",
+    ),
+    Entry(
+        "openinference-llama-index",
+        ("openinference.instrumentation.llama_index",),
+        ("openinference",),
+        # Its parameters are the LLM's metadata, not the request's (af_otel.semconv.llama_index).
+        frozenset({fields.MODEL, fields.TOOLS}),
+        "4.6.1 (llama-index-core 0.14.25, llama-index-llms-openai 0.8.3)",
+    ),
+    Entry(
+        "openinference-openai-agents",
+        ("openinference.instrumentation.openai_agents",),
+        ("openinference",),
+        # Settings, tools and model are the response's echo (af_otel.semconv.openai_agents).
+        frozenset(),
+        "2.6.0 (openai-agents 0.24.0)",
+    ),
+    Entry(
         "openinference",
         ("openinference.instrumentation",),
         ("openinference",),
@@ -112,6 +137,14 @@ LEDGER: Final = (
         "openai 0.1.66, anthropic 3.1",
         # On a Responses call its tools are the response's echo, which the adapter leaves out.
         marked=((fields.TOOLS, NOTE_TOOLS_ECHOED),),
+    ),
+    Entry(
+        "litellm",
+        ("litellm",),
+        ("litellm",),
+        # temperature and top_p are written only when truthy: recorded where the span shows them.
+        frozenset({fields.MODEL, fields.TOOLS, "max_tokens"}),
+        "1.110.2 (its OpenTelemetry callback)",
     ),
     Entry(
         "openllmetry",
