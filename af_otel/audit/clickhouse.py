@@ -235,7 +235,7 @@ def connect(url: str, database: str | None = None) -> Client:
 
 
 def _failed(scan: Scan, exc: Exception) -> SourceError:
-    what = "--clickhouse" if isinstance(scan, Table) else "audit"
+    what = "--clickhouse" if type(scan) in (Table, JsonTable) else "audit"
     return SourceError(f"{what} {scan}: {exc}")
 
 
