@@ -137,3 +137,74 @@ def test_a_block_of_another_format_is_refused(
     err = capsys.readouterr().err
     assert str(meta) in err
     assert "vParquet5" in err
+
+
+def test_a_block_span_reads_as_the_reader_reads_its_otlp(tmp_path: Path) -> None:
+    """A span with every kind of value (ints, doubles, bools, arrays, a map, Tempo's own and
+    dedicated columns, events) reads from a block as the reader reads its OTLP JSON line."""
+    import json
+
+    from af_otel.audit.clickhouse import connect_embedded
+    from af_otel.audit.tempo import TempoBlocks, span_from_tempo_row
+    from af_otel.reader.sources import read_spans
+
+    def kv(key: str, value: dict[str, object]) -> dict[str, object]:
+        return {"key": key, "value": value}
+
+    span = {
+        "traceId": "0000000000000000000000000000abcd",
+        "spanId": "00000000000000ef",
+        "parentSpanId": "0000000000000012",
+        "name": "chat m",
+        "kind": 3,
+        "startTimeUnixNano": "1000000000",
+        "endTimeUnixNano": "1500000000",
+        "attributes": [
+            kv(names.RECEIPT_STATE, {"stringValue": "minted"}),
+            kv(names.RUN_ID, {"stringValue": "r"}),
+            kv(names.EPOCH, {"intValue": "3"}),
+            kv("d", {"doubleValue": 0.25}),
+            kv("b", {"boolValue": True}),
+            kv("a", {"arrayValue": {"values": [{"stringValue": "x"}, {"stringValue": "y"}]}}),
+            kv("n", {"arrayValue": {"values": [{"intValue": "1"}, {"intValue": "2"}]}}),
+            kv("e", {"arrayValue": {}}),
+            kv("m", {"kvlistValue": {"values": [kv("k", {"intValue": "1"})]}}),
+            kv("mixed", {"arrayValue": {"values": [{"intValue": "1"}, {"stringValue": "s"}]}}),
+            kv("http.method", {"stringValue": "POST"}),
+            kv("http.status_code", {"intValue": "200"}),
+            kv("gen_ai.request.model", {"stringValue": "m"}),
+        ],
+        "events": [
+            {
+                "timeUnixNano": "1200000000",
+                "name": names.COMMIT_EVENT,
+                "attributes": [kv(names.COMMIT_SEQ, {"intValue": "1"})],
+            }
+        ],
+        "status": {"code": 1},
+    }
+    resource = {
+        "attributes": [
+            kv("service.name", {"stringValue": "svc"}),
+            kv("k8s.pod.name", {"stringValue": "pod-1"}),
+            kv("telemetry.sdk.language", {"stringValue": "python"}),
+            kv("host.cores", {"intValue": "4"}),
+        ]
+    }
+    line = {
+        "resourceSpans": [
+            {"resource": resource, "scopeSpans": [{"scope": {"name": "s"}, "spans": [span]}]}
+        ]
+    }
+    lines = tmp_path / "one.jsonl"
+    lines.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    _tempo(lines, tmp_path / "tempo")
+    (expected,) = read_spans(str(lines))
+    scan = TempoBlocks(str(tmp_path / "tempo"), tuple(find_blocks(str(tmp_path / "tempo"))))
+    client = connect_embedded()
+    try:
+        sql, parameters = scan.sql(None, None, scan.row_columns)
+        (row,) = client.query(sql, parameters=parameters).result_rows
+    finally:
+        client.close()
+    assert span_from_tempo_row(row, "block") == expected
