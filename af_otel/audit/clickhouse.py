@@ -45,10 +45,6 @@ DEFAULT_TABLE: Final = "otel_traces"
 # large enough that per-block overhead vanishes.
 BLOCK_ROWS: Final = 2048
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# The memory the sort by run may hold before ClickHouse spills sorted runs to its temporary
-# path and merges them: what keeps the engine's memory, like the Python side's, independent of
-# the day's size (the day's LLM spans, prompts and all, are what is sorted).
-SORT_MEMORY: Final = 64 * 2**20
 
 # The spans the reader counts as LLM calls (`af_otel.reader.runs.is_llm_call`, plus the spans
 # folded into a call, which carry the run): the first three test keys the exporter's bloom index
@@ -286,8 +282,8 @@ def stream_runs(
     """Every run of the window (of the shard), one at a time, its rows in start order; rows
     arrive in blocks of ``block_rows``, so a block and a run are what is held.
 
-    ClickHouse sorts by run key, spilling to its temporary path past `SORT_MEMORY`; a run is
-    complete when the next row names another."""
+    ClickHouse sorts by run key (spilling to disk past ``max_bytes_before_external_sort`` on a
+    server configured so); a run is complete when the next row names another."""
     sql, parameters = scan.sql(window, shard, scan.row_columns, f"ORDER BY {scan.order}")
     key: str | None = None
     rows: list[tuple[Any, ...]] = []
@@ -295,7 +291,7 @@ def stream_runs(
         with client.query_row_block_stream(
             sql,
             parameters=parameters,
-            settings={"max_block_size": block_rows, "max_bytes_before_external_sort": SORT_MEMORY},
+            settings={"max_block_size": block_rows},
         ) as blocks:
             for block in blocks:
                 for row in block:
