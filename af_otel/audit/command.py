@@ -32,7 +32,7 @@ from af_otel.audit.clickhouse import (
     stream_runs,
     table_scan,
 )
-from af_otel.audit.files import Files
+from af_otel.audit.inputs import open_files
 from af_otel.audit.results import ResultsWriter
 from af_otel.audit.summary import Tally
 from af_otel.cli.read import (
@@ -72,8 +72,9 @@ def register(subparsers: Any) -> None:
         "audit",
         help="verify every LLM call of a time window in ClickHouse (otel_traces); gate and exit "
         "as verify",
-        description="Verify every LLM call of a time window in ClickHouse (or in OTLP JSON "
-        "lines files, read through embedded chDB), with the same verdicts as `af-otel verify`: "
+        description="Verify every LLM call of a time window in ClickHouse (or in span files: "
+        "OTLP JSON lines or protobuf, Parquet, Tempo blocks, an awss3exporter prefix, read "
+        "through embedded chDB), with the same verdicts as `af-otel verify`: "
         "one query streams the runs, each run is verified apart; results go to a ClickHouse "
         "table (--results) or JSON lines (--json); made to gate a pipeline as verify is, by "
         "default on damage alone, or on a policy (--require, --fail-on, --max-reconstructed).",
@@ -83,7 +84,9 @@ def register(subparsers: Any) -> None:
         "files",
         nargs="?",
         metavar="FILES",
-        help="OTLP JSON lines to audit instead of a table: a path or a glob (quoted), .gz too",
+        help="span files to audit instead of a table: OTLP JSON lines or protobuf (a path or a "
+        "quoted glob, .gz too), Parquet with the table's columns (*.parquet), a folder of Tempo "
+        "vParquet4 blocks, or an awss3exporter prefix copied to a folder",
     )
     audit.add_argument(
         "--clickhouse",
@@ -153,16 +156,19 @@ def audit_command(args: argparse.Namespace) -> int:
         fail("--results writes into ClickHouse: it goes with --clickhouse URL")
     try:
         shard = Shard.parse(args.shard) if args.shard else None
-        scan: Scan = (
-            Files(args.files)
-            if args.files is not None
-            else Table(args.clickhouse, args.database, args.table)
-        )  # the table's variant (plain or JSON) is asked of ClickHouse once connected
+        table = (
+            None if args.files is not None else Table(args.clickhouse, args.database, args.table)
+        )
         results = Table(args.clickhouse, args.database, args.results) if args.results else None
     except ValueError as exc:
         fail(str(exc))
-    where = str(scan) + (f" ({window})" if window else "") + (f" shard {shard}" if shard else "")
     with ExitStack() as clients:
+        # Files: what is at the path says how to read it (a temporary folder for protobuf lives
+        # as long as the clients); a table's variant (plain or JSON) is asked of ClickHouse.
+        scan: Scan = open_files(args.files, clients) if table is None else table
+        where = (
+            str(scan) + (f" ({window})" if window else "") + (f" shard {shard}" if shard else "")
+        )
 
         def opened() -> Any:
             client = (
@@ -173,8 +179,8 @@ def audit_command(args: argparse.Namespace) -> int:
             clients.callback(client.close)
             return client
 
-        if isinstance(scan, Table):
-            scan = table_scan(opened(), scan.url, scan.database, scan.table)
+        if table is not None:
+            scan = table_scan(opened(), table.url, table.database, table.table)
         runs: Iterator[RunRows] = stream_runs(opened(), scan, window, shard)
         first = next(runs, None)
         if first is None:
