@@ -193,31 +193,10 @@ def audit_command(args: argparse.Namespace) -> int:
         writer = ResultsWriter(opened(), results) if results else None
         # The number of runs is counted only for a person watching: it gives the ETA.
         expected = count_runs(opened(), scan, window, shard)[0] if sys.stderr.isatty() else None
-        tally, skipped = Tally(), 0
-        # The gate keeps counts and the first few calls of each rule broken: bounded, whatever
-        # the day's size (the rows and --results hold every call).
-        gate: Gate[CallResult] = Gate(policy_from_args(args))
         with Progress(expected) as tick:
-            for batch in audit_batches(
-                chain((first,), runs),
-                store,
-                key=key_from_args(args),
-                source=where,
-                workers=args.workers,
-                lenient=args.lenient,
-            ):
-                if args.json:
-                    for result in batch.results:
-                        sys.stdout.write(_json_line(result.as_json()) + "\n")
-                tally.add_run(batch.results)
-                for result in batch.results:
-                    gate.add(result, VerdictStatus(result.status), result.gaps)
-                if writer is not None:
-                    writer.add(batch.results)
-                for problem in batch.problems[: max(0, _PROBLEMS_SHOWN - skipped)]:
-                    print(f"af-otel audit: skipped {problem}", file=sys.stderr)
-                skipped += batch.skipped
-                tick(batch.runs, len(batch.results))
+            tally, skipped, gate = _verify_runs(
+                args, chain((first,), runs), store, where, writer, tick
+            )
         if writer is not None:
             writer.close()
     out = sys.stderr if args.json else sys.stdout
@@ -236,3 +215,39 @@ def audit_command(args: argparse.Namespace) -> int:
         sys.stdout.write(_json_line(summary_json(outcome, read=where, store=store.url)) + "\n")
     print_outcome(outcome, out)
     return outcome.exit_code
+
+
+def _verify_runs(
+    args: argparse.Namespace,
+    runs: Iterator[RunRows],
+    store: Any,
+    where: str,
+    writer: ResultsWriter | None,
+    tick: Callable[[int, int], None],
+) -> tuple[Tally, int, Gate[CallResult]]:
+    """Verify every run, streaming each batch's rows to --json and --results as it comes: the
+    tally, the rows skipped, and the gate. The gate keeps counts and the first few calls of each
+    rule broken: bounded, whatever the day's size (the rows and --results hold every call)."""
+    tally, skipped = Tally(), 0
+    gate: Gate[CallResult] = Gate(policy_from_args(args))
+    for batch in audit_batches(
+        runs,
+        store,
+        key=key_from_args(args),
+        source=where,
+        workers=args.workers,
+        lenient=args.lenient,
+    ):
+        if args.json:
+            for result in batch.results:
+                sys.stdout.write(_json_line(result.as_json()) + "\n")
+        tally.add_run(batch.results)
+        for result in batch.results:
+            gate.add(result, VerdictStatus(result.status), result.gaps)
+        if writer is not None:
+            writer.add(batch.results)
+        for problem in batch.problems[: max(0, _PROBLEMS_SHOWN - skipped)]:
+            print(f"af-otel audit: skipped {problem}", file=sys.stderr)
+        skipped += batch.skipped
+        tick(batch.runs, len(batch.results))
+    return tally, skipped, gate
