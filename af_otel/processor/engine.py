@@ -302,18 +302,19 @@ class Engine:
                 )
         # The body the client sent, where the wire tap saw it, stands in for the record.
         keep_inline = None
-        sent = wire_source.take(self.settings, facts.key) if self._wire else None
+        sent = wire_source.take(self.settings, facts.key, run) if self._wire else None
         differs: tuple[str, ...] = ()
         if sent is not None:
             keep_inline = wire_source.inline_only_recorded(request)
             differs = wire_source.record_differs(request, sent.request)
             request, unrecorded, direct, reason = sent.request, sent.unread, sent.direct, None
-            shown, sealed, scanned, prefix = None, None, None, None
+            shown, sealed, scanned, prefix = None, sent.sealed, None, sent.prefix
             facts = replace(facts, source=names.SOURCE_WIRE)  # the af-2 digest binds it
         # State the server holds for this call (the Responses API's previous_response_id).
-        held = responses.held_history(facts.attributes, request, facts.name, scanned)
         if sent is not None:  # the body itself says
             held = sent.held
+        else:
+            held = responses.held_history(facts.attributes, request, facts.name, scanned)
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
             folded = self._folded.pop(facts.key, None)

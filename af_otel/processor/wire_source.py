@@ -3,7 +3,8 @@ current span, and turn what it saw under a finished call's span into the request
 receipt is minted from (docs/processor.md, the wire tap).
 
 A call is taken from the wire when the tap saw exactly one distinct body under its span (retries
-that resend the same bytes are one request) and the endpoint's reader could read it. Several
+that resend the same bytes are one request) and the endpoint's reader could read it (only its
+tail, when it extends one of the run's last bodies: `af_otel.wire.tail`). Several
 different bodies under one span, or one it cannot read, leave the call to the instrumentation's
 record: what is minted must be the one request the model was served.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from opentelemetry import trace
 
@@ -21,9 +22,10 @@ from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.processor import commits
 from af_otel.processor.export_gaps import PROVIDER_HOSTS
 from af_otel.processor.settings import Settings
-from af_otel.wire import SENT, read_body
+from af_otel.wire import SENT
 from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
+from af_otel.wire.tail import Layout, read_sent
 
 
 def current_key() -> tuple[int, int] | None:
@@ -55,28 +57,39 @@ class FromWire:
     unread: tuple[str, ...]  # body keys the reader could not place (af.receipt.unrecorded)
     direct: bool  # sent to the provider's own host (or a trusted one): no cache-transform
     held: str | None = None  # the server-held state the body continues (af.held_history)
+    sealed: bool = False  # a message replays sealed reasoning (the thinking-replay gap)
+    # The tuple ``request.messages`` was built to start with (the run's earlier body's messages,
+    # `af_otel.wire.tail`), so that prefix needs no comparing again; None when read whole.
+    prefix: tuple[Any, ...] | None = None
 
 
-def take(settings: Settings, key: tuple[int, int]) -> FromWire | None:
-    """The request sent under ``key`` (module rule), or None; the tap forgets it either way."""
+class Layouts(Protocol):
+    """Where a run keeps the layouts of its last bodies (`RunState.layouts`)."""
+
+    layouts: tuple[Layout, ...]
+
+
+def take(settings: Settings, key: tuple[int, int], run: Layouts | None = None) -> FromWire | None:
+    """The request sent under ``key`` (module rule), or None; the tap forgets it either way.
+    ``run``: the call's run, whose layouts let a body that extends an earlier one be read from
+    its tail (`af_otel.wire.tail`), and which keeps this body's."""
     sent = SENT.take(key)
     if not sent:
         return None
     last = sent[-1]
     if any(attempt.body != last.body or attempt.endpoint != last.endpoint for attempt in sent):
         return None
-    found = read_body(last.endpoint, last.body)
+    found, layouts = read_sent(last.endpoint, last.body, run.layouts if run is not None else ())
+    if run is not None:
+        run.layouts = layouts
     if found is None:
         return None
-    try:
-        request = Request.from_dict(found.request)
-    except Exception:  # a body the normalizer refuses is not read from the wire
-        return None
+    request = found.request
     host = last.host.lower()
     direct = host in PROVIDER_HOSTS.get(request.provider or "", frozenset()) or (
         host in settings.trusted_hosts
     )
-    return FromWire(request, found.unread, direct, found.held)
+    return FromWire(request, found.unread, direct, found.held, found.sealed, found.prefix)
 
 
 def inline_only_recorded(recorded: Request | None) -> Callable[[commits.Change], bool]:
