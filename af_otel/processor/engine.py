@@ -101,6 +101,11 @@ class Supplied:
     # when the caller handed the request itself (the explicit API records every field).
     convention: Convention | None = None
     notes: tuple[str, ...] = ()  # the adapter's notes on that record
+    # Read incrementally by the caller (the explicit API, explicit_memo.py): whether a message
+    # replays sealed reasoning, and the tuple the request's messages were built to start with.
+    sealed: bool | None = None
+    scan: responses.Scan | None = None
+    prefix: tuple[Any, ...] | None = None
 
 
 def error_enrichment(reason: str = names.REASON_INTERNAL_ERROR) -> Enrichment:
@@ -290,6 +295,7 @@ class Engine:
             content_keys, direct = supplied.content_keys, supplied.direct
             on_span = supplied.on_span
             convention, notes = supplied.convention, supplied.notes
+            sealed, scanned, prefix = supplied.sealed, supplied.scan, supplied.prefix
         request: Request | None = None
         if request_in is not None:
             request = incremental.parse_request(request_in)
@@ -306,7 +312,7 @@ class Engine:
         differs: tuple[str, ...] = ()
         if sent is not None:
             keep_inline = wire_source.inline_only_recorded(request)
-            differs = wire_source.record_differs(request, sent.request)
+            differs = wire_source.record_differs(request, sent.request, run, (prefix, sent.prefix))
             request, unrecorded, direct, reason = sent.request, sent.unread, sent.direct, None
             shown, sealed, scanned, prefix = None, sent.sealed, None, sent.prefix
             facts = replace(facts, source=names.SOURCE_WIRE)  # the af-2 digest binds it
@@ -419,6 +425,7 @@ class Engine:
                     held=held,
                 ),
                 seal=False,  # the digest binds the gaps, known below
+                prefix=prefix,
             )
         events: list[tuple[str, dict[str, Any]]] = []
         mode = self.settings.write_mode(on_span)

@@ -117,22 +117,64 @@ def inline_only_recorded(recorded: Request | None) -> Callable[[commits.Change],
     return inline
 
 
-def record_differs(recorded: Request | None, sent: Request) -> tuple[str, ...]:
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """A run's last record and body as `record_differs` compared them: their message tuples,
+    each split into the instruction parts its messages hold and its other turns, and whether the
+    turns agreed (then a call whose messages extend both compares only the new ones)."""
+
+    recorded: tuple[Any, ...]
+    sent: tuple[Any, ...]
+    mine: tuple[tuple[Any, ...], tuple[Any, ...]]
+    theirs: tuple[tuple[Any, ...], tuple[Any, ...]]
+    within: bool
+
+
+class Compares(Protocol):
+    """Where a run keeps its last `Compared` (`RunState.compared`)."""
+
+    compared: Compared | None
+
+
+def record_differs(
+    recorded: Request | None,
+    sent: Request,
+    run: Compares | None = None,
+    prefixes: tuple[tuple[Any, ...] | None, tuple[Any, ...] | None] = (None, None),
+) -> tuple[str, ...]:
     """The fields on which the instrumentation's record of a call (when it made one) says
     otherwise than the body the client sent: ``model``, ``instructions`` (system and developer
     text wherever it stands), ``messages`` (the other turns), ``tools``, and each
     ``params.<dial>`` the record holds. Saying otherwise is a value the body does not hold (a cut
     text, a tool echoed from the response, a dropped part or message); leaving a key out (a
-    tool's ``strict``, a result's error flag) is not, the ledger names those as unrecorded."""
+    tool's ``strict``, a result's error flag) is not, the ledger names those as unrecorded.
+
+    ``run`` and ``prefixes`` (the tuples the record's and the body's messages were built to start
+    with): where both extend the run's last compared pair, only the new messages are split and
+    compared (`Compared`)."""
     if recorded is None:
         return ()
     found: list[str] = []
     if recorded.model is not None and recorded.model != sent.model:
         found.append("model")
-    mine, theirs = _split(recorded), _split(sent)
-    if mine[0] and not _all_within(mine[0], theirs[0]):
+    before = run.compared if run is not None else None
+    known = before is not None and prefixes[0] is before.recorded and prefixes[1] is before.sent
+    mine = _split_on(recorded, before.mine if known and before else None, len(prefixes[0] or ()))
+    theirs = _split_on(sent, before.theirs if known and before else None, len(prefixes[1] or ()))
+    if known and before is not None and before.within:
+        old = len(before.mine[1])
+        within = len(mine[1]) == len(theirs[1]) and all(
+            map(_message_within, mine[1][old:], theirs[1][old:])
+        )
+    else:
+        within = _all_within(mine[1], theirs[1], _message_within)
+    if run is not None:
+        run.compared = Compared(recorded.messages, sent.messages, mine, theirs, within)
+    if (recorded.system or mine[0]) and not _all_within(
+        (*recorded.system, *mine[0]), (*sent.system, *theirs[0])
+    ):
         found.append("instructions")
-    if recorded.messages and not _all_within(mine[1], theirs[1], _message_within):
+    if recorded.messages and not within:
         found.append("messages")
     if recorded.tools and not _all_within(recorded.tools, sent.tools):
         found.append("tools")
@@ -165,14 +207,20 @@ def _all_within(
     return len(record) == len(sent) and all(map(within, record, sent))
 
 
-def _split(request: Request) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """The instruction parts (system, then system and developer messages in order) and the other
-    messages: where a convention places the instructions is not a difference."""
-    instructions = list(request.system)
+def _split_on(
+    request: Request, before: tuple[tuple[Any, ...], tuple[Any, ...]] | None, count: int
+) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The instruction parts of the request's system and developer messages (in order) and its
+    other messages: where a convention places the instructions is not a difference. ``before``:
+    the split of the first ``count`` messages (the ones the request's were built to start with),
+    carried on over the rest."""
+    instructions: list[Any] = []
     turns = []
-    for message in request.messages:
+    for message in request.messages[count:] if before is not None else request.messages:
         if message.get("role") in INSTRUCTION_ROLES:
             instructions += message.get("parts", ())
         else:
             turns.append(message)
-    return tuple(instructions), tuple(turns)
+    if before is None:
+        return tuple(instructions), tuple(turns)
+    return before[0] + tuple(instructions), before[1] + tuple(turns)

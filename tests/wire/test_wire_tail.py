@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -19,7 +20,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from af_otel import names, wire
 from af_otel.canonical import canonical_json
-from af_otel.processor import ReceiptSpanProcessor, run
+from af_otel.model import Request
+from af_otel.processor import ReceiptSpanProcessor, run, wire_source
 from af_otel.wire import tail
 
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=8)
@@ -262,3 +264,33 @@ def test_receipts_and_commits_are_those_of_whole_reads(
     assert kept == whole
     assert len(kept) == len(bodies)
     assert all(a[names.RECEIPT_SOURCE] == names.SOURCE_WIRE for a, _ in kept)
+
+
+_TURN = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "assistant", "system", "developer"]),
+        "content": st.sampled_from(["a", "b", "cut"]),
+    }
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(_TURN, max_size=3), st.booleans(), st.booleans()), max_size=6))
+def test_the_record_compared_from_its_new_messages_says_what_a_whole_compare_says(
+    steps: list[tuple[list[dict[str, Any]], bool, bool]],
+) -> None:
+    """Along a run whose record and body grow together (the record sometimes cutting a new
+    message, sometimes read afresh), comparing only the new messages names the very fields a
+    whole comparison names."""
+    held = SimpleNamespace(compared=None)
+    recorded = sent = Request()
+    for turns, cut, afresh in steps:
+        new = tuple(Request.from_dict({"messages": turns}).messages)
+        mine = tuple(
+            Request.from_dict({"messages": [{**t, "content": "c"} for t in turns]}).messages
+        )
+        before = (None, None) if afresh else (recorded.messages, sent.messages)
+        recorded = Request(messages=recorded.messages + (mine if cut else new), system=())
+        sent = Request(messages=sent.messages + new)
+        found = wire_source.record_differs(recorded, sent, held, before)
+        assert found == wire_source.record_differs(recorded, sent)
