@@ -103,6 +103,11 @@ class Supplied:
     # when the caller handed the request itself (the explicit API records every field).
     convention: Convention | None = None
     notes: tuple[str, ...] = ()  # the adapter's notes on that record
+    # Read incrementally by the caller (the explicit API, explicit_memo.py): whether a message
+    # replays sealed reasoning, and the tuple the request's messages were built to start with.
+    sealed: bool | None = None
+    scan: responses.Scan | None = None
+    prefix: tuple[Any, ...] | None = None
 
 
 def error_enrichment(reason: str = names.REASON_INTERNAL_ERROR) -> Enrichment:
@@ -294,6 +299,7 @@ class Engine:
             content_keys, direct = supplied.content_keys, supplied.direct
             on_span = supplied.on_span
             convention, notes = supplied.convention, supplied.notes
+            sealed, scanned, prefix = supplied.sealed, supplied.scan, supplied.prefix
         request: Request | None = None
         if request_in is not None:
             request = incremental.parse_request(request_in)
@@ -308,19 +314,21 @@ class Engine:
         keep_inline = None
         window = (facts.start_time, facts.end_time)
         named = dedupe.model_of(facts.attributes, request)  # the record's model, if any
-        sent = wire_source.take(self.settings, facts.key, window, named) if self._wire else None
+        take = wire_source.take
+        sent = take(self.settings, facts.key, window, named, run) if self._wire else None
         differs: tuple[str, ...] = ()
         if sent is not None:
             keep_inline = wire_source.inline_only_recorded(request)
-            differs = wire_source.record_differs(request, sent.request)
+            differs = wire_source.record_differs(request, sent.request, run, (prefix, sent.prefix))
             request, unrecorded, direct, reason = sent.request, sent.unread, sent.direct, None
-            shown, sealed, scanned, prefix = None, None, None, None
+            shown, sealed, scanned, prefix = None, sent.sealed, None, sent.prefix
             # the af-2 digest binds the source and the gaps
             facts = replace(facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
         # State the server holds for this call (the Responses API's previous_response_id).
-        held = responses.held_history(facts.attributes, request, facts.name, scanned)
         if sent is not None:  # the body itself says
             held = sent.held
+        else:
+            held = responses.held_history(facts.attributes, request, facts.name, scanned)
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
             merged = self._merged.pop(facts.key, None)
@@ -427,6 +435,7 @@ class Engine:
                     held=held,
                 ),
                 seal=False,  # the digest binds the gaps, known below
+                prefix=prefix,
             )
         events: list[tuple[str, dict[str, Any]]] = []
         mode = self.settings.write_mode(on_span)
