@@ -90,13 +90,13 @@ ambient_conversation: Final = _ambient_reader()
 
 def is_agent_span(attributes: Mapping[str, Any], name: str) -> bool:
     """Whether a span encloses an agent's calls (rule 3's spans)."""
-    operation = _text(attributes.get(OPERATION))
+    operation = attributes.get(OPERATION)
     if operation is not None:
         return operation in AGENT_OPERATIONS
     for key, kinds in FRAMEWORK_AGENT_KINDS.items():
         if attributes.get(key) in kinds:
             return True
-    return name.split(" ", 1)[0] in AGENT_OPERATIONS
+    return name.partition(" ")[0] in AGENT_OPERATIONS
 
 
 def span_run_id(key: SpanKey) -> str:
@@ -119,8 +119,10 @@ class Enclosing:
         self, key: SpanKey, name: str, attributes: Mapping[str, Any], parent: SpanKey | None
     ) -> None:
         """A span started: remember it when it is an agent span or under one."""
-        with self._lock:
-            inherited = self._open.get(parent) if parent is not None else None
+        # Read without the lock: one dict look-up is atomic, and an entry an other thread adds or
+        # drops meanwhile is one of another span. Empty (no agent span open): nothing to find.
+        opened = self._open
+        inherited = opened.get(parent) if opened and parent is not None else None
         if is_agent_span(attributes, name):
             own = _text(attributes.get(CONVERSATION_ID)) or ambient_conversation()
             found = own or inherited or span_run_id(key)

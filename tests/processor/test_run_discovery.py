@@ -10,12 +10,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 from opentelemetry.util.genai.handler import TelemetryHandler
 
 from af_otel import names
 from af_otel.cli import main
-from af_otel.processor import run, run_discovery
+from af_otel.processor import ReceiptSpanExporter, RunTagger, run, run_discovery
 from af_otel.processor.engine import trace_run_id
 from af_otel.store import LocalStore, Store
 from tests.processor.conftest import Pipeline, make_pipeline
@@ -293,3 +296,27 @@ def test_verify_reads_one_conversation_over_three_traces_as_one_run(
     for epoch in (1, 2, 3):
         assert f"conv-file epoch {epoch}: verified" in out
     assert out.strip().endswith("3 verified, 0 reconstructed, 0 damaged")
+
+
+def test_the_exporter_form_finds_the_conversation_util_genai_stamps(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exporter sees no span start, but the real genai-openai span carries the conversation
+    id util-genai gave it: two agent invocations of one conversation, two traces, one run."""
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "span_only")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    exporting = ReceiptSpanExporter(exporter, store=store, wire=False)
+    provider.add_span_processor(RunTagger(SimpleSpanProcessor(exporting)))
+    handler = TelemetryHandler(tracer_provider=provider)
+    with instrumented_openai(provider) as client:
+        for _ in range(2):
+            with handler.invoke_local_agent(agent_name="weather", conversation_id="conv-e"):
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+                )
+    provider.shutdown()
+    calls = llm_spans(exporter.get_finished_spans())
+    assert len({s.context.trace_id for s in calls if s.context is not None}) == 2
+    assert [(s.attributes or {}).get("gen_ai.conversation.id") for s in calls] == ["conv-e"] * 2
+    assert [e[:2] for e in epochs_of(calls)] == [("conv-e", 1), ("conv-e", 2)]
