@@ -20,17 +20,24 @@ from af_otel.store import LocalStore
 from tests.processor.fakes import instrumented_openai, weather_agent
 
 
-@pytest.fixture
-def uploaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
+@pytest.fixture(params=[False, True], ids=["record", "wire"])
+def uploaded(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path, Path]:
     """traces.jsonl, its store and the upload directory of a 2-turn tool agent whose calls the
-    af_otel hook minted (capture off) and the upload hook then uploaded."""
+    af_otel hook minted (capture off) and the upload hook then uploaded; with the wire tap off
+    (the view is the hook's record) and on (the view is the body the client sent)."""
     monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
     uploads = tmp_path / "uploads"
     uploads.mkdir()
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH", uploads.as_uri())
     monkeypatch.setenv("AF_OTEL_CHAIN_HOOK", "upload")
     traces, store = tmp_path / "traces.jsonl", tmp_path / "store"
-    provider = json_lines_provider(traces, store=LocalStore(store), service_name="up", wire=False)
+    if request.param:
+        (tmp_path / "wire").touch()  # tells the tests which view they read
+    provider = json_lines_provider(
+        traces, store=LocalStore(store), service_name="up", wire=request.param
+    )
     hook = ReceiptCompletionHook()
     try:
         with instrumented_openai(provider, completion_hook=hook) as client, run("uploaded"):
@@ -65,6 +72,9 @@ def test_refs_that_resolve_to_the_record_add_nothing(
     assert [v["status"] for v in checked] == [v["status"] for v in plain]
     assert [v["gaps"] for v in checked] == [v["gaps"] for v in plain]
     assert all(names.GAP_UPLOAD_REF not in v["gaps"] for v in checked)
+    # Where the view came from: the hook's record, or the body the wire tap saw.
+    wire = (uploads.parent / "wire").exists()
+    assert {v["source"] for v in checked} == {"wire" if wire else "instrumentation"}
 
 
 def test_a_dropped_upload_is_named(
