@@ -320,3 +320,18 @@ def test_the_exporter_form_finds_the_conversation_util_genai_stamps(
     assert len({s.context.trace_id for s in calls if s.context is not None}) == 2
     assert [(s.attributes or {}).get("gen_ai.conversation.id") for s in calls] == ["conv-e"] * 2
     assert [e[:2] for e in epochs_of(calls)] == [("conv-e", 1), ("conv-e", 2)]
+
+
+def test_a_conversation_inside_an_agent_span_is_its_own_run(pipeline: Pipeline) -> None:
+    """A util-genai agent invocation with a conversation id, inside a framework agent span with
+    none: its calls are the conversation's; the outer agent's own calls stay the outer span's."""
+    tracer = pipeline.tracer
+    handler = TelemetryHandler(tracer_provider=pipeline.provider)
+    with agent_span(tracer, "router") as outer:
+        chat(tracer, [user("route")])
+        with handler.invoke_local_agent(agent_name="inner", conversation_id="inner-conv"):
+            chat(tracer, [user("inside")])
+        chat(tracer, [user("after")])
+    context = outer.get_span_context()
+    mine = run_discovery.span_run_id((context.trace_id, context.span_id))
+    assert runs_of(pipeline.spans()) == [mine, "inner-conv", mine]

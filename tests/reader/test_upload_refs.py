@@ -123,3 +123,31 @@ def test_refs_are_read_under_the_base_only(tmp_path: Path) -> None:
     (base / "bad_inputs.json").write_text("{not json\n", encoding="utf-8")
     with pytest.raises(SourceError, match=r"bad_inputs\.json"):
         read_upload(base.as_uri(), "memory://bad_inputs.json")
+
+
+def test_the_upload_hook_alone_its_dropped_upload_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The upload hook as the instrumentation's only hook, under the processor, content capture
+    off: no call has a receipt of its content, nothing is compared, and a missing upload is still
+    named on its call."""
+    from opentelemetry.util.genai._upload.completion_hook import UploadCompletionHook
+
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    traces, store = tmp_path / "traces.jsonl", tmp_path / "store"
+    provider = json_lines_provider(traces, store=LocalStore(store), service_name="up", wire=False)
+    hook = UploadCompletionHook(base_path=uploads.as_uri())
+    try:
+        with instrumented_openai(provider, completion_hook=hook) as client, run("upload-only"):
+            weather_agent(client, turns=1)
+    finally:
+        hook.shutdown()
+        provider.shutdown()
+    _, plain = verdicts(capsys, traces, store)
+    _, checked = verdicts(capsys, traces, store, "--upload-base", uploads.as_uri())
+    assert checked == plain
+    sorted(uploads.glob("*_inputs.json"))[0].unlink()
+    _, checked = verdicts(capsys, traces, store, "--upload-base", uploads.as_uri())
+    assert [names.GAP_UPLOAD_REF in v["gaps"] for v in checked].count(True) == 1
