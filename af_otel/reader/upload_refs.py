@@ -6,7 +6,7 @@ Given the base the uploads live under (``--upload-base``), the reader reads each
 reads the three parts through the same GenAI adapter the writer used, then compares them with the
 call's view, which the receipt verifies. A ref whose file is not there (the hook stamps its refs
 even when its queue was full and the upload was dropped), or whose content is not the request on
-record, puts `upload-ref-unresolved` on the view, naming the ref. The view's own content and its
+record, or is not the hook's JSON, puts `upload-ref-unresolved` on the view, naming the ref. The view's own content and its
 verdict stay what the record proves: an upload is a copy, never evidence of its own.
 """
 
@@ -21,7 +21,7 @@ from af_otel import names
 from af_otel.model import Request
 from af_otel.reader.gaps import Gap, gap, order_gaps
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.sources.uploads import read_upload
+from af_otel.reader.sources.uploads import UnreadableUpload, read_upload
 from af_otel.reader.view import ServedView
 from af_otel.semconv import adapt
 
@@ -62,13 +62,17 @@ def _problems(view: ServedView, span: SpanRecord, base: str) -> list[Gap]:
     for key, attribute, _ in REFS:
         if key not in refs:
             continue
-        value = read_upload(base, refs[key])
+        try:
+            value = read_upload(base, refs[key])
+        except UnreadableUpload as exc:
+            missing.append(f"{key}: {exc}")
+            continue
         if value is None:
             missing.append(f"{key} {refs[key]} (no such file under {base})")
         else:
             content[attribute] = json.dumps(value)
     if missing:
-        return [gap(names.GAP_UPLOAD_REF, "not uploaded: " + "; ".join(missing))]
+        return [gap(names.GAP_UPLOAD_REF, "not uploaded or unreadable: " + "; ".join(missing))]
     differs = _differs(view, span, content)
     if not differs:
         return []

@@ -13,9 +13,8 @@ import pytest
 from af_otel import names
 from af_otel.cli import main
 from af_otel.cli.pipeline import json_lines_provider
-from af_otel.errors import SourceError
 from af_otel.processor import ReceiptCompletionHook, run
-from af_otel.reader.sources.uploads import read_upload
+from af_otel.reader.sources.uploads import UnreadableUpload, read_upload
 from af_otel.store import LocalStore
 from tests.processor.fakes import instrumented_openai, weather_agent
 
@@ -106,10 +105,21 @@ def test_an_upload_that_is_not_the_request_is_named(
     assert [names.GAP_UPLOAD_REF in v["gaps"] for v in checked].count(True) == 1
 
 
+def test_an_upload_that_is_not_json_is_named_not_fatal(
+    uploaded: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A data problem of one call's upload is that call's gap; the read goes on (exit 0)."""
+    traces, store, uploads = uploaded
+    sorted(uploads.glob("*_inputs.json"))[1].write_text("{cut sho", encoding="utf-8")
+    code, checked = verdicts(capsys, traces, store, "--upload-base", uploads.as_uri())
+    assert code == 0
+    assert [names.GAP_UPLOAD_REF in v["gaps"] for v in checked].count(True) == 1
+
+
 def test_refs_are_read_under_the_base_only(tmp_path: Path) -> None:
     """Only the ref's file name is read, under the base: a ref pointing elsewhere cannot make the
     reader open another file; jsonl uploads read in index order; a file that is not the hook's
-    JSON raises naming it."""
+    JSON raises naming it (the caller names it on its call)."""
     base = tmp_path / "base"
     base.mkdir()
     (tmp_path / "secret_inputs.json").write_text('[{"role": "user"}]\n', encoding="utf-8")
@@ -121,7 +131,7 @@ def test_refs_are_read_under_the_base_only(tmp_path: Path) -> None:
         {"role": "b"},
     ]
     (base / "bad_inputs.json").write_text("{not json\n", encoding="utf-8")
-    with pytest.raises(SourceError, match=r"bad_inputs\.json"):
+    with pytest.raises(UnreadableUpload, match=r"bad_inputs\.json"):
         read_upload(base.as_uri(), "memory://bad_inputs.json")
 
 

@@ -16,13 +16,17 @@ from typing import Any
 
 from af_otel.errors import SourceError
 
-__all__ = ["read_upload"]
+__all__ = ["UnreadableUpload", "read_upload"]
+
+
+class UnreadableUpload(SourceError):
+    """A file the ref names is there but is not the hook's JSON (a data problem of that call)."""
 
 
 def read_upload(base: str, ref: str) -> list[Any] | None:
     """The list the upload ``ref`` names, read under ``base``; None when no such file is there.
-    Raises `SourceError` naming the base and file when the file is there but is not the hook's
-    JSON, or the base itself cannot be opened."""
+    Raises `UnreadableUpload` naming the file when it is there but is not the hook's JSON, and
+    `SourceError` naming the base when the base itself cannot be read."""
     import fsspec  # noqa: PLC0415 - optional, like the store's fsspec URLs
 
     name = posixpath.basename(ref.rstrip("/"))
@@ -47,8 +51,8 @@ def _parsed(text: str, url: str) -> list[Any]:
                 return whole
         items = [json.loads(line) for line in lines]
     except json.JSONDecodeError as exc:
-        raise SourceError(f"{url}: line {exc.lineno}: not JSON: {exc.msg}") from exc
+        raise UnreadableUpload(f"{url}: line {exc.lineno}: not JSON: {exc.msg}") from exc
     if not all(isinstance(item, dict) for item in items):
-        raise SourceError(f"{url}: neither a JSON array nor one JSON object per line")
+        raise UnreadableUpload(f"{url}: neither a JSON array nor one JSON object per line")
     items.sort(key=lambda item: item.get("index", 0))
     return [{k: v for k, v in item.items() if k != "index"} for item in items]
