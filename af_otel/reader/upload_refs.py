@@ -21,7 +21,7 @@ from af_otel import names
 from af_otel.model import Request
 from af_otel.reader.gaps import Gap, gap, order_gaps
 from af_otel.reader.records import SpanRecord
-from af_otel.reader.sources.uploads import UnreadableUpload, read_upload
+from af_otel.reader.sources.uploads import UnreadableUpload, check_base, read_upload
 from af_otel.reader.view import ServedView
 from af_otel.semconv import adapt
 
@@ -43,6 +43,7 @@ def checked(
     spans = {(r.trace_id, r.span_id): r for r in records if _refs(r.attributes)}
     if not spans:
         return tuple(views)
+    check_base(base)
     out = []
     for view in views:
         span = spans.get((view.trace_id, view.span_id))

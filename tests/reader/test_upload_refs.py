@@ -161,3 +161,15 @@ def test_the_upload_hook_alone_its_dropped_upload_is_named(
     sorted(uploads.glob("*_inputs.json"))[0].unlink()
     _, checked = verdicts(capsys, traces, store, "--upload-base", uploads.as_uri())
     assert [names.GAP_UPLOAD_REF in v["gaps"] for v in checked].count(True) == 1
+
+
+@pytest.mark.parametrize("base", ["nosuchprotocol://x", "file:///nonexistent/af-otel-uploads"])
+def test_a_base_that_cannot_be_read_stops_the_read(
+    uploaded: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], base: str
+) -> None:
+    """An --upload-base that names nothing readable exits 2 naming it, instead of naming every
+    upload missing."""
+    traces, store, _ = uploaded
+    code = main(["verify", str(traces), "--store", str(store), "--upload-base", base])
+    assert code == 2
+    assert base in capsys.readouterr().err

@@ -16,11 +16,25 @@ from typing import Any
 
 from af_otel.errors import SourceError
 
-__all__ = ["UnreadableUpload", "read_upload"]
+__all__ = ["UnreadableUpload", "check_base", "read_upload"]
 
 
 class UnreadableUpload(SourceError):
     """A file the ref names is there but is not the hook's JSON (a data problem of that call)."""
+
+
+def check_base(base: str) -> None:
+    """Raise `SourceError` naming ``base`` when it names no location that can be read: every ref
+    would then read as not uploaded, which says nothing of the uploads."""
+    import fsspec  # noqa: PLC0415 - optional, like the store's fsspec URLs
+
+    try:
+        fs, path = fsspec.url_to_fs(base)
+        found = fs.exists(path)
+    except (OSError, ValueError, ImportError) as exc:
+        raise SourceError(f"--upload-base {base}: cannot be read: {exc}") from exc
+    if not found:
+        raise SourceError(f"--upload-base {base}: no such location")
 
 
 def read_upload(base: str, ref: str) -> list[Any] | None:
