@@ -6,8 +6,9 @@ reads `CallFacts` and returns an `Enrichment` (attributes plus commit events) th
 applies its own way: to a copy of the ended span, or to the live span before it ends.
 
 Place in the run (docs/receipt-spec.md §10): the run id is the explicit `af_otel.run` (captured where the call
-started, or for the exporter recorded at the start by `RunTagger`), else the span's ``af.run.id``
-attribute, else its trace id in hex. Epochs follow start
+started, or for the exporter recorded at the start by `RunTagger`), else the run the stack
+records (``af.run.id``, the conversation id, the enclosing agent span: `run_discovery`), else its
+trace id in hex. Epochs follow start
 order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it
 can only tell at the end (and every call the exporter sees) is numbered then, and when that breaks
 start order (a call that started earlier was already numbered later) the span says so with
@@ -38,6 +39,7 @@ from af_otel.processor import commits, dedupe, export_gaps, incremental, metrics
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.guard import report
+from af_otel.processor.run_discovery import Enclosing
 from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, ReceiptContext, mint_receipt, seal_receipt
@@ -143,6 +145,7 @@ class Engine:
         self._llm_scope: OrderedDict[SpanKey, str | None] = OrderedDict()
         self._merged: OrderedDict[SpanKey, tuple[str, str, int]] = OrderedDict()
         self._wire = wire_source.activate(settings)
+        self.enclosing = Enclosing()  # agent spans open now (run_discovery.py)
         with _default_lock:
             _serial += 1
             self.serial = _serial
@@ -166,11 +169,13 @@ class Engine:
         if self._wire:  # the tap pairs a body with the span started last where it is sent
             wire_source.started(key)
         explicit = current_run.get()
+        if explicit is None:
+            self.enclosing.start(key, name, attributes, parent)
         if not is_llm_call(attributes, name):
             if explicit is not None:
                 self._remember(key, explicit)
             return
-        run_id = explicit or _attribute_run(attributes) or trace_run_id(key[0])
+        run_id = explicit or self.enclosing.run(key, attributes) or trace_run_id(key[0])
         self._remember(key, run_id)
         if parent is not None and self.merge(key, parent, scope):
             return
@@ -206,6 +211,8 @@ class Engine:
             self._open.pop(key, None)
             self._llm_scope.pop(key, None)
             self._merged.pop(key, None)
+        if (ended := self.enclosing.end(key)) is not None:
+            self.runs.release(ended)
 
     def knows(self, key: SpanKey) -> bool:
         with self._open_lock:
@@ -225,7 +232,8 @@ class Engine:
         if found is None:
             tag = tagged(key)
             found = tag[0] if tag is not None else None
-        return found or _attribute_run(attributes) or trace_run_id(key[0])
+        discovered = self.enclosing.run(key, attributes, pop=pop)
+        return found or discovered or trace_run_id(key[0])
 
     def number(self, facts: CallFacts) -> None:
         """Number a call at the end (the exporter numbers a batch in start order first)."""
@@ -634,11 +642,6 @@ def warn_cut(cut: str, limits: Limits) -> None:
         setting,
         "default" if now is None else now,
     )
-
-
-def _attribute_run(attributes: Mapping[str, Any]) -> str | None:
-    value = attributes.get(names.RUN_ID)
-    return value if isinstance(value, str) and value else None
 
 
 # Engines alive now: `af_otel.run` frees its run in each when its block exits, and the hook and

@@ -79,17 +79,6 @@ READERS: Final[Mapping[str, Reader]] = {
         anthropic_messages.rest,
     ),
 }
-# Endpoints whose path names the model (`af_otel.wire.endpoints.PATH_MODEL`): handed the path too.
-PathReader = Callable[[Mapping[str, Any], bytes], WireRead | None]
-PATH_READERS: Final[Mapping[str, PathReader]] = {
-    GEMINI_GENERATE: gemini.read_path,
-    GEMINI_STREAM: gemini.read_path,
-    BEDROCK_CONVERSE: bedrock.read_path,
-    BEDROCK_CONVERSE_STREAM: bedrock.read_path,
-    BEDROCK_INVOKE: lambda body, path: bedrock.read_path(body, path, invoke=True),
-    BEDROCK_INVOKE_STREAM: lambda body, path: bedrock.read_path(body, path, invoke=True),
-}
-
 
 # Endpoints whose path names the model (`af_otel.wire.endpoints.PATH_MODEL`): read whole, handed
 # the path too (their bodies carry no growing array a tail read could take).
