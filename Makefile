@@ -36,15 +36,18 @@ lint: $(STAMP)
 # Every script runs and prints its figures; the target fails after them if any target failed.
 # reader_instructions counts the reader's instructions under Valgrind (5 to 7 minutes):
 # .ci/system-deps installs valgrind as root, else prints the command, and that line fails.
+# audit reads days of 10k, 100k and 1M spans in chDB (docs/audit.md, Speed): its first run also
+# records their 111,000 LLM calls, kept in the tests' cache folder for the next runs.
 bench: $(STAMP)
 	@status=0; .ci/system-deps bench || status=1; \
-	for script in canonical mint processor reader wire reader_instructions; do \
+	for script in canonical mint processor reader wire reader_instructions audit; do \
 		$(BIN)/python benchmarks/$$script.py || status=1; \
 	done; exit $$status
 
 # Long runs (load, memory over 10,000 runs, pathological input); prints measured figures.
 soak: $(STAMP)
 	$(BIN)/python benchmarks/soak.py
+	$(BIN)/python benchmarks/audit.py --scales 1000000,10000000
 
 # Side venvs and Hypothesis caches of the tests live outside the repository (tests/sidevenv.py).
 TEST_CACHE ?= $(or $(AF_OTEL_TEST_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/af-otel-tests)

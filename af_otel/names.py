@@ -126,6 +126,8 @@ EPOCH_SAME_AS: Final = "af.epoch.same_as"
 # The Responses API: a call that continues state the provider's server holds
 # (`previous_response_id`, a conversation), or shows a tell-tale of history it does not carry.
 GAP_HELD_HISTORY: Final = "server-held-history"
+# util-genai's upload hook stamped a content ref the reader cannot resolve to the call's request.
+GAP_UPLOAD_REF: Final = "upload-ref-unresolved"
 # On the span: the earlier response (or conversation) id where recorded, else the tell-tale.
 HELD_HISTORY: Final = "af.held_history"
 

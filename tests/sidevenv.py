@@ -40,6 +40,7 @@ DEFINED_IN: Final = (
     "tests.agents.stack",
     "tests.backends.phoenix",
     "tests.stacks.gb_envs",
+    "tests.stacks.soa.envs",
 )
 COLD_RUN: Final = (
     "a cold run (every side venv built, pip's cache empty) took 15 min on this 2-core machine"

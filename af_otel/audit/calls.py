@@ -19,6 +19,7 @@ from af_otel import forksafe, names
 from af_otel.audit.clickhouse import JsonTable, RunRows, Table
 from af_otel.audit.files import Files, span_from_otlp_row
 from af_otel.audit.rows import span_from_json_row, span_from_row
+from af_otel.audit.tempo import TempoBlocks, span_from_tempo_row
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources.decoders import Problem
@@ -85,6 +86,7 @@ _DECODERS: Final = {
     Table.kind: span_from_row,
     JsonTable.kind: span_from_json_row,
     Files.kind: span_from_otlp_row,
+    TempoBlocks.kind: span_from_tempo_row,
 }
 
 

@@ -235,7 +235,7 @@ def connect(url: str, database: str | None = None) -> Client:
 
 
 def _failed(scan: Scan, exc: Exception) -> SourceError:
-    what = "--clickhouse" if isinstance(scan, Table) else "audit"
+    what = "--clickhouse" if type(scan) in (Table, JsonTable) else "audit"
     return SourceError(f"{what} {scan}: {exc}")
 
 
@@ -289,7 +289,9 @@ def stream_runs(
     rows: list[tuple[Any, ...]] = []
     try:
         with client.query_row_block_stream(
-            sql, parameters=parameters, settings={"max_block_size": block_rows}
+            sql,
+            parameters=parameters,
+            settings={"max_block_size": block_rows},
         ) as blocks:
             for block in blocks:
                 for row in block:

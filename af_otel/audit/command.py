@@ -32,7 +32,7 @@ from af_otel.audit.clickhouse import (
     stream_runs,
     table_scan,
 )
-from af_otel.audit.files import Files
+from af_otel.audit.inputs import open_files
 from af_otel.audit.results import ResultsWriter
 from af_otel.audit.summary import Tally
 from af_otel.cli.read import (
@@ -72,8 +72,9 @@ def register(subparsers: Any) -> None:
         "audit",
         help="verify every LLM call of a time window in ClickHouse (otel_traces); gate and exit "
         "as verify",
-        description="Verify every LLM call of a time window in ClickHouse (or in OTLP JSON "
-        "lines files, read through embedded chDB), with the same verdicts as `af-otel verify`: "
+        description="Verify every LLM call of a time window in ClickHouse (or in span files: "
+        "OTLP JSON lines or protobuf, Parquet, Tempo blocks, an awss3exporter prefix, read "
+        "through embedded chDB), with the same verdicts as `af-otel verify`: "
         "one query streams the runs, each run is verified apart; results go to a ClickHouse "
         "table (--results) or JSON lines (--json); made to gate a pipeline as verify is, by "
         "default on damage alone, or on a policy (--require, --fail-on, --max-reconstructed).",
@@ -83,7 +84,9 @@ def register(subparsers: Any) -> None:
         "files",
         nargs="?",
         metavar="FILES",
-        help="OTLP JSON lines to audit instead of a table: a path or a glob (quoted), .gz too",
+        help="span files to audit instead of a table: OTLP JSON lines or protobuf (a path or a "
+        "quoted glob, .gz too), Parquet with the table's columns (*.parquet), a folder of Tempo "
+        "vParquet4 blocks, or an awss3exporter prefix copied to a folder",
     )
     audit.add_argument(
         "--clickhouse",
@@ -153,16 +156,19 @@ def audit_command(args: argparse.Namespace) -> int:
         fail("--results writes into ClickHouse: it goes with --clickhouse URL")
     try:
         shard = Shard.parse(args.shard) if args.shard else None
-        scan: Scan = (
-            Files(args.files)
-            if args.files is not None
-            else Table(args.clickhouse, args.database, args.table)
-        )  # the table's variant (plain or JSON) is asked of ClickHouse once connected
+        table = (
+            None if args.files is not None else Table(args.clickhouse, args.database, args.table)
+        )
         results = Table(args.clickhouse, args.database, args.results) if args.results else None
     except ValueError as exc:
         fail(str(exc))
-    where = str(scan) + (f" ({window})" if window else "") + (f" shard {shard}" if shard else "")
     with ExitStack() as clients:
+        # Files: what is at the path says how to read it (a temporary folder for protobuf lives
+        # as long as the clients); a table's variant (plain or JSON) is asked of ClickHouse.
+        scan: Scan = open_files(args.files, clients) if table is None else table
+        where = (
+            str(scan) + (f" ({window})" if window else "") + (f" shard {shard}" if shard else "")
+        )
 
         def opened() -> Any:
             client = (
@@ -173,8 +179,8 @@ def audit_command(args: argparse.Namespace) -> int:
             clients.callback(client.close)
             return client
 
-        if isinstance(scan, Table):
-            scan = table_scan(opened(), scan.url, scan.database, scan.table)
+        if table is not None:
+            scan = table_scan(opened(), table.url, table.database, table.table)
         runs: Iterator[RunRows] = stream_runs(opened(), scan, window, shard)
         first = next(runs, None)
         if first is None:
@@ -187,31 +193,10 @@ def audit_command(args: argparse.Namespace) -> int:
         writer = ResultsWriter(opened(), results) if results else None
         # The number of runs is counted only for a person watching: it gives the ETA.
         expected = count_runs(opened(), scan, window, shard)[0] if sys.stderr.isatty() else None
-        tally, skipped = Tally(), 0
-        # The gate keeps counts and the first few calls of each rule broken: bounded, whatever
-        # the day's size (the rows and --results hold every call).
-        gate: Gate[CallResult] = Gate(policy_from_args(args))
         with Progress(expected) as tick:
-            for batch in audit_batches(
-                chain((first,), runs),
-                store,
-                key=key_from_args(args),
-                source=where,
-                workers=args.workers,
-                lenient=args.lenient,
-            ):
-                if args.json:
-                    for result in batch.results:
-                        sys.stdout.write(_json_line(result.as_json()) + "\n")
-                tally.add_run(batch.results)
-                for result in batch.results:
-                    gate.add(result, VerdictStatus(result.status), result.gaps)
-                if writer is not None:
-                    writer.add(batch.results)
-                for problem in batch.problems[: max(0, _PROBLEMS_SHOWN - skipped)]:
-                    print(f"af-otel audit: skipped {problem}", file=sys.stderr)
-                skipped += batch.skipped
-                tick(batch.runs, len(batch.results))
+            tally, skipped, gate = _verify_runs(
+                args, chain((first,), runs), store, where, writer, tick
+            )
         if writer is not None:
             writer.close()
     out = sys.stderr if args.json else sys.stdout
@@ -230,3 +215,39 @@ def audit_command(args: argparse.Namespace) -> int:
         sys.stdout.write(_json_line(summary_json(outcome, read=where, store=store.url)) + "\n")
     print_outcome(outcome, out)
     return outcome.exit_code
+
+
+def _verify_runs(
+    args: argparse.Namespace,
+    runs: Iterator[RunRows],
+    store: Any,
+    where: str,
+    writer: ResultsWriter | None,
+    tick: Callable[[int, int], None],
+) -> tuple[Tally, int, Gate[CallResult]]:
+    """Verify every run, streaming each batch's rows to --json and --results as it comes: the
+    tally, the rows skipped, and the gate. The gate keeps counts and the first few calls of each
+    rule broken: bounded, whatever the day's size (the rows and --results hold every call)."""
+    tally, skipped = Tally(), 0
+    gate: Gate[CallResult] = Gate(policy_from_args(args))
+    for batch in audit_batches(
+        runs,
+        store,
+        key=key_from_args(args),
+        source=where,
+        workers=args.workers,
+        lenient=args.lenient,
+    ):
+        if args.json:
+            for result in batch.results:
+                sys.stdout.write(_json_line(result.as_json()) + "\n")
+        tally.add_run(batch.results)
+        for result in batch.results:
+            gate.add(result, VerdictStatus(result.status), result.gaps)
+        if writer is not None:
+            writer.add(batch.results)
+        for problem in batch.problems[: max(0, _PROBLEMS_SHOWN - skipped)]:
+            print(f"af-otel audit: skipped {problem}", file=sys.stderr)
+        skipped += batch.skipped
+        tick(batch.runs, len(batch.results))
+    return tally, skipped, gate

@@ -60,9 +60,11 @@ def _quoted(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Files:
-    """OTLP JSON lines at ``pattern`` (a path or a glob), read by ClickHouse's ``file()``."""
+    """OTLP JSON lines at ``pattern`` (a path or a glob), read by ClickHouse's ``file()``; or, when
+    ``paths`` are given, the files at those paths (globs too), shown as ``pattern``."""
 
     pattern: str
+    paths: tuple[str, ...] = ()
     kind: ClassVar[str] = "otlp"
     run_key: ClassVar[str] = "run_key"
     row_columns: ClassVar[str] = "run_key, start_ns, 0, trace_id, span_id, resource, scope, span"
@@ -74,8 +76,10 @@ class Files:
     def sql(
         self, window: Window | None, shard: Shard | None, select: str, tail: str = ""
     ) -> tuple[str, dict[str, Any]]:
-        path = _quoted(os.path.abspath(self.pattern))
-        inner = _SPANS.format(run=names.RUN_ID, path=path)
+        inner = " UNION ALL ".join(
+            _SPANS.format(run=names.RUN_ID, path=_quoted(os.path.abspath(path)))
+            for path in self.paths or (self.pattern,)
+        )
         clauses: list[str] = [_LLM]
         parameters: dict[str, Any] = {}
         if window is not None:

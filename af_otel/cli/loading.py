@@ -17,6 +17,7 @@ from typing import NoReturn, TextIO
 from af_otel import names
 from af_otel.cli.progress import Progress
 from af_otel.errors import ReaderError, StoreError
+from af_otel.reader import upload_refs
 from af_otel.reader.blobs import referenced_blobs
 from af_otel.reader.gc_pause import collector_paused
 from af_otel.reader.records import SpanRecord
@@ -244,6 +245,8 @@ def load_views(args: argparse.Namespace) -> Loaded:
         warn=lambda text: print(f"af-otel {args.command}: {text}", file=sys.stderr),
     )
     views = served_views(records, store=store)
+    if getattr(args, "upload_base", None):
+        views = upload_refs.checked(views, records, args.upload_base)
     if not views:
         if skipped:  # what could not be read may have held the calls: not "nothing"
             raise ReaderError(

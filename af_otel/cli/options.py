@@ -56,6 +56,12 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         help=f"most traces one --tempo/--jaeger search returns (default {SEARCH_LIMIT})",
     )
+    parser.add_argument(
+        "--upload-base",
+        metavar="URL",
+        help="where util-genai's upload hook wrote content (an fsspec URL): its refs are checked "
+        "against each call's record (upload-ref-unresolved)",
+    )
     parser.set_defaults(source_parser=parser)
     add_store_options(parser)
     parser.add_argument("--run", metavar="R", help="only this run")

@@ -208,6 +208,15 @@ _ROWS: Final = (
         "call named here for the rest.",
         partial=True,
     ),
+    GapKind(
+        names.GAP_UPLOAD_REF,
+        ("system", "messages", "tools"),
+        ("system", "messages", "tools"),
+        "caveat",
+        "The copy of this request's content that the upload hook names is missing or is not "
+        "the request on record; the hook names its files even when it dropped the upload. "
+        "The view shows what the record proves; do not read the uploaded copy in its place.",
+    ),
 )
 
 SERVED_GAPS: Final[Mapping[str, GapKind]] = MappingProxyType({row.kind: row for row in _ROWS})

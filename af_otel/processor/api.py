@@ -27,6 +27,7 @@ from opentelemetry import trace
 
 from af_otel import names
 from af_otel.model import Request
+from af_otel.processor import explicit_memo
 from af_otel.processor.closing import close_run
 from af_otel.processor.context import current_run, declare_base, run_entered
 from af_otel.processor.engine import Supplied, engine_for, live_engines
@@ -156,10 +157,20 @@ def _mint(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -
             return
         facts = live_facts(span, dict(getattr(span, "attributes", None) or {}), "af_otel")
         engine = engine_for(facts.key)
+        # Only the messages that are new since the run's last call are normalized.
+        run_state = engine.runs.get(engine.run_of(facts.key, facts.attributes, pop=False))
+        found = explicit_memo.read(request, run_state)
         # af_otel sees what the caller says it sends, not the wire: cache-transform stays raised.
         # With content capture off (the default) the request is not on the span, so the default
         # content mode writes its commits to the store: no prompt text on the trace.
-        supplied = Supplied(request, direct=False, on_span=capture_content)
+        supplied = Supplied(
+            found.request if found is not None else request,
+            direct=False,
+            on_span=capture_content,
+            sealed=found.sealed if found is not None else None,
+            scan=found.scan if found is not None else None,
+            prefix=found.prefix if found is not None else None,
+        )
         write_on_span(span, engine.enrich(facts, supplied))
     except Exception as exc:
         failure = exc

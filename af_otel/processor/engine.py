@@ -6,8 +6,9 @@ reads `CallFacts` and returns an `Enrichment` (attributes plus commit events) th
 applies its own way: to a copy of the ended span, or to the live span before it ends.
 
 Place in the run (docs/receipt-spec.md §10): the run id is the explicit `af_otel.run` (captured where the call
-started, or for the exporter recorded at the start by `RunTagger`), else the span's ``af.run.id``
-attribute, else its trace id in hex. Epochs follow start
+started, or for the exporter recorded at the start by `RunTagger`), else the run the stack
+records (``af.run.id``, the conversation id, the enclosing agent span: `run_discovery`), else its
+trace id in hex. Epochs follow start
 order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it
 can only tell at the end (and every call the exporter sees) is numbered then, and when that breaks
 start order (a call that started earlier was already numbered later) the span says so with
@@ -37,6 +38,7 @@ from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.facts import CallFacts, Enrichment, Minting, SpanKey, Supplied
 from af_otel.processor.guard import report
+from af_otel.processor.run_discovery import Enclosing
 from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, ReceiptContext, mint_receipt, seal_receipt
@@ -93,6 +95,7 @@ class Engine:
         self._llm_scope: OrderedDict[SpanKey, str | None] = OrderedDict()
         self._merged: OrderedDict[SpanKey, tuple[str, str, int]] = OrderedDict()
         self._wire = wire_source.activate(settings)
+        self.enclosing = Enclosing()  # agent spans open now (run_discovery.py)
         with _default_lock:
             _serial += 1
             self.serial = _serial
@@ -116,11 +119,13 @@ class Engine:
         if self._wire:  # the tap pairs a body with the span started last where it is sent
             wire_source.started(key)
         explicit = current_run.get()
+        if explicit is None:
+            self.enclosing.start(key, name, attributes, parent)
         if not is_llm_call(attributes, name):
             if explicit is not None:
                 self._remember(key, explicit)
             return
-        run_id = explicit or _attribute_run(attributes) or trace_run_id(key[0])
+        run_id = explicit or self.enclosing.run(key, attributes) or trace_run_id(key[0])
         self._remember(key, run_id)
         if parent is not None and self.merge(key, parent, scope):
             return
@@ -156,6 +161,8 @@ class Engine:
             self._open.pop(key, None)
             self._llm_scope.pop(key, None)
             self._merged.pop(key, None)
+        if (ended := self.enclosing.end(key)) is not None:
+            self.runs.release(ended)
 
     def knows(self, key: SpanKey) -> bool:
         with self._open_lock:
@@ -175,7 +182,8 @@ class Engine:
         if found is None:
             tag = tagged(key)
             found = tag[0] if tag is not None else None
-        return found or _attribute_run(attributes) or trace_run_id(key[0])
+        discovered = self.enclosing.run(key, attributes, pop=pop)
+        return found or discovered or trace_run_id(key[0])
 
     def number(self, facts: CallFacts) -> None:
         """Number a call at the end (the exporter numbers a batch in start order first)."""
@@ -222,10 +230,12 @@ class Engine:
         # The body the client sent, where the wire tap saw it, stands in for the record.
         window = (facts.start_time, facts.end_time)
         named = minting.call.model  # the record's model, if any
-        sent = wire_source.take(self.settings, facts.key, window, named) if self._wire else None
+        take = wire_source.take
+        sent = take(self.settings, facts.key, window, named, run) if self._wire else None
         differs: tuple[str, ...] = ()
         if sent is not None:
-            differs = wire_source.record_differs(minting.call.request, sent.request)
+            prefixes = (minting.call.prefix, sent.prefix)
+            differs = wire_source.record_differs(minting.call.request, sent.request, run, prefixes)
             minting = _from_wire(minting, sent)
         facts, call = minting.facts, minting.call
         with self._open_lock:
@@ -274,7 +284,14 @@ class Engine:
         """The call as its span's record holds it (semconv reads it once, only what is new since
         the run's last call), or as it was handed over."""
         if supplied is not None:
-            call = supplied.call or handed_call(supplied.request, facts.attributes, facts.name)
+            call = supplied.call or handed_call(
+                supplied.request,
+                facts.attributes,
+                facts.name,
+                sealed=supplied.sealed,
+                scan=supplied.scan,
+                prefix=supplied.prefix,
+            )
             return Minting(facts, call, supplied.direct, supplied.on_span)
         call = read_call(
             facts.recorded or record_of(facts.attributes, facts.name),
@@ -318,6 +335,7 @@ class Engine:
                     held=call.held,
                 ),
                 seal=False,  # the digest binds the gaps, known below
+                prefix=prefix,
             )
         minted = receipt.minted
         events, lost = self._commits(run, minting, parent_state) if minted else ([], False)
@@ -478,6 +496,8 @@ def _from_wire(minting: Minting, sent: wire_source.FromWire) -> Minting:
         was.content_keys,
         sent.unread,
         sent.held,
+        sealed=sent.sealed,
+        prefix=sent.prefix,
         named_model=was.named_model,
     )
     # The af-2 digest binds the source and the gaps.
@@ -534,11 +554,6 @@ def warn_cut(cut: str, limits: Limits) -> None:
         setting,
         "default" if now is None else now,
     )
-
-
-def _attribute_run(attributes: Mapping[str, Any]) -> str | None:
-    value = attributes.get(names.RUN_ID)
-    return value if isinstance(value, str) and value else None
 
 
 # Engines alive now: `af_otel.run` frees its run in each when its block exits, and the hook and

@@ -63,6 +63,12 @@ class Supplied:
     direct: bool = False  # nothing but the provider SDK stands between (see export_gaps.py)
     on_span: bool = False  # the span itself already carries this request's content
     call: Call | None = None
+    # Read incrementally by the caller (the explicit API, explicit_memo.py): whether a message
+    # replays sealed reasoning, the Responses scan, and the tuple the request's messages were
+    # built to start with.
+    sealed: bool | None = None
+    scan: Any = None
+    prefix: tuple[Any, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,9 +22,12 @@ from af_otel import forksafe
 from af_otel.model import Request
 from af_otel.model.prefix import identical_prefix
 from af_otel.processor.dedupe import RECENT, Opened, Seen
+from af_otel.processor.explicit_memo import Explicit
 from af_otel.processor.history import History, share_history
+from af_otel.processor.wire_source import Compared
 from af_otel.receipts import Receipt, ReceiptDigests
 from af_otel.semconv.incremental import Remembered
+from af_otel.wire.tail import Layout
 
 MAX_RUNS: Final = 10_000
 MAX_BYTES: Final = 256 * 1024 * 1024
@@ -130,6 +133,10 @@ class RunState:
     release_requested: bool = False
     touched: float = field(default_factory=time.monotonic)
     seen: Remembered | None = None  # what the last readable call was read from (incremental.py)
+    # The layouts of the run's last bodies seen on the wire, newest first (af_otel.wire.tail).
+    layouts: tuple[Layout, ...] = ()
+    explicit: Explicit | None = None  # the last `llm_call` messages (explicit_memo.py)
+    compared: Compared | None = None  # the last record compared with its body (wire_source.py)
     charged: int = 0  # the bytes the table counts for this run (see `weight`)
     # The highest epoch finished so far and its receipt digest ("" without one), for the run's
     # close record (`af_otel.processor.closing`).
@@ -151,11 +158,15 @@ class RunState:
         """The bytes this run holds, estimated from what it keeps: its calls share one copy of
         the history (`History`), counted at 2.5 times the canonical size of its longest request
         kept (Python objects and digests: under 2 times at 120 turns, more in a short run, as
-        benchmarks/processor.py measures them); what it recognises the next call by is a digest."""
+        benchmarks/processor.py measures them); what it recognises the next call by is a digest,
+        or for a body seen on the wire (and an `llm_call`'s messages) the last bytes themselves,
+        counted whole."""
         largest = max((record.size for record in self.finished[-STATE_DEPTH:]), default=0)
         if self.base is not None and self.base.receipt is not None:
             largest = max(largest, self.base.receipt.bytes or 0)
-        return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2
+        bodies = sum(len(layout.body) for layout in self.layouts)
+        bodies += len(self.explicit.body) if self.explicit is not None else 0
+        return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2 + bodies
 
     # The last finished calls, for folding a second record of one call (dedupe.py).
     recent: deque[Seen] = field(default_factory=lambda: deque(maxlen=RECENT))

@@ -3,11 +3,12 @@ current span, and turn what it saw under a finished call's span into the request
 receipt is minted from (docs/processor.md, the wire tap).
 
 A call is taken from the wire when the tap saw a body under its span that the endpoint's reader
-could read. Retries that resend the same bytes are one request; retries under the current span
-whose bodies differ are minted from the last attempt (the one the client's answer came from) and
-named `wire-attempts-differ`, since the model may have been served an earlier one. A body that
-cannot be read, or different bodies paired by where the span started (whose is which is then
-unknown), leave the call to the instrumentation's record.
+could read (only its tail, when it extends one of the run's last bodies: `af_otel.wire.tail`).
+Retries that resend the same bytes are one request; retries under the current span whose bodies
+differ are minted from the last attempt (the one the client's answer came from) and named
+`wire-attempts-differ`, since the model may have been served an earlier one. A body that cannot
+be read, or different bodies paired by where the span started (whose is which is then unknown),
+leave the call to the instrumentation's record.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from opentelemetry import trace
 
@@ -25,10 +26,11 @@ from af_otel.processor import commits
 from af_otel.processor.export_gaps import PROVIDER_HOSTS
 from af_otel.processor.settings import Settings
 from af_otel.semconv import is_llm_call
-from af_otel.wire import SENT, read_body
+from af_otel.wire import SENT
 from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
 from af_otel.wire.hosts import provider_host
+from af_otel.wire.tail import Layout, read_sent
 from af_otel.wire.tap import VIA_CURRENT, VIA_STARTED, Owner
 
 # The span started last in this context (thread, task), set by the engine at every span start:
@@ -90,6 +92,16 @@ class FromWire:
     held: str | None = None  # the server-held state the body continues (af.held_history)
     attempts: int = 1  # HTTP attempts sent under the call (retries)
     differ: bool = False  # their bodies differ: the request is the last's (wire-attempts-differ)
+    sealed: bool = False  # a message replays sealed reasoning (the thinking-replay gap)
+    # The tuple ``request.messages`` was built to start with (the run's earlier body's messages,
+    # `af_otel.wire.tail`), so that prefix needs no comparing again; None when read whole.
+    prefix: tuple[Any, ...] | None = None
+
+
+class Layouts(Protocol):
+    """Where a run keeps the layouts of its last bodies (`RunState.layouts`)."""
+
+    layouts: tuple[Layout, ...]
 
 
 def take(
@@ -97,12 +109,15 @@ def take(
     key: tuple[int, int],
     window: tuple[int, int] | None = None,
     model: str | None = None,
+    run: Layouts | None = None,
 ) -> FromWire | None:
     """The request sent under ``key`` (module rule), or None; the tap forgets it either way.
 
     A body filed under the call because its span was the one started last where it was sent
     (not current) counts only when sent within the span's ``window`` (start, end), and only
-    when the ``model`` the instrumentation recorded, where it did, is the body's (`same_model`)."""
+    when the ``model`` the instrumentation recorded, where it did, is the body's (`same_model`).
+    ``run``: the call's run, whose layouts let a body that extends an earlier one be read from
+    its tail (`af_otel.wire.tail`), and which keeps this body's."""
     sent = SENT.take(key)
     if window is not None:
         start, end = window
@@ -114,20 +129,22 @@ def take(
     differ = any(a.body != last.body or a.endpoint != last.endpoint for a in sent)
     if differ and not paired:
         return None  # two bodies sent where the call's span started: whose is which is unknown
-    found = read_body(last.endpoint, last.body, last.path)
+    kept = run.layouts if run is not None else ()
+    found, layouts = read_sent(last.endpoint, last.body, kept, last.path)
     if found is None:
         return None
-    try:
-        request = Request.from_dict(found.request)
-    except Exception:  # a body the normalizer refuses is not read from the wire
-        return None
+    request = found.request
     if not paired and model is not None and not same_model(model, request.model):
         return None  # another call's body: its span was not the one that sent it
+    if run is not None:
+        run.layouts = layouts
     host = last.host.lower()
     direct = host in PROVIDER_HOSTS.get(request.provider or "", frozenset()) or (
         host in settings.trusted_hosts or provider_host(request.provider, host)
     )
-    return FromWire(request, found.unread, direct, found.held, len(sent), differ)
+    return FromWire(
+        request, found.unread, direct, found.held, len(sent), differ, found.sealed, found.prefix
+    )
 
 
 def same_model(recorded: str, sent: str | None) -> bool:
@@ -167,22 +184,64 @@ def inline_only_recorded(recorded: Request | None) -> Callable[[commits.Change],
     return inline
 
 
-def record_differs(recorded: Request | None, sent: Request) -> tuple[str, ...]:
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """A run's last record and body as `record_differs` compared them: their message tuples,
+    each split into the instruction parts its messages hold and its other turns, and whether the
+    turns agreed (then a call whose messages extend both compares only the new ones)."""
+
+    recorded: tuple[Any, ...]
+    sent: tuple[Any, ...]
+    mine: tuple[tuple[Any, ...], tuple[Any, ...]]
+    theirs: tuple[tuple[Any, ...], tuple[Any, ...]]
+    within: bool
+
+
+class Compares(Protocol):
+    """Where a run keeps its last `Compared` (`RunState.compared`)."""
+
+    compared: Compared | None
+
+
+def record_differs(
+    recorded: Request | None,
+    sent: Request,
+    run: Compares | None = None,
+    prefixes: tuple[tuple[Any, ...] | None, tuple[Any, ...] | None] = (None, None),
+) -> tuple[str, ...]:
     """The fields on which the instrumentation's record of a call (when it made one) says
     otherwise than the body the client sent: ``model``, ``instructions`` (system and developer
     text wherever it stands), ``messages`` (the other turns), ``tools``, and each
     ``params.<dial>`` the record holds. Saying otherwise is a value the body does not hold (a cut
     text, a tool echoed from the response, a dropped part or message); leaving a key out (a
-    tool's ``strict``, a result's error flag) is not, the ledger names those as unrecorded."""
+    tool's ``strict``, a result's error flag) is not, the ledger names those as unrecorded.
+
+    ``run`` and ``prefixes`` (the tuples the record's and the body's messages were built to start
+    with): where both extend the run's last compared pair, only the new messages are split and
+    compared (`Compared`)."""
     if recorded is None:
         return ()
     found: list[str] = []
     if recorded.model is not None and recorded.model != sent.model:
         found.append("model")
-    mine, theirs = _split(recorded), _split(sent)
-    if mine[0] and not _all_within(mine[0], theirs[0]):
+    before = run.compared if run is not None else None
+    known = before is not None and prefixes[0] is before.recorded and prefixes[1] is before.sent
+    mine = _split_on(recorded, before.mine if known and before else None, len(prefixes[0] or ()))
+    theirs = _split_on(sent, before.theirs if known and before else None, len(prefixes[1] or ()))
+    if known and before is not None and before.within:
+        old = len(before.mine[1])
+        within = len(mine[1]) == len(theirs[1]) and all(
+            map(_message_within, mine[1][old:], theirs[1][old:])
+        )
+    else:
+        within = _all_within(mine[1], theirs[1], _message_within)
+    if run is not None:
+        run.compared = Compared(recorded.messages, sent.messages, mine, theirs, within)
+    if (recorded.system or mine[0]) and not _all_within(
+        (*recorded.system, *mine[0]), (*sent.system, *theirs[0])
+    ):
         found.append("instructions")
-    if recorded.messages and not _all_within(mine[1], theirs[1], _message_within):
+    if recorded.messages and not within:
         found.append("messages")
     if recorded.tools and not _all_within(recorded.tools, sent.tools):
         found.append("tools")
@@ -215,14 +274,20 @@ def _all_within(
     return len(record) == len(sent) and all(map(within, record, sent))
 
 
-def _split(request: Request) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """The instruction parts (system, then system and developer messages in order) and the other
-    messages: where a convention places the instructions is not a difference."""
-    instructions = list(request.system)
+def _split_on(
+    request: Request, before: tuple[tuple[Any, ...], tuple[Any, ...]] | None, count: int
+) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The instruction parts of the request's system and developer messages (in order) and its
+    other messages: where a convention places the instructions is not a difference. ``before``:
+    the split of the first ``count`` messages (the ones the request's were built to start with),
+    carried on over the rest."""
+    instructions: list[Any] = []
     turns = []
-    for message in request.messages:
+    for message in request.messages[count:] if before is not None else request.messages:
         if message.get("role") in INSTRUCTION_ROLES:
             instructions += message.get("parts", ())
         else:
             turns.append(message)
-    return tuple(instructions), tuple(turns)
+    if before is None:
+        return tuple(instructions), tuple(turns)
+    return before[0] + tuple(instructions), before[1] + tuple(turns)

@@ -116,6 +116,9 @@ class _Pending:
     sequences: dict[str, tuple[Piece, ...]] = field(default_factory=dict)
     messages: _Messages | None = None
     chain: tuple[tuple[str, ...], str] | None = None  # (marks, last)
+    # Last call's entry hashes, when this mint's start with all of them (the very strings): the
+    # chain and ``messages.kept`` then extend them without comparing each (`message_entries`).
+    extends: tuple[str, ...] | None = None
 
 
 class ReceiptDigests:
@@ -213,13 +216,19 @@ class ReceiptDigests:
         return pieces
 
     def message_entries(
-        self, hasher: _Hasher, values: tuple[Any, ...]
+        self, hasher: _Hasher, values: tuple[Any, ...], prefix: tuple[Any, ...] | None = None
     ) -> tuple[tuple[str, ...], int]:
         """The entry hash of each message and their canonical bytes in all, reusing last call's
-        for a message that is the same JSON at the same position (`same_json`), as `pieces`."""
+        for a message that is the same JSON at the same position (`same_json`), as `pieces`.
+        ``prefix``: a tuple ``values`` was built to start with (its very objects in front); when
+        it is last call's messages, they are known to be the same without looking at each."""
         before = self._messages
-        # The leading messages that are last call's very objects, found at C speed.
-        same = identical_prefix(before.values, values) if before.values else 0
+        if prefix is not None and before.values is prefix and len(values) >= len(prefix):
+            same = len(prefix)
+        else:
+            # The leading messages that are last call's very objects, found at C speed (yet a
+            # Python call per message: for thousands of short messages the hint above matters).
+            same = identical_prefix(before.values, values) if before.values else 0
         ends = before.ends[:same]
         total = ends[-1] if same else 0
         added: list[str] = []
@@ -233,7 +242,12 @@ class ReceiptDigests:
             added.append(digest)
             total += size
             ends.append(total)
-        kept = _Messages(values, before.digests[:same] + tuple(added), ends)
+        if same == len(before.digests):  # the usual append: one copy of the tuple, not two
+            digests = before.digests + tuple(added)
+            self._pending.extends = before.digests
+        else:
+            digests = before.digests[:same] + tuple(added)
+        kept = _Messages(values, digests, ends)
         self._pending.messages = kept
         return kept.digests, total
 
@@ -257,11 +271,19 @@ class ReceiptDigests:
             first = chain_start(hasher.hash_text)
             return 0, first, (first,)
         before = self._messages.digests
-        same = equal_prefix(before, entries)
+        same = len(before) if self._pending.extends is before else equal_prefix(before, entries)
         if same == len(before):
             return same, self._last, self._marks[: same // CHECKPOINT + 1]
         mark = same // CHECKPOINT
         return mark * CHECKPOINT, self._marks[mark], self._marks[: mark + 1]
+
+    def kept(self, parent: tuple[str, ...] | None, entries: tuple[str, ...]) -> int:
+        """How many leading ``entries`` (this mint's) equal the ``parent`` receipt's."""
+        if not parent:
+            return 0
+        if parent is self._pending.extends:
+            return len(parent)
+        return equal_prefix(parent, entries)
 
     def retained(self) -> int:
         """How many memo records are held now (see the module docstring for the bound)."""

@@ -18,7 +18,6 @@ from af_otel.canonical import canonical_json, salted_hash
 from af_otel.canonical.digest import digits_of, key_bytes, key_id
 from af_otel.errors import CanonicalJSONError, RequestShapeError
 from af_otel.model import Request
-from af_otel.model.prefix import equal_prefix
 from af_otel.receipts.memo import Piece, ReceiptDigests, _Hasher
 from af_otel.receipts.receipt import Receipt
 
@@ -67,6 +66,7 @@ def mint_receipt(
     context: ReceiptContext | None = None,
     parent_digest: str | None = None,
     seal: bool = True,
+    prefix: tuple[Any, ...] | None = None,
 ) -> Receipt:
     """Mint the receipt of ``request`` for call ``epoch`` of run ``run_id``.
 
@@ -79,6 +79,8 @@ def mint_receipt(
     (the default) or ``af-1`` (its ``-hmac`` form is chosen by ``key``); ``context`` and
     ``parent_digest`` (else the parent receipt's) are what af-2 binds besides. ``seal=False``
     leaves the digest to `seal_receipt` (the processor knows the span's gaps only after the mint).
+    ``prefix``: a tuple the request's messages were built to start with, its very objects in
+    front (the emit path's incremental reads), so the memo need not compare them one by one.
 
     Never raises: an unreadable request gives ``absent``/``content-unreadable``, an empty run id
     ``absent``/``no-run-id``, and a failure of af_otel itself ``error``/``internal-error``.
@@ -104,7 +106,7 @@ def mint_receipt(
         with memo.lock:
             hasher = memo.begin(run_id, secret, digits_of(family))
             receipt = _mint(
-                normalized, run_id, epoch, parent, parent_epoch, memo, hasher, lane, bound
+                normalized, run_id, epoch, parent, parent_epoch, memo, hasher, lane, bound, prefix
             )
             memo.commit()
         if not seal and family != names.SCHEME_PLAIN:
@@ -194,15 +196,16 @@ def _mint(
     hasher: _Hasher,
     lane: str | None,
     bound: dict[str, Any],
+    prefix: tuple[Any, ...] | None = None,
 ) -> Receipt:
     system = memo.pieces(hasher, "system", request.system, keep_body=True)
-    entries, messages_size = memo.message_entries(hasher, request.messages)
+    entries, messages_size = memo.message_entries(hasher, request.messages, prefix)
     tools = memo.pieces(hasher, "tools", request.tools, keep_body=False)
     chain = memo.chain(hasher, entries)
     system_hash = memo.hash_memo(hasher, _assemble(hasher, system))
     params = hasher.canonical(request.params)
     parent_entries = parent.entries if isinstance(parent, Receipt) else None
-    kept = equal_prefix(parent_entries, entries) if parent_entries else 0
+    kept = memo.kept(parent_entries, entries)
     return Receipt(
         state=names.STATE_MINTED,
         run_id=run_id,

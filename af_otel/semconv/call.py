@@ -108,10 +108,24 @@ def handed_call(
     request: Mapping[str, Any] | Request | None,
     attributes: Mapping[str, object],
     span_name: str = "",
+    *,
+    sealed: bool | None = None,
+    scan: responses.Scan | None = None,
+    prefix: tuple[FrozenDict, ...] | None = None,
 ) -> Call:
     """A call whose request was handed over whole (the explicit API): every field it holds is on
-    record; its span's ``attributes`` still say which server-held history it continues."""
+    record; its span's ``attributes`` still say which server-held history it continues.
+    ``sealed``, ``scan`` and ``prefix``: the passes the caller already made over its messages
+    (the explicit API's memo reads only the new ones), None where not made."""
     parsed = parse_request(request)
     reason = names.REASON_UNREADABLE if request is not None and parsed is None else None
-    held = responses.held_history(attributes, parsed, span_name)
-    return Call(parsed, reason, held=held, named_model=model_named(attributes))
+    held = responses.held_history(attributes, parsed, span_name, scan)
+    return Call(
+        parsed,
+        reason,
+        held=held,
+        sealed=sealed,
+        scan=scan,
+        prefix=prefix,
+        named_model=model_named(attributes),
+    )

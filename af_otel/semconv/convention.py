@@ -81,6 +81,9 @@ class Convention:
     name: str
     claims: Tell | None = None
     is_llm_call: Tell | None = None
+    # A span this family knows is not an LLM call even where another family's ``is_llm_call``
+    # says it is (LlamaIndex's span that only prepares a call with tools).
+    vetoes: Tell | None = None
     adapt: Callable[[Mapping[str, object]], Adapted] | None = None
     # Keys that carry conversation or tool content (stripped when content must not leave the
     # process), and of them those that hold the response (a cut there does not touch a receipt).
@@ -111,6 +114,7 @@ class Tables:
     by_name: Mapping[str, Convention] = field(default_factory=dict)
     claimers: tuple[Convention, ...] = ()
     llm_calls: tuple[Tell, ...] = ()
+    vetoes: tuple[Tell, ...] = ()
     content: Keys = Keys()
     output: Keys = Keys()
     rows: tuple[Entry, ...] = ()
@@ -131,6 +135,7 @@ def _tables(conventions: tuple[Convention, ...]) -> Tables:
         {c.name: c for c in conventions},
         tuple(c for c in conventions if c.claims is not None),
         tuple(c.is_llm_call for c in conventions if c.is_llm_call is not None),
+        tuple(c.vetoes for c in conventions if c.vetoes is not None),
         content,
         output,
         tuple(row for c in conventions for row in (*c.ledger, *c.stacks)),

@@ -98,7 +98,10 @@ def record_of(attributes: Mapping[str, object], span_name: str = "") -> Recorded
         _log.debug("af_otel: reading a span's attributes failed", exc_info=True)
         return Recorded({}, name, False, readable=False)
     try:
-        llm_call = any(tell(attrs, name) for tell in tables().llm_calls)
+        found = tables()
+        llm_call = any(tell(attrs, name) for tell in found.llm_calls) and not any(
+            veto(attrs, name) for veto in found.vetoes
+        )
     except Exception:
         _log.debug("af_otel: is_llm_call failed on a span's attributes", exc_info=True)
         llm_call = False

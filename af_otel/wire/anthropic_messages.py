@@ -16,6 +16,7 @@ from typing import Any, Final
 from af_otel.wire.shapes import WireRead, tool, unread, without
 
 PROVIDER: Final = "anthropic"
+ITEMS: Final = "messages"  # the body key whose array grows call by call
 PARAMS: Final = {
     "max_tokens": "max_tokens",
     "temperature": "temperature",
@@ -69,13 +70,16 @@ def _extra(block: Mapping[str, Any], known: set[str]) -> dict[str, Any]:
     return {k: v for k, v in block.items() if k not in known and k != "cache_control"}
 
 
-def _message(raw: Mapping[str, Any]) -> dict[str, Any]:
+def element(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """One element of ``messages`` as a GenAI message."""
     content = raw.get("content")
     blocks = [content] if isinstance(content, str) else content or []
     return {"role": raw["role"], "parts": [_block(b) for b in blocks]}
 
 
-def read(body: Mapping[str, Any]) -> WireRead:
+def rest(body: Mapping[str, Any]) -> tuple[WireRead, bool]:
+    """Everything the body says but its ``messages`` (`af_otel.wire.read`): the request with no
+    messages yet, and whether an element can name server-held state (never here)."""
     system = body.get("system")
     if isinstance(system, list):
         system = [_block(b) for b in system]
@@ -84,8 +88,16 @@ def read(body: Mapping[str, Any]) -> WireRead:
         "model": body["model"],
         "provider": PROVIDER,
         "system": system,
-        "messages": [_message(m) for m in body.get("messages") or ()],
+        "messages": [],
         "tools": [tool(t) for t in body.get("tools") or ()],
         "params": params,
     }
-    return WireRead(request, unread(body, PLACED, DROPPED))
+    return WireRead(request, unread(body, PLACED, DROPPED)), False
+
+
+def read(body: Mapping[str, Any]) -> WireRead:
+    """The whole body read, its rest and every element: for a reader that embeds this shape
+    (Bedrock's InvokeModel, `af_otel.wire.bedrock`)."""
+    found, _ = rest(body)
+    messages = [element(m) for m in body.get(ITEMS) or ()]
+    return WireRead({**found.request, "messages": messages}, found.unread, found.held)

@@ -16,6 +16,7 @@ from typing import Any, Final
 from af_otel.wire.shapes import WireRead, tool, unread, without
 
 PROVIDER: Final = "openai"
+ITEMS: Final = "messages"  # the body key whose array grows call by call
 # Body key -> params key (rule 5 of af_otel.model.request).
 PARAMS: Final = {
     "temperature": "temperature",
@@ -77,7 +78,8 @@ def _call(call: Mapping[str, Any]) -> dict[str, Any]:
     return part
 
 
-def _message(raw: Mapping[str, Any]) -> dict[str, Any]:
+def element(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """One element of ``messages`` as a GenAI message."""
     role = raw["role"]
     if role == "tool":
         parts = [
@@ -107,7 +109,9 @@ def _message(raw: Mapping[str, Any]) -> dict[str, Any]:
     return message
 
 
-def read(body: Mapping[str, Any]) -> WireRead:
+def rest(body: Mapping[str, Any]) -> tuple[WireRead, bool]:
+    """Everything the body says but its ``messages`` (`af_otel.wire.read`): the request with no
+    messages yet, and whether an element can name server-held state (never here)."""
     params: dict[str, Any] = {}
     for key, target in PARAMS.items():
         value = body.get(key)
@@ -118,8 +122,8 @@ def read(body: Mapping[str, Any]) -> WireRead:
     request = {
         "model": body["model"],
         "provider": PROVIDER,
-        "messages": [_message(m) for m in body.get("messages") or ()],
+        "messages": [],
         "tools": tools,
         "params": params,
     }
-    return WireRead(request, unread(body, PLACED, DROPPED))
+    return WireRead(request, unread(body, PLACED, DROPPED)), False

@@ -19,6 +19,7 @@ from typing import Any, Final
 from af_otel.wire.shapes import WireRead, tool, unread
 
 PROVIDER: Final = "openai"
+ITEMS: Final = "input"  # the body key whose array grows call by call
 PARAMS: Final = {
     "temperature": "temperature",
     "top_p": "top_p",
@@ -67,7 +68,8 @@ def _blocks(content: Any) -> list[Any]:
     return parts
 
 
-def _item(item: Any) -> dict[str, Any]:
+def element(item: Any) -> dict[str, Any]:
+    """One item of ``input`` as a GenAI message."""
     if isinstance(item, str):
         return {"role": "user", "parts": [{"type": "text", "content": item}]}
     kind = item.get("type", "message")
@@ -105,7 +107,22 @@ def _item(item: Any) -> dict[str, Any]:
     }
 
 
-def read(body: Mapping[str, Any]) -> WireRead:
+def items(body: Mapping[str, Any]) -> list[Any]:
+    """The items of ``input``: a string is one user item."""
+    given = body.get(ITEMS)
+    return [given] if isinstance(given, str) else list(given or ())
+
+
+def mark(item: Any) -> str | None:
+    """The server-held state an item names: an ``item_reference``, by its id."""
+    if isinstance(item, Mapping) and item.get("type") == "item_reference":
+        return f"item_reference {item.get('id')}"
+    return None
+
+
+def rest(body: Mapping[str, Any]) -> tuple[WireRead, bool]:
+    """Everything the body says but its ``input`` items (`af_otel.wire.read`): the request with no
+    messages yet, and whether the items' `mark` decides the held state (no body key names one)."""
     params = {target: body[key] for key, target in PARAMS.items() if body.get(key) is not None}
     loose: list[str] = []
     for (outer, inner), target in NESTED.items():
@@ -115,8 +132,6 @@ def read(body: Mapping[str, Any]) -> WireRead:
                 params[target] = nested[inner]
             known = {i for o, i in NESTED if o == outer}
             loose += [f"{outer}.{k}" for k, v in nested.items() if k not in known and v is not None]
-    given = body.get("input")
-    items = [given] if isinstance(given, str) else list(given or ())
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         loose.append("instructions")
@@ -125,24 +140,16 @@ def read(body: Mapping[str, Any]) -> WireRead:
         "model": body["model"],
         "provider": PROVIDER,
         "system": instructions,
-        "messages": [_item(item) for item in items],
+        "messages": [],
         "tools": [tool(t) for t in body.get("tools") or ()],
         "params": params,
     }
     held = next((body[key] for key in HELD if body.get(key)), None)
     if isinstance(held, Mapping):
         held = held.get("id")
-    if held is None:
-        held = next(
-            (
-                f"item_reference {item.get('id')}"
-                for item in items
-                if isinstance(item, Mapping) and item.get("type") == "item_reference"
-            ),
-            None,
-        )
-    return WireRead(
+    found = WireRead(
         request,
         tuple(sorted({*unread(body, PLACED, DROPPED), *loose})),
         held if isinstance(held, str) else None,
     )
+    return found, held is None

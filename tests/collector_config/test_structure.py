@@ -253,9 +253,13 @@ class TestCollector:
             assert exporter["tls"]["insecure"] is True
             assert target[0] in stack.compose_services()
         (traces,) = [p for pid, p in otelcol["service"]["pipelines"].items() if pid == "traces"]
-        assert {"otlp_grpc/tempo", "otlp_grpc/jaeger", "file/af", "span_metrics"} == set(
-            traces["exporters"]
-        )
+        assert {
+            "otlp_grpc/tempo",
+            "otlp_grpc/jaeger",
+            "file/af",
+            "clickhouse",
+            "span_metrics",
+        } == set(traces["exporters"])
 
     def test_prometheus_exporter_is_what_prometheus_scrapes(self, otelcol: dict[str, Any]) -> None:
         """The metrics endpoint's port is the otel-collector scrape target; names are pinned to classic escaping."""
@@ -617,13 +621,24 @@ class TestGrafana:
 
 class TestCompose:
     def test_runs_the_services_on_pinned_images(self) -> None:
-        """Collector, Jaeger, Tempo, Prometheus, Grafana and af-otel serve each run an image
-        pinned to a release."""
+        """Collector, Jaeger, Tempo, Prometheus, Grafana, ClickHouse and af-otel serve each run an
+        image pinned to a release."""
         services = stack.compose_services()
-        assert set(services) == {"collector", "jaeger", "tempo", "prometheus", "grafana", "af-otel"}
+        assert set(services) == {
+            "collector",
+            "jaeger",
+            "tempo",
+            "prometheus",
+            "grafana",
+            "af-otel",
+            "clickhouse",
+        }
         for name, service in services.items():
             image = service["image"]
-            assert re.fullmatch(r"[a-z0-9./-]+:v?\d+\.\d+\.\d+(@sha256:[0-9a-f]{64})?", image), name
+            # ClickHouse numbers its releases in four parts (25.8.18.1).
+            assert re.fullmatch(
+                r"[a-z0-9./-]+:v?\d+\.\d+\.\d+(\.\d+)?(@sha256:[0-9a-f]{64})?", image
+            ), name
         assert services["collector"]["image"].startswith("otel/opentelemetry-collector-contrib:")
 
     def test_bind_mounts_exist(self) -> None:

@@ -132,6 +132,10 @@ def enum_value(value: object, enum: type[SpanKind] | type[StatusCode], what: str
     """An OTLP enum from its number, its name (``SPAN_KIND_CLIENT``) or short name (``CLIENT``)."""
     if value is None:
         return enum(0)
+    if type(value) is int:  # OTLP JSON's form: a lookup, not the Enum call
+        member = enum._value2member_map_.get(value)
+        if member is not None:
+            return member
     try:
         if isinstance(value, str) and not _INT.fullmatch(value):
             name = value.upper()
@@ -310,12 +314,96 @@ def _key_values(items: Sequence[object], what: str) -> Sequence[Mapping[str, obj
     return items  # type: ignore[return-value]  # checked just above
 
 
+# What `_quick_value` returns for a value it leaves to `any_value`.
+_SLOW: Final = object()
+
+
+def _quick_scalar(name: str, content: object) -> object:
+    """The one member ``name`` of an AnyValue in the forms OTLP JSON writers use, decoded as
+    `_scalar` decodes it; `_SLOW` for any other form (a sign, a number as a string, bytes...)."""
+    if name == "stringValue":
+        return content if type(content) is str else _SLOW
+    if name == "intValue":
+        number: int
+        if type(content) is str and 0 < len(content) <= 20 and content.isascii():
+            if not content.isdigit():
+                return _SLOW
+            number = int(content)
+        elif type(content) is int:
+            number = content
+        else:
+            return _SLOW
+        return number if _INT_MIN <= number <= _INT_MAX else _SLOW
+    if name == "boolValue":
+        return content if type(content) is bool else _SLOW
+    if name == "doubleValue":
+        return content if type(content) is float else _SLOW
+    return _SLOW
+
+
+def _quick_value(value: object) -> object:
+    """An attribute's value as `any_value` decodes it, for the shapes nearly every attribute has
+    (one member: a string, a plain int, a bool, a double, an array of such scalars); `_SLOW`
+    for anything else, which `any_value` then reads, with its checks and messages. Each shape
+    taken here is one whose `any_value` result does not depend on anything but what is
+    checked: the members set, their types and, for an array, each element's one member."""
+    if type(value) is not dict:
+        return _SLOW
+    text = value.get("stringValue")
+    if type(text) is str:
+        return text
+    if len(value) != 1:
+        return _SLOW
+    ((name, content),) = value.items()
+    if name != "arrayValue":
+        return _quick_scalar(name, content)
+    if type(content) is dict and not content:
+        return ()  # an empty array: proto3 JSON leaves the empty list out
+    values = content.get("values") if type(content) is dict and len(content) == 1 else None
+    if type(values) is not list:
+        return _SLOW
+    out = []
+    for item in values:
+        if type(item) is not dict or len(item) != 1:
+            return _SLOW
+        ((member, element),) = item.items()
+        decoded = _quick_scalar(member, element)
+        if decoded is _SLOW:
+            return _SLOW
+        out.append(decoded)
+    return tuple(out)
+
+
+def _quick_attributes(items: list[object]) -> dict[str, AttrValue] | None:
+    """`attributes` of a list in the shapes `_quick_value` takes, every key a string; None when
+    any pair is of another shape (the caller then reads the whole list the checked way, so an
+    error is the one it would have been)."""
+    out: dict[str, AttrValue] = {}
+    for kv in items:
+        if type(kv) is not dict:
+            return None
+        key = kv.get("key")
+        decoded = _quick_value(kv.get("value"))
+        if type(key) is not str or decoded is _SLOW:
+            return None
+        out[key] = decoded  # type: ignore[assignment]
+    return out
+
+
 def attributes(items: object, what: str) -> dict[str, AttrValue]:
     """OTLP ``{key, value}`` pairs as a dict; empty values are left out, the last repeat wins."""
     if items is None:
         return {}
     if not isinstance(items, list):
         raise Problem(f"{what} must be a list of {{key, value}} objects")
+    # Most attributes take the quick path; its messages would name nothing, so anything it does
+    # not take is read again the checked way, where every check and message is.
+    quick = _quick_attributes(items) if type(items) is list else None
+    return quick if quick is not None else checked_attributes(items, what)
+
+
+def checked_attributes(items: list[object], what: str) -> dict[str, AttrValue]:
+    """`attributes` of a list, each pair checked and named in the message that refuses it."""
     out: dict[str, AttrValue] = {}
     for kv in _key_values(items, what):
         key = _string(kv.get("key"), f"{what} key")

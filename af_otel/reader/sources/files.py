@@ -23,6 +23,10 @@ from af_otel.reader.sources.stream import SourceFormat, SpanStream, expected_for
 __all__ = ["read_file"]
 
 _HEAD: Final = 4096
+# The read buffer: OTLP JSON lines run to hundreds of KiB (a call's whole prompt is one line),
+# and the default 8 KiB buffer makes each line a chain of small reads and copies (reading the
+# reader benchmark's 15 MiB file line by line took 16 ms with it, 3 ms with this).
+_BUFFER: Final = 2**20
 _LOOKAHEAD: Final = 8
 _SPACE: Final = b" \t\r\n"
 _BOM: Final = b"\xef\xbb\xbf"
@@ -53,7 +57,7 @@ def read_file(path: str, *, lenient: bool) -> SpanStream:
 
 def _open(path: str) -> BinaryIO:
     try:
-        return open(path, "rb")  # callers close it: with-blocks, generators
+        return open(path, "rb", buffering=_BUFFER)  # callers close it: with-blocks, generators
     except (OSError, ValueError) as exc:  # ValueError: a NUL or lone surrogate in the path
         reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
         raise SourceError(f"{path}: cannot read ({reason})") from None

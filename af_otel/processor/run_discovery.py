@@ -1,0 +1,152 @@
+"""Which run a call is in when no `af_otel.run` block says: found from what the stack records.
+
+A call outside an `af_otel.run` block takes, in this order (docs/processor.md, "What a call gets"):
+
+1. the span's ``af.run.id`` (the explicit API, the completion hook, a processor of the user's);
+2. the conversation: the span's ``gen_ai.conversation.id``, else the one util-genai carries on the
+   context of an agent or workflow invocation (every span started inside it sees it, including a
+   provider instrumentation's chat span that knows nothing of the agent);
+3. the enclosing agent span: the nearest open ``invoke_agent`` / ``invoke_workflow`` /
+   ``handle_conversation_turn`` / ``invocation.internal`` span, or a framework's agent span
+   (OpenInference ``AGENT``, OpenLLMetry ``agent`` / ``workflow``), above the call. Its conversation
+   id when it had one at its start, else the span itself (trace and span id in hex);
+4. the trace (the engine's trace-id run).
+
+So two conversations in one trace are two runs, and one conversation over many traces (each turn its
+own request) is one. Rule 3 needs each span's start: `Enclosing` remembers, from ``on_start`` to
+``on_end``, every open span at or under an agent span with the run it gives, in a table bounded like
+the engine's open calls; a span outside every agent span costs one look-up of its parent. The
+exporter form sees no start and applies rules 1, 2 (the span's attribute) and 4.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from af_otel import forksafe, names
+
+SpanKey = tuple[int, int]
+CONVERSATION_ID: Final = "gen_ai.conversation.id"
+OPERATION: Final = "gen_ai.operation.name"
+# The operations of a span that encloses an agent's calls: the GenAI conventions' agent and
+# workflow spans, the newer conventions' runner entry point and internal invocation span. Matched
+# on gen_ai.operation.name, else on the span name's first word (spans named by the convention,
+# `invoke_agent travel-assistant`, whose attributes say nothing).
+AGENT_OPERATIONS: Final = frozenset(
+    {
+        "invoke_agent",
+        "invoke_workflow",
+        "handle_conversation_turn",
+        "invocation.internal",
+        "gen_ai.invocation.internal",
+    }
+)
+# Framework conventions' agent spans: attribute -> the values that mark one.
+FRAMEWORK_AGENT_KINDS: Final[Mapping[str, frozenset[str]]] = {
+    "openinference.span.kind": frozenset({"AGENT"}),
+    "traceloop.span.kind": frozenset({"agent", "workflow"}),
+}
+# Open spans at or under an agent span: bounded like the engine's open calls (a span that never
+# ends must not hold memory forever; an evicted one's calls fall back to rule 2 or 4).
+MAX_ENCLOSED: Final = 65_536
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def recorded_run(attributes: Mapping[str, Any]) -> str | None:
+    """Rules 1 and 2 as the span records them: its ``af.run.id``, else its conversation id."""
+    return _text(attributes.get(names.RUN_ID)) or _text(attributes.get(CONVERSATION_ID))
+
+
+def _ambient_reader() -> Callable[[], str | None]:
+    """util-genai's reader of the conversation id on the current context, where it is installed.
+    It is util-genai's private module: if it moves, rule 2 still reads the span's attribute."""
+    try:
+        from opentelemetry.util.genai._conversation_context import (  # noqa: PLC0415 - optional
+            get_ambient_conversation_id,
+        )
+    except Exception:  # not installed, or moved
+
+        def none() -> str | None:
+            return None
+
+        return none
+
+    def ambient() -> str | None:
+        try:
+            return _text(get_ambient_conversation_id())
+        except Exception:
+            return None
+
+    return ambient
+
+
+ambient_conversation: Final = _ambient_reader()
+
+
+def is_agent_span(attributes: Mapping[str, Any], name: str) -> bool:
+    """Whether a span encloses an agent's calls (rule 3's spans)."""
+    operation = attributes.get(OPERATION)
+    if operation is not None:
+        return operation in AGENT_OPERATIONS
+    for key, kinds in FRAMEWORK_AGENT_KINDS.items():
+        if attributes.get(key) in kinds:
+            return True
+    return name.partition(" ")[0] in AGENT_OPERATIONS
+
+
+def span_run_id(key: SpanKey) -> str:
+    """The run an agent span without a conversation id gives its calls: its trace and span id."""
+    return f"{key[0]:032x}-{key[1]:016x}"
+
+
+class Enclosing:
+    """The open spans at or under an agent span, each with the run it gives its calls.
+
+    Thread-safe; never raises (the engine's guard is the backstop); a forked child starts empty,
+    since the parent's open spans never end there."""
+
+    def __init__(self) -> None:
+        self._open: OrderedDict[SpanKey, str] = OrderedDict()
+        self._lock = forksafe.lock(self)
+        forksafe.on_fork(self, Enclosing._forget_all)
+
+    def start(
+        self, key: SpanKey, name: str, attributes: Mapping[str, Any], parent: SpanKey | None
+    ) -> None:
+        """A span started: remember it when it is an agent span or under one."""
+        # Read without the lock: one dict look-up is atomic, and an entry an other thread adds or
+        # drops meanwhile is one of another span. Empty (no agent span open): nothing to find.
+        opened = self._open
+        inherited = opened.get(parent) if opened and parent is not None else None
+        if is_agent_span(attributes, name):
+            own = _text(attributes.get(CONVERSATION_ID)) or ambient_conversation()
+            found = own or inherited or span_run_id(key)
+        elif inherited is not None:
+            found = inherited
+        else:
+            return
+        with self._lock:
+            self._open[key] = found
+            if len(self._open) > MAX_ENCLOSED:
+                self._open.popitem(last=False)
+
+    def run(self, key: SpanKey, attributes: Mapping[str, Any], *, pop: bool = False) -> str | None:
+        """Rules 1 to 3 for the call ``key``: None leaves it to the trace. ``pop`` forgets it."""
+        with self._lock:
+            enclosing = self._open.pop(key, None) if pop else self._open.get(key)
+        return recorded_run(attributes) or ambient_conversation() or enclosing
+
+    def end(self, key: SpanKey) -> str | None:
+        """A span ended: forget it. The run it gave, when that run was the span itself (an agent
+        span without a conversation id), which the engine then frees as it frees a trace's."""
+        with self._lock:
+            found = self._open.pop(key, None)
+        return found if found is not None and found == span_run_id(key) else None
+
+    def _forget_all(self) -> None:
+        self._open = OrderedDict()

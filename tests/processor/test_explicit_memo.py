@@ -1,0 +1,164 @@
+"""The explicit API's memo (af_otel/processor/explicit_memo.py): over drawn runs of `llm_call`
+requests whose caller appends, edits messages in place, slips in non-finite floats or changes the
+system and tools, the memo's request is the one `Request.from_dict` reads, and `llm_call` mints
+the very receipts and commits it mints without the memo."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from af_otel import names
+from af_otel.model import Request
+from af_otel.processor import ReceiptSpanProcessor, explicit_memo, llm_call, run
+
+_VALUE = st.integers(-3, 3) | st.booleans() | st.none() | st.sampled_from([1.0, -0.0, math.nan])
+
+
+def _message(draw: st.DrawFn, index: int) -> dict[str, Any]:
+    role = draw(st.sampled_from(["user", "assistant", "system"]))
+    if draw(st.booleans()):
+        return {"role": role, "content": draw(st.text(max_size=5))}
+    part = {"type": "tool_call", "id": f"c{index}", "name": "f", "arguments": {"a": draw(_VALUE)}}
+    return {"role": role, "parts": [part, {"type": "text", "content": "t"}]}
+
+
+@st.composite
+def calls(draw: st.DrawFn) -> list[Any]:
+    """Steps of one run: each appends a message, edits one in place (the very dict the last call
+    was handed), sets a system and tools, or changes nothing; then the call is made."""
+    steps: list[Any] = [("append", _message(draw, 0))]
+    for index in range(draw(st.integers(2, 6))):
+        change = draw(st.sampled_from(["append", "append", "edit", "system", "same"]))
+        if change == "append":
+            steps.append(("append", _message(draw, index + 1)))
+        elif change == "edit":
+            steps.append(("edit", draw(st.integers(0, 99)), draw(st.text(max_size=5) | _VALUE)))
+        elif change == "system":
+            steps.append(("system", draw(st.text(max_size=5))))
+        steps.append(("call",))
+    return steps
+
+
+def requests_of(steps: list[Any]) -> Any:
+    """Each request as the caller hands it over, made when it is made (later edits change the
+    dicts the earlier ones held, as a caller's in-place edit does)."""
+    messages: list[dict[str, Any]] = []
+    request: dict[str, Any] = {"model": "m", "provider": "openai"}
+    for step in steps:
+        if step[0] == "append":
+            messages.append(step[1])
+        elif step[0] == "edit":
+            target = messages[step[1] % len(messages)]
+            if "content" in target:
+                target["content"] = str(step[2])
+            else:
+                target["parts"][0]["arguments"]["a"] = step[2]
+        elif step[0] == "system":
+            request["system"] = step[1]
+            request["tools"] = [{"name": "f", "parameters": {"type": "object"}}]
+        else:
+            yield {**request, "messages": list(messages)}
+
+
+class _Run:
+    explicit: explicit_memo.Explicit | None = None
+
+
+@settings(max_examples=200, deadline=None)
+@given(calls())
+def test_the_memo_reads_what_from_dict_reads(drawn: list[Any]) -> None:
+    """Each request read with the run's memo is `Request.from_dict` of it (repr tells NaN, -0.0
+    and booleans apart), and its messages start with the memo's when it says so."""
+    holder = _Run()
+    for request in requests_of(copy.deepcopy(drawn)):
+        found = explicit_memo.read(request, holder)
+        assert found is not None
+        assert repr(found.request) == repr(Request.from_dict(request))
+        if found.prefix is not None:
+            assert found.request.messages[: len(found.prefix)] == found.prefix
+
+
+def test_an_appended_call_reuses_the_last_messages_and_an_edit_does_not() -> None:
+    """Appending keeps last call's normalized messages, the very objects; an in-place edit of an
+    earlier message is seen in the bytes."""
+    holder = _Run()
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "a"}]
+    first = explicit_memo.read({"messages": list(messages)}, holder)
+    messages.append({"role": "assistant", "content": "b"})
+    second = explicit_memo.read({"messages": list(messages)}, holder)
+    assert first is not None
+    assert second is not None
+    assert second.prefix is first.request.messages
+    messages[0]["content"] = "z"
+    messages.append({"role": "user", "content": "c"})
+    third = explicit_memo.read({"messages": list(messages)}, holder)
+    assert third is not None
+    assert third.prefix is None
+    assert third.request.messages[0]["parts"][0]["content"] == "z"
+
+
+def _minted(steps: list[Any], patch: pytest.MonkeyPatch) -> list[Any]:
+    patch.setattr("af_otel.processor.run_table.secrets.token_hex", lambda n: "cd" * n)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(ReceiptSpanProcessor(SimpleSpanProcessor(exporter), content="none"))
+    patch.setattr(trace, "get_tracer", provider.get_tracer)
+    try:
+        with run("memo"):
+            for request in requests_of(copy.deepcopy(steps)):
+                with llm_call(**request):
+                    pass
+    finally:
+        provider.shutdown()
+    out = []
+    for span in exporter.get_finished_spans():
+        attributes = dict(span.attributes or {})
+        if names.EPOCH in attributes:
+            events = [dict(e.attributes or {}) for e in span.events]
+            out.append(({k: v for k, v in attributes.items() if k.startswith("af.")}, events))
+    return out
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(drawn=calls())
+def test_llm_call_mints_what_it_mints_without_the_memo(
+    drawn: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through `llm_call`, a run read with the memo gets the receipts and commits (or the
+    unreadable verdicts) a run read without it gets."""
+    with monkeypatch.context() as patch:
+        kept = _minted(drawn, patch)
+    with monkeypatch.context() as patch:
+        patch.setattr(explicit_memo, "read", lambda request, run: None)
+        whole = _minted(drawn, patch)
+    assert repr(kept) == repr(whole)
+    assert len(kept) == sum(step[0] == "call" for step in drawn)
+
+
+def test_a_null_turned_nan_in_place_is_not_taken_from_the_memo() -> None:
+    """orjson writes NaN as null: a message whose null became NaN in place is read again."""
+    holder = _Run()
+    part = {"type": "tool_call", "id": "c", "name": "f", "arguments": {"a": None}}
+    messages: list[dict[str, Any]] = [{"role": "assistant", "parts": [part]}]
+    explicit_memo.read({"messages": list(messages)}, holder)
+    part["arguments"]["a"] = math.nan
+    messages.append({"role": "user", "content": "b"})
+    request = {"messages": list(messages)}
+    found = explicit_memo.read(request, holder)
+    assert found is not None
+    assert found.prefix is None
+    assert math.isnan(found.request.messages[0]["parts"][0]["arguments"]["a"])
