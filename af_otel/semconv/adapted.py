@@ -1,17 +1,33 @@
-"""What an adapter hands back, the notes it can attach, and which span keys hold content."""
+"""What an adapter hands back (`Adapted`, defined beside `Convention`, which returns it), the notes
+it can attach, and which span keys hold content."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Final
 
 from af_otel import names
 from af_otel.errors import RequestShapeError
 from af_otel.model.request import shape_request
 from af_otel.semconv.builders import Absent, refuse_placeholders
-from af_otel.semconv.convention import tables
+from af_otel.semconv.convention import Adapted, tables
 from af_otel.semconv.placement import wire_form
+
+__all__ = [
+    "CUT_COUNT",
+    "CUT_HOLES",
+    "CUT_LENGTH",
+    "NOTE_ADAPTER_ERROR",
+    "NOTE_MODEL_FROM_RESPONSE",
+    "NOTE_MODEL_NOT_CAPTURED",
+    "NOTE_OUTPUT_TYPE",
+    "NOTE_PARAMS_UNREADABLE",
+    "NOTE_TOOLS_ECHOED",
+    "NOTE_UNPLACED",
+    "Adapted",
+    "conclude",
+    "content_keys",
+]
 
 # Notes name what a span shows about the request beyond the request itself; the field ledger
 # (`af_otel.semconv.ledger`) reads them.
@@ -39,23 +55,6 @@ NOTE_ADAPTER_ERROR: Final = "adapter-error"
 CUT_COUNT: Final = "count"
 CUT_LENGTH: Final = "length"
 CUT_HOLES: Final = "holes"
-
-
-@dataclass(frozen=True, slots=True)
-class Adapted:
-    """One span's request as its convention recorded it, or why none can be had.
-
-    ``request`` is a plain GenAI-shaped dict (docs/receipt-spec.md §3) for ``Request.from_dict``; it is
-    ``None`` exactly when ``absent_reason`` names one of the ``names.REASON_*`` values.
-    """
-
-    convention: str  # the name of the family that read it (`Convention.name`)
-    request: Mapping[str, object] | None
-    absent_reason: str | None
-    content_keys: tuple[str, ...]
-    notes: tuple[str, ...] = ()
-    # With ``content-cut``: which span limit may have cut the record (`af_otel.semconv.limits`).
-    cut: str | None = None
 
 
 def content_keys(keys: Iterable[str]) -> tuple[str, ...]:

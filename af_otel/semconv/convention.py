@@ -16,9 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover - types only; adapted.py imports this module's callers
+if TYPE_CHECKING:  # pragma: no cover - types only
     from af_otel.model.request import Request
-    from af_otel.semconv.adapted import Adapted
 
 Tell = Callable[[Mapping[str, object], str], bool]
 """A test over a span's attributes (exact ``str`` keys) and its name."""
@@ -66,6 +65,23 @@ class Entry:
         if convention not in self.conventions or not scope:
             return False
         return any(scope == s or scope.startswith(s + ".") for s in self.scopes)
+
+
+@dataclass(frozen=True, slots=True)
+class Adapted:
+    """One span's request as its convention recorded it, or why none can be had.
+
+    ``request`` is a plain GenAI-shaped dict (docs/receipt-spec.md §3) for ``Request.from_dict``; it is
+    ``None`` exactly when ``absent_reason`` names one of the ``names.REASON_*`` values.
+    """
+
+    convention: str  # the name of the family that read it (`Convention.name`)
+    request: Mapping[str, object] | None
+    absent_reason: str | None
+    content_keys: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    # With ``content-cut``: which span limit may have cut the record (`af_otel.semconv.limits`).
+    cut: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
