@@ -23,10 +23,14 @@ SpanKey = tuple[str, str]  # trace id, span id
 CallKey = tuple[str | None, str, str]  # run id, trace id, span id
 
 TOOL_OPERATION: Final = "execute_tool"
-AGENT_NAME: Final = "gen_ai.agent.name"
+# Each fact in the GenAI conventions' key first, then OpenInference's (whose TOOL spans carry the
+# id of the model's tool call as `tool.id`).
+AGENT_NAME: Final = ("gen_ai.agent.name", "agent.name")
 AGENT_ID: Final = "gen_ai.agent.id"
-TOOL_NAME: Final = "gen_ai.tool.name"
+TOOL_NAME: Final = ("gen_ai.tool.name", "tool.name")
 TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+TOOL_CALL_IDS: Final = (TOOL_CALL_ID, "tool.id")
+OPENINFERENCE_KIND: Final = "openinference.span.kind"
 ERROR_TYPE: Final = "error.type"
 # The decision a runtime took before running a tool (allow, deny, require_approval): an event on
 # the tool's span, or on its agent's span naming the tool call, or the outcome as an attribute of
@@ -76,6 +80,10 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _first(attributes: Mapping[str, object], keys: tuple[str, ...]) -> str | None:
+    return next((found for key in keys if (found := _text(attributes.get(key)))), None)
+
+
 def enclosing_agent(span: SpanRecord, index: Mapping[SpanKey, SpanRecord]) -> SpanRecord | None:
     """The nearest ancestor of ``span`` that is an agent span, among the spans of ``index``."""
     parent = span.parent_span_id
@@ -93,7 +101,7 @@ def enclosing_agent(span: SpanRecord, index: Mapping[SpanKey, SpanRecord]) -> Sp
 
 def agent_of(span: SpanRecord) -> Agent:
     """The agent an agent span names."""
-    name = _text(span.attributes.get(AGENT_NAME))
+    name = _first(span.attributes, AGENT_NAME)
     if name is None:
         word, _, rest = span.name.partition(" ")
         name = rest if word in AGENT_OPERATIONS and rest else span.name
@@ -104,6 +112,8 @@ def is_tool_span(span: SpanRecord) -> bool:
     operation = span.attributes.get(OPERATION)
     if operation is not None:
         return operation == TOOL_OPERATION
+    if span.attributes.get(OPENINFERENCE_KIND) == "TOOL":
+        return True
     return span.name.partition(" ")[0] == TOOL_OPERATION
 
 
@@ -123,7 +133,7 @@ def _decision(tool: SpanRecord, agent: SpanRecord | None, call_id: str | None) -
 
 def tool_run(tool: SpanRecord, agent: SpanRecord | None) -> ToolRun:
     """What a tool span records of its execution."""
-    call_id = _text(tool.attributes.get(TOOL_CALL_ID))
+    call_id = _first(tool.attributes, TOOL_CALL_IDS)
     error = _text(tool.attributes.get(ERROR_TYPE))
     status: ToolStatus = (
         "error"
@@ -131,7 +141,7 @@ def tool_run(tool: SpanRecord, agent: SpanRecord | None) -> ToolRun:
         else ("ok" if tool.status_code is StatusCode.OK else "unset")
     )
     return ToolRun(
-        _text(tool.attributes.get(TOOL_NAME)),
+        _first(tool.attributes, TOOL_NAME),
         call_id,
         tool.span_id,
         status,

@@ -185,6 +185,33 @@ def test_a_failed_tool_and_a_decision_on_the_agent_span(
     )
 
 
+def test_openinference_agent_and_tool_spans(
+    sdk: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    """OpenInference's AGENT span names its agent by ``agent.name``; its TOOL span is a tool run
+    named by ``tool.name`` with the model's call id in ``tool.id``, status ok."""
+    provider, exporter = sdk
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span(
+        "Agent run", attributes={"openinference.span.kind": "AGENT", "agent.name": "triage"}
+    ):
+        with tracer.start_as_current_span(
+            "ChatCompletion", attributes={"openinference.span.kind": "LLM"}
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "lookup",
+            attributes={"openinference.span.kind": "TOOL", "tool.name": "lookup", "tool.id": "c9"},
+        ) as tool:
+            tool.set_status(Status(StatusCode.OK))
+    spans = records(exporter)
+    call = named(spans, "ChatCompletion")
+    step = agent_steps(spans, [("r", call.trace_id, call.span_id)])[(call.trace_id, call.span_id)]
+    assert step.agent is not None
+    assert step.agent.name == "triage"
+    assert [(r.name, r.call_id, r.status) for r in step.tools] == [("lookup", "c9", "ok")]
+
+
 def test_a_tool_goes_to_the_call_of_its_own_agent(
     sdk: tuple[TracerProvider, InMemorySpanExporter],
 ) -> None:
