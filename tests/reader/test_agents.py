@@ -342,3 +342,22 @@ def test_the_agent_found_is_the_nearest_agent_ancestor(
             span_id(expected) if expected is not None else None
         )
         assert found is None or is_agent_span(found.attributes, found.name)
+
+
+def test_serve_shows_the_agent_on_each_epoch_page(two_agents: tuple[Path, Path]) -> None:
+    """`af-otel serve`'s page of each epoch lists its agent, the tool run and the handoff, as
+    the report does."""
+    from starlette.testclient import TestClient
+
+    from af_otel.web import Evidence
+    from af_otel.web.app import create_app, span_path
+
+    traces, store = two_agents
+    views = served_views(read_spans(traces), store=LocalStore(store))
+    evidence = Evidence(file=traces, store=str(store))
+    with TestClient(create_app(evidence), raise_server_exceptions=False) as client:
+        first, second = (client.get(span_path(v.trace_id, v.span_id)) for v in views)
+    assert first.status_code == second.status_code == 200
+    assert "<li>agent planner (span " in first.text
+    assert "<li>tool run: get_weather · call call_" in first.text
+    assert "<li>handoff: planner -&gt; writer</li>" in second.text
