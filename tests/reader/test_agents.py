@@ -361,3 +361,44 @@ def test_serve_shows_the_agent_on_each_epoch_page(two_agents: tuple[Path, Path])
     assert "<li>agent planner (span " in first.text
     assert "<li>tool run: get_weather · call call_" in first.text
     assert "<li>handoff: planner -&gt; writer</li>" in second.text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 50), min_size=1, max_size=12),
+    st.lists(st.integers(0, 60), max_size=12),
+)
+def test_each_tool_goes_to_the_latest_call_before_it(
+    call_starts: list[int], tool_starts: list[int]
+) -> None:
+    """Calls and tools of one trace under no agent: each tool is listed once, on the latest
+    call that started at or before it (in start order), and a tool before every call on none."""
+
+    def span(index: int, name: str, start: int, **attributes: Any) -> SpanRecord:
+        return SpanRecord(
+            TRACE, span_id(index), None, name, SpanKind.INTERNAL, start, start, attributes
+        )
+
+    calls = [span(i, f"chat {i}", start) for i, start in enumerate(call_starts)]
+    tools = [
+        span(100 + i, "execute_tool t", start, **{"gen_ai.tool.name": f"t{i}"})
+        for i, start in enumerate(tool_starts)
+    ]
+    steps = agent_steps([*calls, *tools], [("r", TRACE, c.span_id) for c in calls])
+    listed = {
+        run.name: call.span_id
+        for call in calls
+        if (step := steps.get((TRACE, call.span_id)))
+        for run in step.tools
+    }
+    assert sum(len(s.tools) for s in steps.values()) == len(listed)
+    for i, start in enumerate(tool_starts):
+        before = [c for c in calls if c.start_ns <= start]
+        expected = max(before, key=lambda c: (c.start_ns, c.span_id)).span_id if before else None
+        assert listed.get(f"t{i}") == expected
+    for step in steps.values():
+        assert step.agent is None
+        starts = [int(run.span_id, 16) for run in step.tools]
+        assert [tool_starts[s - 101] for s in starts] == sorted(
+            tool_starts[s - 101] for s in starts
+        )
