@@ -1,7 +1,7 @@
 """How far two sequences start with the very same (or equal) items, at C speed.
 
 A run's calls share their history's objects (the emit path reads only what is new, see
-af_otel/processor/incremental.py), so "the same item as last call" is mostly an identity test.
+af_otel/semconv/incremental.py), so "the same item as last call" is mostly an identity test.
 Done item by item in Python, that test is what makes a 1,000-turn call slower than a 10-turn one;
 ``map(operator.is_, ...)`` runs it inside the interpreter's C loop.
 """

@@ -34,7 +34,7 @@ from af_otel.processor.engine import Supplied, engine_for, live_engines
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.hook import live_facts, write_on_span
 from af_otel.processor.settings import sdk_disabled
-from af_otel.semconv.genai import DIAL_KEYS, SLOTS
+from af_otel.semconv import DIAL_KEYS, SLOTS
 
 
 @contextmanager

@@ -8,9 +8,9 @@ and their requests agree on what both recorded (`agree`). The record closest to 
 epoch; the other is *merged*: it carries ``af.epoch.same_as`` naming that epoch (and the run and
 lane), no ``af.epoch`` and no receipt, so it is never numbered and never raises ``no-run-log``.
 
-Rank decides which record is closest to the wire: an instrumentation of the provider SDK
-(`gaps.SDK_SCOPES`) ranks above the provider SDK's own spans (`PROVIDER_OWN_SCOPES`, which record
-no content by default), which rank above any other scope (frameworks). The setting
+Rank decides which record is closest to the wire: an instrumentation of the provider SDK (each
+family's `Convention.sdk_scopes`) ranks above the provider SDK's own spans (`PROVIDER_OWN_SCOPES`,
+which record no content by default), which rank above any other scope (frameworks). The setting
 ``trusted_scope`` (``AF_OTEL_TRUSTED_SCOPE``) ranks one scope above all.
 
 Where it is decided, in both forms:
@@ -44,14 +44,13 @@ from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.processor.export_gaps import SDK_SCOPES
-from af_otel.processor.incremental import History, share_history
+from af_otel.processor.history import History, share_history
+from af_otel.semconv import model_named, sdk_scopes
 
 SpanKey = tuple[int, int]
 RECENT: Final = 64
 # Provider SDKs that write spans of their own (the anthropic SDK 2.x, on by default).
 PROVIDER_OWN_SCOPES: Final = frozenset({"com.anthropic.sdk.python"})
-_MODEL_KEYS: Final = ("gen_ai.request.model", "llm.model_name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +108,7 @@ def rank(scope: str | None, trusted: str | None = None) -> int:
     """How close a scope's record is to the wire (higher: closer)."""
     if scope is not None and scope == trusted:
         return 3
-    if scope in SDK_SCOPES:
+    if scope in sdk_scopes():
         return 2
     if scope in PROVIDER_OWN_SCOPES:
         return 1
@@ -119,11 +118,7 @@ def rank(scope: str | None, trusted: str | None = None) -> int:
 def model_of(attributes: Mapping[str, Any], request: Request | None) -> str | None:
     if request is not None and request.model:
         return request.model
-    for key in _MODEL_KEYS:
-        value = attributes.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+    return model_named(attributes)
 
 
 def nests(a_start: int, a_end: int, b_start: int, b_end: int) -> bool:

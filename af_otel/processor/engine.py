@@ -24,104 +24,54 @@ and the log is a tree; both forms read it off the same span timestamps and reque
 from __future__ import annotations
 
 import logging
-import os
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from af_otel import forksafe, names
 from af_otel.model import Request
-from af_otel.model.fields import Shown
 from af_otel.model.request import INSTRUCTION_ROLES
-from af_otel.processor import commits, dedupe, export_gaps, incremental, metrics, wire_source
+from af_otel.processor import commits, dedupe, export_gaps, metrics, wire_source
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
+from af_otel.processor.facts import CallFacts, Enrichment, Minting, SpanKey, Supplied
 from af_otel.processor.guard import report
 from af_otel.processor.run_discovery import Enclosing
 from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
 from af_otel.receipts import Receipt, ReceiptContext, mint_receipt, seal_receipt
-from af_otel.semconv import Convention, Limits, Recorded, is_llm_call, ledger, record_of, responses
-from af_otel.semconv.adapted import CUT_COUNT, CUT_LENGTH
+from af_otel.semconv import (
+    CUT_COUNT,
+    LIMIT_SETTINGS,
+    Call,
+    Limits,
+    handed_call,
+    is_llm_call,
+    read_call,
+    record_of,
+)
 from af_otel.store.items import StoredItems
 
-SpanKey = tuple[int, int]
+# CallFacts, Enrichment and Supplied live in facts.py and are re-exported for the forms.
+__all__ = [
+    "MAX_OPEN",
+    "CallFacts",
+    "Engine",
+    "Enrichment",
+    "Supplied",
+    "carries_history",
+    "engine_for",
+    "live_engines",
+    "trace_run_id",
+    "warn_cut",
+]
+
 # Calls started but not finished, remembered with their run: bounded like the run table, since a
 # span that never ends must not hold memory forever.
 MAX_OPEN: Final = 65_536
 _HISTORY_ROLES: Final = INSTRUCTION_ROLES | {"user"}
-
-
-@dataclass(frozen=True, slots=True)
-class CallFacts:
-    """What the engine reads about one call's span, whatever form it came through."""
-
-    key: SpanKey
-    name: str
-    start_time: int
-    end_time: int
-    attributes: Mapping[str, Any]
-    scope: str | None = None
-    scope_version: str | None = None
-    # Where the request was read: `wire` (a tap on the HTTP request) or None (an instrumentation's
-    # record), bound by the receipt as af.receipt.source.
-    source: str | None = None
-    dropped: bool = False
-    run_unknown: bool = False  # the exporter cannot tell which `af_otel.run` the call was in
-    # The span limits the attributes were recorded under (None: the request does not come from
-    # them, or they are unknown and the environment's are used).
-    limits: Limits | None = None
-    parent: SpanKey | None = None  # the span's parent span, when it has one
-    # The attributes read once (`record_of`), when the caller read them to tell an LLM call:
-    # the request is read from it, not from ``attributes`` again.
-    recorded: Recorded | None = None
-    # The wire tap saw attempts under the call whose bodies differ (wire-attempts-differ).
-    attempts_differ: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Enrichment:
-    """What to add to an LLM-call span, and which instrumentation content keys it holds."""
-
-    attributes: dict[str, Any]
-    events: tuple[tuple[str, dict[str, Any]], ...] = ()
-    content_keys: tuple[str, ...] = ()
-    state: str = names.STATE_ERROR
-
-
-@dataclass(frozen=True, slots=True)
-class Supplied:
-    """A request handed over directly (hook, explicit API) instead of read off attributes."""
-
-    request: Mapping[str, Any] | Request | None
-    absent_reason: str | None = None
-    direct: bool = False  # nothing but the provider SDK stands between (see export_gaps.py)
-    content_keys: tuple[str, ...] = ()
-    on_span: bool = False  # the span itself already carries this request's content
-    # The convention the request was read in, when it was read from an instrumentation's record
-    # (the hook): the ledger then says which fields that instrumentation could not see. None
-    # when the caller handed the request itself (the explicit API records every field).
-    convention: Convention | None = None
-    notes: tuple[str, ...] = ()  # the adapter's notes on that record
-    # Read incrementally by the caller (the explicit API, explicit_memo.py): whether a message
-    # replays sealed reasoning, and the tuple the request's messages were built to start with.
-    sealed: bool | None = None
-    scan: responses.Scan | None = None
-    prefix: tuple[Any, ...] | None = None
-
-
-def error_enrichment(reason: str = names.REASON_INTERNAL_ERROR) -> Enrichment:
-    """What an LLM-call span carries when af_otel's own work on it failed."""
-    return Enrichment(
-        {
-            names.RECEIPT_STATE: names.STATE_ERROR,
-            names.RECEIPT_ABSENT_REASON: reason,
-            names.GAPS: [names.GAP_NO_RECEIPT],
-            names.GAP_NO_RECEIPT_ON_CHART: True,
-        }
-    )
 
 
 def trace_run_id(trace_id: int) -> str:
@@ -275,74 +225,25 @@ class Engine:
 
     def enrich(self, facts: CallFacts, supplied: Supplied | None = None) -> Enrichment:
         """The evidence for one finished LLM call; the run's state moves on by this call."""
-        unrecorded: tuple[str, ...] = ()
-        convention: Convention | None = None
-        notes: tuple[str, ...] = ()
-        shown: Shown | None = None
-        sealed: bool | None = None
-        scanned: responses.Scan | None = None
-        prefix: tuple[Any, ...] | None = None
-        run_id = self.run_of(facts.key, facts.attributes, pop=True)
-        run = self.runs.get(run_id)
-        if supplied is None:
-            limits = facts.limits if facts.limits is not None else environment_limits()
-            recorded = facts.recorded or record_of(facts.attributes, facts.name)
-            # Only what is new since the run's last call is parsed (see incremental.py).
-            read = incremental.read(recorded, limits, run.seen)
-            run.seen, adapted = read.seen, read.adapted
-            shown, sealed, scanned, prefix = read.shown, read.sealed, read.scan, read.prefix
-            request_in: Mapping[str, Any] | Request | None = read.request or adapted.request
-            reason = adapted.absent_reason
-            content_keys = adapted.content_keys
-            convention, notes = adapted.convention, adapted.notes
-            provider = adapted.request.get("provider") if adapted.request else None
-            direct = export_gaps.captured_at_sdk(
-                facts.scope, facts.attributes, provider, self.settings.trusted_hosts
-            )
-            on_span = True  # read off the span's own attributes
-            if adapted.cut is not None:
-                warn_cut(adapted.cut, limits)
-        else:
-            request_in, reason = supplied.request, supplied.absent_reason
-            content_keys, direct = supplied.content_keys, supplied.direct
-            on_span = supplied.on_span
-            convention, notes = supplied.convention, supplied.notes
-            sealed, scanned, prefix = supplied.sealed, supplied.scan, supplied.prefix
-        request: Request | None = None
-        if request_in is not None:
-            request = incremental.parse_request(request_in)
-            if request is None:
-                reason = names.REASON_UNREADABLE
-            elif convention is not None:
-                unrecorded = ledger.unrecorded(request, facts.scope, convention, notes, shown)
-                unrecorded = responses.with_responses(
-                    unrecorded, request, convention, facts.attributes, facts.name
-                )
+        run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=True))
+        minting = self._read(facts, supplied, run)
         # The body the client sent, where the wire tap saw it, stands in for the record.
-        keep_inline = None
         window = (facts.start_time, facts.end_time)
-        named = dedupe.model_of(facts.attributes, request)  # the record's model, if any
+        named = minting.call.model  # the record's model, if any
         take = wire_source.take
         sent = take(self.settings, facts.key, window, named, run) if self._wire else None
         differs: tuple[str, ...] = ()
         if sent is not None:
-            keep_inline = wire_source.inline_only_recorded(request)
-            differs = wire_source.record_differs(request, sent.request, run, (prefix, sent.prefix))
-            request, unrecorded, direct, reason = sent.request, sent.unread, sent.direct, None
-            shown, sealed, scanned, prefix = None, sent.sealed, None, sent.prefix
-            # the af-2 digest binds the source and the gaps
-            facts = replace(facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
-        # State the server holds for this call (the Responses API's previous_response_id).
-        if sent is not None:  # the body itself says
-            held = sent.held
-        else:
-            held = responses.held_history(facts.attributes, request, facts.name, scanned)
+            prefixes = (minting.call.prefix, sent.prefix)
+            differs = wire_source.record_differs(minting.call.request, sent.request, run, prefixes)
+            minting = _from_wire(minting, sent)
+        facts, call = minting.facts, minting.call
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
             merged = self._merged.pop(facts.key, None)
         if merged is not None:
-            return Enrichment(dedupe.merged_attributes(*merged), (), content_keys, "folded")
-        model = dedupe.model_of(facts.attributes, request)
+            return Enrichment(dedupe.merged_attributes(*merged), (), call.content_keys, "folded")
+        model = call.model
         with run.lock:
             same = None
             if facts.key not in run.open_calls:
@@ -352,26 +253,13 @@ class Engine:
                     facts.end_time,
                     facts.scope,
                     model,
-                    request,
+                    call.request,
                     self.settings.trusted_scope,
                 )
             if same is not None:
                 attributes = dedupe.merged_attributes(run.run_id, same.lane, same.epoch)
-                return Enrichment(attributes, (), content_keys, "folded")
-            enrichment = self._finish(
-                run,
-                facts,
-                request,
-                reason,
-                content_keys,
-                direct,
-                on_span,
-                unrecorded,
-                held,
-                sealed=sealed,
-                prefix=prefix,
-                keep_inline=keep_inline,
-            )
+                return Enrichment(attributes, (), call.content_keys, "folded")
+            enrichment = self._finish(run, minting)
             if enrichment.state != names.STATE_MINTED:  # a minted af-2 receipt binds its own
                 enrichment.attributes[names.RECEIPT_SOURCE] = (
                     facts.source or names.SOURCE_INSTRUMENTATION
@@ -381,47 +269,51 @@ class Engine:
             if sent is not None and sent.attempts > 1:
                 enrichment.attributes[names.WIRE_ATTEMPTS] = sent.attempts
             epoch = enrichment.attributes[names.EPOCH]
-            conversation = dedupe.conversation(request)
+            conversation = dedupe.conversation(call.request)
             seen = dedupe.Seen(
                 facts.start_time, facts.end_time, epoch, run.lane, facts.scope, model, conversation
             )
-            dedupe.remember(run.recent, seen, prefix)
+            dedupe.remember(run.recent, seen, call.prefix)
         self.runs.settle(run)
         metrics.count_receipt(
             enrichment.state, enrichment.attributes.get(names.RECEIPT_ABSENT_REASON)
         )
         return enrichment
 
-    def _finish(
-        self,
-        run: RunState,
-        facts: CallFacts,
-        request: Request | None,
-        reason: str | None,
-        content_keys: tuple[str, ...],
-        direct: bool,
-        on_span: bool = True,
-        unrecorded: tuple[str, ...] = (),
-        held: str | None = None,
-        sealed: bool | None = None,
-        prefix: tuple[Any, ...] | None = None,
-        keep_inline: Callable[[commits.Change], bool] | None = None,
-    ) -> Enrichment:
+    def _read(self, facts: CallFacts, supplied: Supplied | None, run: RunState) -> Minting:
+        """The call as its span's record holds it (semconv reads it once, only what is new since
+        the run's last call), or as it was handed over."""
+        if supplied is not None:
+            call = supplied.call or handed_call(
+                supplied.request,
+                facts.attributes,
+                facts.name,
+                sealed=supplied.sealed,
+                scan=supplied.scan,
+                prefix=supplied.prefix,
+            )
+            return Minting(facts, call, supplied.direct, supplied.on_span)
+        call = read_call(
+            facts.recorded or record_of(facts.attributes, facts.name),
+            scope=facts.scope,
+            limits=facts.limits,
+            seen=run.seen,
+        )
+        run.seen = call.seen
+        if call.cut is not None and call.limits is not None:
+            warn_cut(call.cut, call.limits)
+        direct = export_gaps.captured_at_sdk(
+            facts.scope, facts.attributes, call.provider, self.settings.trusted_hosts
+        )
+        return Minting(facts, call, direct)  # read off the span's own attributes
+
+    def _finish(self, run: RunState, minting: Minting) -> Enrichment:
+        facts, call = minting.facts, minting.call
+        request, reason, prefix = call.request, call.absent_reason, call.prefix
         epoch, out_of_order = run.number(facts.key, facts.start_time)
         parent = run.parent_of(facts.start_time, request, prefix)
-        parent_epoch = 0
-        parent_state: Request | Mapping[str, Any] | None = commits.EMPTY
-        parent_receipt: Receipt | None = None
-        if parent is not None:
-            parent_epoch = parent.epoch
-            parent_receipt = parent.receipt
-            parent_state = parent.request
-        else:
-            if run.base is None and not run.started_empty and request is not None:
-                self._decide_base(run, request, facts.key)
-            if run.base is not None:
-                parent_state = run.base.request
-                parent_receipt = run.base.receipt
+        parent_state, parent_receipt = self._parent_state(run, parent, request, facts.key)
+        parent_epoch = parent.epoch if parent is not None else 0
         if request is None:
             reason = reason or names.REASON_NOT_CAPTURED
             receipt = Receipt(names.STATE_ABSENT, run.run_id, epoch, parent_epoch, reason)
@@ -440,46 +332,27 @@ class Engine:
                     scope_name=facts.scope,
                     scope_version=facts.scope_version,
                     base=run.base.address if run.base is not None else None,
-                    held=held,
+                    held=call.held,
                 ),
                 seal=False,  # the digest binds the gaps, known below
                 prefix=prefix,
             )
-        events: list[tuple[str, dict[str, Any]]] = []
-        mode = self.settings.write_mode(on_span)
         minted = receipt.minted
-        if minted and request is not None:
-            for change in commits.changes(parent_state, request, prefix=prefix):
-                seq = run.next_seq()
-                # A wire request's change goes inline only where the record held it too.
-                how = mode
-                if mode == "inline" and self.settings.content == "auto" and keep_inline:
-                    how = "inline" if keep_inline(change) else "store"
-                commit = commits.event_attributes(change, seq, self.settings, how, self.items)
-                events.append((names.COMMIT_EVENT, commit))
-        # A payload the store refused leaves its commit without value or ref: this epoch's
-        # changes are incomplete, so the span says `no-run-log` itself, not only the reader.
-        lost = mode != "none" and any(
-            commit.get(names.COMMIT_VERB) != "delete"
-            and names.COMMIT_VALUE not in commit
-            and names.COMMIT_REF not in commit
-            for _, commit in events
-        )
+        events, lost = self._commits(run, minting, parent_state) if minted else ([], False)
+        unrecorded = call.unrecorded if minted else ()
         found = export_gaps.gaps_of(
             receipt=receipt,
             request=request,
             dropped=facts.dropped,
-            direct_capture=direct,
+            direct_capture=minting.direct,
             order_unknown=out_of_order or lost or facts.run_unknown,
-            unrecorded=unrecorded if minted else (),
+            unrecorded=unrecorded,
             cut=reason == names.REASON_CUT,
-            held=held is not None,
-            sealed=sealed,
+            held=call.held is not None,
+            sealed=call.sealed,
             attempts_differ=facts.attempts_differ,
         )
-        receipt = seal_receipt(
-            receipt, key=self.settings.key, gaps=found, unrecorded=unrecorded if minted else ()
-        )
+        receipt = seal_receipt(receipt, key=self.settings.key, gaps=found, unrecorded=unrecorded)
         # The sealed receipt is kept: the next epoch of the lane binds its digest.
         kept = (request, receipt) if minted else (None, None)
         run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
@@ -493,13 +366,52 @@ class Engine:
         attributes.update(receipt.to_attributes())
         if minted:
             attributes[names.RECEIPT_UNRECORDED] = list(unrecorded)
-        if held is not None:
-            attributes[names.HELD_HISTORY] = held
+        if call.held is not None:
+            attributes[names.HELD_HISTORY] = call.held
         if run.base is not None:
             attributes[names.RUN_BASE] = run.base.address
         attributes[names.GAPS] = found
         attributes[names.GAP_NO_RECEIPT_ON_CHART] = not minted
-        return Enrichment(attributes, tuple(events), content_keys, receipt.state)
+        return Enrichment(attributes, tuple(events), call.content_keys, receipt.state)
+
+    def _parent_state(
+        self, run: RunState, parent: Any, request: Request | None, key: SpanKey
+    ) -> tuple[Request | Mapping[str, Any] | None, Receipt | None]:
+        """The state a call's commits are the changes from, and the receipt it chains to: its
+        parent call's, else the run's base (the first call decides it), else empty."""
+        if parent is not None:
+            return parent.request, parent.receipt
+        if run.base is None and not run.started_empty and request is not None:
+            self._decide_base(run, request, key)
+        if run.base is not None:
+            return run.base.request, run.base.receipt
+        return commits.EMPTY, None
+
+    def _commits(
+        self, run: RunState, minting: Minting, parent_state: Request | Mapping[str, Any] | None
+    ) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
+        """The commit events of a minted call's changes from ``parent_state``, and whether a
+        payload the store refused left one without value or ref (then this epoch's changes are
+        incomplete, and the span says `no-run-log` itself, not only the reader)."""
+        request = minting.call.request
+        assert request is not None  # a minted receipt has its request
+        events: list[tuple[str, dict[str, Any]]] = []
+        mode = self.settings.write_mode(minting.on_span)
+        keep_inline = minting.keep_inline
+        for change in commits.changes(parent_state, request, prefix=minting.call.prefix):
+            seq = run.next_seq()
+            how = mode
+            if mode == "inline" and self.settings.content == "auto" and keep_inline:
+                how = "inline" if keep_inline(change) else "store"
+            commit = commits.event_attributes(change, seq, self.settings, how, self.items)
+            events.append((names.COMMIT_EVENT, commit))
+        lost = mode != "none" and any(
+            commit.get(names.COMMIT_VERB) != "delete"
+            and names.COMMIT_VALUE not in commit
+            and names.COMMIT_REF not in commit
+            for _, commit in events
+        )
+        return events, lost
 
     def _decide_base(self, run: RunState, request: Request, key: SpanKey) -> None:
         """The first call of a run decides its base: the one its `af_otel.run` block declared, else
@@ -574,6 +486,26 @@ class Engine:
             self.runs.release(run_id)
 
 
+def _from_wire(minting: Minting, sent: wire_source.FromWire) -> Minting:
+    """The call as its client sent it (the af-2 digest binds the wire as its source)."""
+    was = minting.call
+    call = Call(
+        sent.request,
+        None,
+        was.convention,
+        was.content_keys,
+        sent.unread,
+        sent.held,
+        sealed=sent.sealed,
+        prefix=sent.prefix,
+        named_model=was.named_model,
+    )
+    # The af-2 digest binds the source and the gaps.
+    facts = replace(minting.facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
+    keep = wire_source.inline_only_recorded(minting.call.request)
+    return Minting(facts, call, sent.direct, minting.on_span, keep)
+
+
 def _bounded_put(table: OrderedDict[SpanKey, Any], key: SpanKey, value: Any) -> None:
     table[key] = value
     if len(table) > MAX_OPEN:
@@ -595,29 +527,9 @@ def carries_history(request: Request) -> bool:
     return users > 1
 
 
-# The SDK's environment variables for span limits, and the names to raise when one cut a record.
-ENV_COUNT_LIMIT: Final = "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT"
-ENV_LENGTH_LIMIT: Final = "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"
-_ENV_LENGTH_FALLBACK: Final = "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"
-_RAISE: Final = {CUT_COUNT: ENV_COUNT_LIMIT, CUT_LENGTH: ENV_LENGTH_LIMIT}
 _logger = logging.getLogger("af_otel")
 _warned: set[str] = set()  # at most one entry per limit: bounded
 _warned_lock = forksafe.lock()
-
-
-def _env_int(name: str) -> int | None:
-    raw = os.environ.get(name, "").strip()
-    return int(raw) if raw.isdigit() else None
-
-
-def environment_limits() -> Limits:
-    """The limits a span was recorded under when the span does not carry them: the SDK's
-    environment variables (a span that carries its limits is read by the processor instead)."""
-    length = _env_int(ENV_LENGTH_LIMIT)
-    return Limits(
-        max_attributes=_env_int(ENV_COUNT_LIMIT),
-        max_value_length=length if length is not None else _env_int(_ENV_LENGTH_FALLBACK),
-    )
 
 
 def warn_cut(cut: str, limits: Limits) -> None:
@@ -626,7 +538,7 @@ def warn_cut(cut: str, limits: Limits) -> None:
         if cut in _warned:
             return
         _warned.add(cut)
-    setting = _RAISE.get(cut)
+    setting = LIMIT_SETTINGS.get(cut)
     if setting is None:
         _logger.warning(
             "af_otel: an LLM call's span lost part of its indexed attributes, so it gets no "

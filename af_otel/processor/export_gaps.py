@@ -12,11 +12,11 @@ Rules decided here (docs/processor.md restates them):
   `af_otel.model.gap_rules`, the rules the reader applies too; the writer records them only for a
   call with a receipt.
 * ``cache-transform``: raised unless the request was captured at the provider SDK's own call by an
-  instrumentation of that SDK (`SDK_SCOPES`) *and* the span names the provider's own API host
-  (`PROVIDER_HOSTS`): then only the SDK's serializer stands between the record and the wire. A
-  proxy, gateway or caching layer (any other host), an unknown instrumentation, a span without
-  ``server.address`` and af_otel's own explicit API (which sees what the caller says it sends)
-  all raise it.
+  instrumentation of that SDK (each family's `Convention.sdk_scopes`) *and* the span names the
+  provider's own API host (`PROVIDER_HOSTS`): then only the SDK's serializer stands between the
+  record and the wire. A proxy, gateway or caching layer (any other host), an unknown
+  instrumentation, a span without ``server.address`` and af_otel's own explicit API (which sees
+  what the caller says it sends) all raise it.
 * ``server-held-history``: the call continues state the provider's server holds (the Responses
   API's ``previous_response_id``), or the request shows a tell-tale of history it does not carry
   (`af_otel.semconv.responses`): the model saw more than the record.
@@ -32,23 +32,10 @@ from af_otel.model import Request
 from af_otel.model.gap_kinds import in_order
 from af_otel.model.gap_rules import request_gaps, sealed_messages
 from af_otel.receipts import Receipt
+from af_otel.semconv import SDK_SCOPES, sdk_scopes
 
 __all__ = ["PROVIDER_HOSTS", "SDK_SCOPES", "captured_at_sdk", "gaps_of"]
 
-SDK_SCOPES: Final = frozenset(
-    {
-        "opentelemetry.instrumentation.genai.openai",
-        "opentelemetry.instrumentation.genai.anthropic",
-        "opentelemetry.instrumentation.openai_v2",
-        "opentelemetry.instrumentation.anthropic",
-        "opentelemetry.instrumentation.openai",
-        # OpenLLMetry's OpenAI scope for the 1.x SDK, and OpenInference's: both wrap the
-        # provider SDK's own call, so only its serializer stands after them.
-        "opentelemetry.instrumentation.openai.v1",
-        "openinference.instrumentation.openai",
-        "openinference.instrumentation.anthropic",
-    }
-)
 PROVIDER_HOSTS: Final[Mapping[str, frozenset[str]]] = {
     "openai": frozenset({"api.openai.com"}),
     "anthropic": frozenset({"api.anthropic.com"}),
@@ -113,7 +100,7 @@ def captured_at_sdk(
 
     ``trusted_hosts`` (setting ``trusted_hosts``, ``AF_OTEL_TRUSTED_HOSTS``): gateways the user
     declares pass requests to the provider unchanged; they count as the provider's own host."""
-    if scope not in SDK_SCOPES or not isinstance(provider, str):
+    if scope not in sdk_scopes() or not isinstance(provider, str):
         return False
     host = attributes.get("server.address")
     if not isinstance(host, str):

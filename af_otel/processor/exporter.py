@@ -41,7 +41,8 @@ from af_otel import forksafe, names
 from af_otel.processor import closing, dedupe
 from af_otel.processor import context as run_context
 from af_otel.processor.context import current_run
-from af_otel.processor.engine import CallFacts, Engine
+from af_otel.processor.engine import Engine
+from af_otel.processor.facts import CallFacts
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.processor import ForwardingProcessor, enrich_span, error_copy, facts_of
 from af_otel.processor.settings import Options, resolve_settings

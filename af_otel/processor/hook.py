@@ -24,23 +24,23 @@ Setup without code: ``OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK=af_otel``; or i
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from importlib.metadata import entry_points
 from typing import Any, Final
 
 from af_otel import forksafe, names
 from af_otel.model.gap_kinds import in_order
 from af_otel.processor import export_gaps
-from af_otel.processor.engine import CallFacts, Enrichment, Supplied, engine_for, error_enrichment
+from af_otel.processor.engine import engine_for
+from af_otel.processor.facts import CallFacts, Enrichment, Supplied, error_enrichment
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.processor import scope_version
 from af_otel.processor.settings import ENV_CHAIN_HOOK, sdk_disabled
-from af_otel.semconv import record_of
-from af_otel.semconv.genai import SLOTS
+from af_otel.semconv import Limits, completion_attributes, read_call, record_of
 
 GROUP: Final = "opentelemetry_genai_completion_hook"
 ENTRY_POINT: Final = "af_otel"
@@ -135,23 +135,19 @@ def mint_on_span(
     scope = getattr(getattr(span, "instrumentation_scope", None), "name", None)
     facts = live_facts(span, attributes, scope, dropped=_dropped(span) > 0)
     engine = engine_for(facts.key)
-    content = content_attributes(inputs, system_instruction, tool_definitions)
+    content = completion_attributes(inputs, system_instruction, tool_definitions)
     recorded = record_of({**attributes, **content}, facts.name)  # content never decides a call
     if not recorded.llm_call:
         return
-    adapted = recorded.adapt()
-    provider = adapted.request.get("provider") if adapted.request else None
+    # The content was handed over as objects: no span limit cut it (`Limits()` holds none).
+    call = read_call(recorded, scope=scope, limits=Limits(), remember=False)
     supplied = Supplied(
-        adapted.request,
-        adapted.absent_reason,
         direct=export_gaps.captured_at_sdk(
-            scope, attributes, provider, engine.settings.trusted_hosts
+            scope, attributes, call.provider, engine.settings.trusted_hosts
         ),
-        content_keys=(),
         # Capture on: util-genai wrote these same attributes before calling the hook.
         on_span=bool(content) and all(key in attributes for key in content),
-        convention=adapted.convention,
-        notes=adapted.notes,
+        call=replace(call, content_keys=()),
     )
     write_on_span(span, engine.enrich(facts, supplied))
 
@@ -172,35 +168,6 @@ def live_facts(
         scope_version=scope_version(span),
         dropped=dropped,
     )
-
-
-def content_attributes(
-    inputs: Sequence[Any],
-    system_instruction: Sequence[Any],
-    tool_definitions: Sequence[Any] | None,
-) -> dict[str, str]:
-    """The content attributes util-genai writes with capture on: compact JSON of the dataclasses."""
-    given = {"messages": inputs, "system": system_instruction, "tools": tool_definitions or ()}
-    return {
-        slot.key: _dumps([_plain(item) for item in given[slot.target]])
-        for slot in SLOTS
-        if given[slot.target]
-    }
-
-
-def _plain(item: Any) -> Any:
-    if dataclasses.is_dataclass(item) and not isinstance(item, type):
-        return dataclasses.asdict(item)
-    return item
-
-
-def _dumps(value: Any) -> str:
-    # util-genai is optional (the `genai` extra) and is what calls this hook: import it only here.
-    # Without it there is no writing the request as util-genai would, so nothing else is tried: any
-    # other serialization could mint a receipt the span's own content would not reproduce.
-    from opentelemetry.util.genai.utils import gen_ai_json_dumps  # noqa: PLC0415
-
-    return str(gen_ai_json_dumps(value))
 
 
 def _dropped(span: Any) -> int:

@@ -11,11 +11,12 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from af_otel import names
 from af_otel.processor import closing
-from af_otel.processor.engine import CallFacts, Engine, environment_limits, error_enrichment
+from af_otel.processor.engine import Engine
+from af_otel.processor.facts import CallFacts, error_enrichment
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import Options, resolve_settings
 from af_otel.processor.spancopy import copy_span
-from af_otel.semconv import Limits, Recorded, content_keys, record_of
+from af_otel.semconv import Limits, Recorded, content_keys, environment_limits, record_of
 
 
 class ForwardingProcessor(SpanProcessor):

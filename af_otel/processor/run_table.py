@@ -23,9 +23,10 @@ from af_otel.model import Request
 from af_otel.model.prefix import identical_prefix
 from af_otel.processor.dedupe import RECENT, Opened, Seen
 from af_otel.processor.explicit_memo import Explicit
-from af_otel.processor.incremental import History, Remembered, share_history
+from af_otel.processor.history import History, share_history
 from af_otel.processor.wire_source import Compared
 from af_otel.receipts import Receipt, ReceiptDigests
+from af_otel.semconv.incremental import Remembered
 from af_otel.wire.tail import Layout
 
 MAX_RUNS: Final = 10_000

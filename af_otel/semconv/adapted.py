@@ -4,22 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 from af_otel import names
 from af_otel.errors import RequestShapeError
 from af_otel.model.request import shape_request
 from af_otel.semconv.builders import Absent, refuse_placeholders
+from af_otel.semconv.convention import tables
 from af_otel.semconv.placement import wire_form
-
-Convention = Literal[
-    "genai",
-    "openllmetry",
-    "openllmetry-legacy",
-    "openinference",
-    "google-genai",
-    "litellm",
-]
 
 # Notes name what a span shows about the request beyond the request itself; the field ledger
 # (`af_otel.semconv.ledger`) reads them.
@@ -43,7 +35,7 @@ NOTE_ADAPTER_ERROR: Final = "adapter-error"
 
 
 # What may have cut a record (`Adapted.cut`): the attribute count limit, the value-length limit, or
-# a hole in an indexed family (`af_otel.semconv.ledger.cut_by` tells the first two).
+# a hole in an indexed family (`af_otel.semconv.limits.cut_by` tells the first two).
 CUT_COUNT: Final = "count"
 CUT_LENGTH: Final = "length"
 CUT_HOLES: Final = "holes"
@@ -57,53 +49,26 @@ class Adapted:
     ``None`` exactly when ``absent_reason`` names one of the ``names.REASON_*`` values.
     """
 
-    convention: Convention
+    convention: str  # the name of the family that read it (`Convention.name`)
     request: Mapping[str, object] | None
     absent_reason: str | None
     content_keys: tuple[str, ...]
     notes: tuple[str, ...] = ()
-    # With ``content-cut``: which span limit may have cut the record (`af_otel.semconv.ledger`).
+    # With ``content-cut``: which span limit may have cut the record (`af_otel.semconv.limits`).
     cut: str | None = None
 
 
-# Keys that carry conversation or tool content, of every convention af_otel reads: what a caller
-# strips when content must not leave the process. `_ref` pointers are not content and stay.
-_CONTENT_EXACT: Final = frozenset(
-    {
-        "gen_ai.input.messages",
-        "gen_ai.output.messages",
-        "gen_ai.system_instructions",
-        "gen_ai.tool.definitions",
-        "gen_ai.prompt",
-        "gen_ai.completion",
-        "gen_ai.tool.call.arguments",
-        "gen_ai.tool.call.result",
-        "input.value",
-        "output.value",
-        "llm.prompt_template.template",
-        "llm.prompt_template.variables",
-        "model_request_parameters",  # pydantic-ai: tool definitions and instruction texts
-    }
-)
-_CONTENT_PREFIXES: Final = (
-    "gen_ai.prompt.",
-    "gen_ai.completion.",
-    "llm.request.functions.",
-    "llm.input_messages.",
-    "llm.output_messages.",
-    "llm.tools.",
-    "llm.prompts.",
-    "llm.choices.",
-)
-
-
 def content_keys(keys: Iterable[str]) -> tuple[str, ...]:
-    """The content-bearing keys among ``keys``, in their order."""
-    return tuple(key for key in keys if key in _CONTENT_EXACT or key.startswith(_CONTENT_PREFIXES))
+    """The content-bearing keys among ``keys``, in their order: those that carry conversation or
+    tool content in any registered family (`Convention.content`), what a caller strips when
+    content must not leave the process. `_ref` pointers are not content and stay."""
+    content = tables().content
+    exact, prefixes = content.exact, content.prefixes  # inlined: this runs on every span's keys
+    return tuple(key for key in keys if key in exact or key.startswith(prefixes))
 
 
 def conclude(
-    convention: Convention,
+    convention: str,
     attributes: Mapping[str, object],
     build: Callable[[], tuple[dict[str, object], Iterable[str]]],
 ) -> Adapted:

@@ -11,7 +11,8 @@ Three things differ from Chat Completions:
   ``truncation``, ``store``: `params_of` reads them out of a recorded request object (OpenInference's
   ``llm.invocation_parameters``) under the normalized request's names.
 * **Fields some instrumentations never record** on this API (the Responses rows of the field
-  ledger, docs/instrumentations.md): `unrecorded` names them per instrumentation.
+  ledger, docs/instrumentations.md, which each family holds as `Convention.responses`):
+  `unrecorded` names them per instrumentation.
 
 Pure functions over plain values; on the emit path they never raise.
 """
@@ -25,6 +26,7 @@ from typing import Any, Final
 from af_otel.model.fields import order_fields
 from af_otel.model.request import INSTRUCTION_ROLES, RESPONSES_KEYS, STEERING_KEYS, Request
 from af_otel.semconv.coerce import parse_json
+from af_otel.semconv.convention import named
 
 # genai-openai's marker of a Responses call.
 API_TYPE: Final = "openai.api.type"
@@ -55,16 +57,6 @@ RESPONSES_FIELDS: Final = (
     *(key for key in STEERING_KEYS if key != "thinking"),  # Anthropic's, not OpenAI's
     *RESPONSES_KEYS,
 )
-# What each instrumentation records of a Responses call (beyond system, messages, tools, model).
-_RECORDED: Final[Mapping[str, frozenset[str]]] = {
-    # OpenInference keeps the request's own arguments and every input item.
-    "openinference": frozenset(RESPONSES_FIELDS),
-    # genai-openai: messages and function tools (without `strict`); of a reasoning item only its
-    # summary (never its encrypted content; an item without a summary not at all).
-    "genai": frozenset({CALL_ID}),
-    # OpenLLMetry: its reasoning effort; replayed calls under their item id, reasoning dropped.
-    "openllmetry": frozenset({"reasoning_effort"}),
-}
 # Tell-tales of history the request does not carry.
 TELLTALE_ORPHAN_RESULT: Final = "a tool result without its tool call"
 TELLTALE_MID_CONVERSATION: Final = "a Responses input that starts mid-conversation"
@@ -206,16 +198,17 @@ def held_history(
 def unrecorded(
     request: Request, convention: str, attributes: Mapping[str, object], span_name: str = ""
 ) -> tuple[str, ...]:
-    """The Responses fields this call's instrumentation does not record (none off this API)."""
+    """The Responses fields this call's instrumentation does not record (none off this API): what
+    its family records of a Responses call beyond system, messages, tools and model
+    (`Convention.responses`), and what it leaves off this request besides."""
     if not is_responses(attributes, span_name):
         return ()
-    recorded = _RECORDED.get(convention, frozenset())
+    family = named(convention)
+    recorded = family.responses if family is not None else frozenset()
     calls = [
         p for m in request.messages for p in m.get("parts", ()) if p.get("type") == "tool_call"
     ]
-    out = []
-    if convention == "openinference" and any("arguments" not in p for p in calls):
-        out.append(CALL_ARGUMENTS)
+    out = list(family.responses_missing(request)) if family and family.responses_missing else []
     for field in RESPONSES_FIELDS:
         if field in recorded or field in request.params:
             continue

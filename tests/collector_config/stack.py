@@ -22,7 +22,7 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
 )
 
 from af_otel import names
-from af_otel.semconv import genai
+from af_otel.semconv.conventions import genai
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK = ROOT / "collector-config"

@@ -18,9 +18,10 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
-from af_otel import names, semconv
+from af_otel import names
 from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, RunTagger, run
 from af_otel.receipts import Receipt, receipt_digest
+from af_otel.semconv import record
 from af_otel.store import Store
 from tests.processor.helpers import (
     af,
@@ -110,13 +111,13 @@ def test_a_span_s_attributes_are_read_once_at_its_end(
     its attributes at its end (`record_of`), which the exporter keeps from numbering the batch to
     enriching it. The processor form also reads them at the span's start, a different moment."""
     read: list[int] = []
-    snapshot = semconv._snapshot
+    snapshot = record._snapshot
 
     def counted(attributes: Any) -> dict[str, object]:
         read.append(1)
         return snapshot(attributes)
 
-    monkeypatch.setattr(semconv, "_snapshot", counted)
+    monkeypatch.setattr(record, "_snapshot", counted)
     spans = _record(_sequential, store, form=form)
     assert len(llm_spans(spans)) == 5
     assert len(read) == passes * len(spans)

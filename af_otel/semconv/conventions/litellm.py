@@ -31,10 +31,12 @@ from dataclasses import replace
 from typing import Any, Final
 
 from af_otel import names
-from af_otel.semconv import genai, openinference
+from af_otel.model import fields as ledger_fields
 from af_otel.semconv.adapted import Adapted, conclude
 from af_otel.semconv.builders import Absent, content_value, flat_tool, holed, tool_call, unreadable
 from af_otel.semconv.coerce import JsonValue, json_or_plain, text
+from af_otel.semconv.convention import Convention, Entry
+from af_otel.semconv.conventions import genai, openinference
 from af_otel.semconv.rows import bucket, dense, read_rows
 
 # Keys only LiteLLM's callback writes on its request span.
@@ -195,3 +197,25 @@ def _with_call_id(message: Any, sent: Mapping[str, Any]) -> Any:
     if len(parts) != 1 or not isinstance(parts[0], dict) or "id" in parts[0]:
         return message
     return {**message, "parts": [{**parts[0], "id": call_id}]}
+
+
+# LiteLLM under OpenInference: OpenInference's keys with a routing-name model and tool results
+# without their call ids (read here before OpenInference's own reading).
+LITELLM_OPENINFERENCE: Final = Convention(
+    "litellm-openinference", claims=claims_openinference, adapt=adapt_openinference
+)
+LITELLM: Final = Convention(
+    "litellm",
+    claims=claims,
+    adapt=adapt,
+    ledger=(
+        Entry(
+            "litellm",
+            ("litellm",),
+            ("litellm",),
+            # temperature and top_p are written only when truthy: recorded where the span shows.
+            frozenset({ledger_fields.MODEL, ledger_fields.TOOLS, "max_tokens"}),
+            "1.110.2 (its OpenTelemetry callback)",
+        ),
+    ),
+)

@@ -1,7 +1,9 @@
-"""Adapter for OpenLLMetry (Traceloop's ``opentelemetry-instrumentation-*``).
+"""OpenLLMetry up to 0.54: indexed ``gen_ai.prompt.N.*`` messages and
+``llm.request.functions.N.*`` tools, ``gen_ai.completion.*`` the output (not read). Asked before
+the >=0.55 family, which claims its spans too (it shares their markers).
 
-From 0.55 it writes the GenAI content keys (its own JSON spacing, no message ``name``); up to 0.54
-it wrote indexed ``gen_ai.prompt.N.*`` messages and ``llm.request.functions.N.*`` tools.
+Its indexed attributes always take the full path: proving their prefix unchanged means reading
+every attribute again (no `Convention.incremental`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from collections.abc import Mapping
 from typing import Final
 
 from af_otel import names
-from af_otel.semconv import genai
 from af_otel.semconv.adapted import Adapted, conclude
 from af_otel.semconv.builders import (
     Absent,
@@ -25,48 +26,19 @@ from af_otel.semconv.builders import (
     unreadable,
 )
 from af_otel.semconv.coerce import JsonValue, parse_json, text
-from af_otel.semconv.rows import bucket, dense, dial_rows, read_rows
+from af_otel.semconv.convention import Convention, Entry, Keys
+from af_otel.semconv.conventions import genai
+from af_otel.semconv.conventions.openllmetry import (
+    FUNCTIONS,
+    PARAMS,
+    PROMPTS,
+    RECORDED,
+    REQUEST_TYPE,
+    SDK_SCOPES,
+)
+from af_otel.semconv.rows import bucket, dense, read_rows
 
-REQUEST_TYPE: Final = "llm.request.type"
-LLM_REQUEST_TYPES: Final = frozenset({"chat", "completion"})
-PROMPTS: Final = "gen_ai.prompt."
-FUNCTIONS: Final = "llm.request.functions."
 TOOL_CALLS: Final = "tool_calls."
-
-# Keys only OpenLLMetry writes; they tell its >=0.55 spans from util-genai's, which share the
-# content keys. The adaptation is the same either way; the label says whose span it was.
-MARKERS: Final = frozenset(
-    {
-        "gen_ai.is_streaming",
-        "llm.is_streaming",
-        "gen_ai.openai.api_base",
-        "gen_ai.headers",
-        "llm.headers",
-        "gen_ai.usage.total_tokens",
-        "llm.usage.total_tokens",
-    }
-)
-
-# Both eras: the GenAI names, then the `llm.*` names its semconv-ai package kept for the dials
-# the GenAI conventions named later.
-PARAMS: Final = dial_rows(
-    genai.DIAL_KEYS,
-    {
-        "top_k": ("llm.top_k",),
-        "stop_sequences": ("llm.chat.stop_sequences",),
-        "frequency_penalty": ("llm.frequency_penalty",),
-        "presence_penalty": ("llm.presence_penalty",),
-        "reasoning_effort": ("gen_ai.request.reasoning_effort",),
-    },
-)
-
-
-def claims(attributes: Mapping[str, object], span_name: str) -> bool:
-    """A span OpenLLMetry wrote (either era)."""
-    return any(
-        key in MARKERS or key == REQUEST_TYPE or key.startswith(("traceloop.", PROMPTS))
-        for key in attributes
-    )
 
 
 def is_legacy(attributes: Mapping[str, object]) -> bool:
@@ -76,15 +48,6 @@ def is_legacy(attributes: Mapping[str, object]) -> bool:
     return REQUEST_TYPE in attributes or any(
         key.startswith((PROMPTS, FUNCTIONS)) for key in attributes
     )
-
-
-def is_llm_call(attributes: Mapping[str, object]) -> bool:
-    return text(attributes.get(REQUEST_TYPE)) in LLM_REQUEST_TYPES
-
-
-def adapt(attributes: Mapping[str, object]) -> Adapted:
-    """Adapt an OpenLLMetry >=0.55 span: the GenAI keys, OpenLLMetry's dials."""
-    return conclude("openllmetry", attributes, lambda: genai.build_request(attributes, PARAMS))
 
 
 def adapt_legacy(attributes: Mapping[str, object]) -> Adapted:
@@ -151,3 +114,23 @@ def _legacy_tool(fields: dict[str, object]) -> dict[str, JsonValue]:
     if not isinstance(parameters, dict | None):
         raise unreadable()
     return flat_tool(fields.get("name"), fields.get("description"), parameters)
+
+
+OPENLLMETRY_LEGACY: Final = Convention(
+    "openllmetry-legacy",
+    claims=lambda attributes, span_name: is_legacy(attributes),
+    # Its LLM calls are told by the >=0.55 family's `llm.request.type`, which it writes too.
+    adapt=adapt_legacy,
+    content=Keys(prefixes=(PROMPTS, "gen_ai.completion.", FUNCTIONS)),
+    output=Keys(prefixes=("gen_ai.completion.",)),
+    ledger=(
+        Entry(
+            "openllmetry-legacy",
+            ("opentelemetry.instrumentation",),
+            ("openllmetry-legacy",),
+            RECORDED,
+            "<=0.54",
+        ),
+    ),
+    sdk_scopes=SDK_SCOPES,
+)

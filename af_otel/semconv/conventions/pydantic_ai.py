@@ -26,9 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from af_otel.semconv import genai
+from af_otel.model import fields
 from af_otel.semconv.adapted import Adapted, conclude
 from af_otel.semconv.coerce import JsonValue, json_or_plain, text
+from af_otel.semconv.convention import Convention, Entry, Keys
+from af_otel.semconv.conventions import genai
 
 PARAMETERS: Final = "model_request_parameters"
 _TOOL_LISTS: Final = ("function_tools", "output_tools")
@@ -96,3 +98,23 @@ def _tool_turns(message: JsonValue) -> list[JsonValue]:
     if not all(isinstance(p, dict) and p.get("type") == "tool_call_response" for p in parts):
         return [message]
     return [{"role": "tool", "parts": [part]} for part in parts]
+
+
+PYDANTIC_AI: Final = Convention(
+    "pydantic-ai",
+    claims=claims,
+    adapt=adapt,
+    # Its request parameters carry tool definitions and instruction texts.
+    content=Keys(frozenset({PARAMETERS})),
+    ledger=(
+        Entry(
+            "pydantic-ai",
+            ("pydantic-ai",),
+            ("genai",),
+            # The settings it writes as gen_ai.request.* (this module reads the rest).
+            frozenset({fields.MODEL, fields.TOOLS, "max_tokens", "top_p", "seed", "temperature"})
+            | {"presence_penalty", "frequency_penalty"},
+            "2.68.0 (native, data format 5)",
+        ),
+    ),
+)

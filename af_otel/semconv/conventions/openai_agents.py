@@ -20,9 +20,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final
 
-from af_otel.semconv import openinference, responses
+from af_otel.semconv import responses
 from af_otel.semconv.adapted import NOTE_MODEL_FROM_RESPONSE, Adapted
 from af_otel.semconv.coerce import is_placeholder, json_or_plain
+from af_otel.semconv.convention import Convention, Entry
+from af_otel.semconv.conventions import openinference
 
 ECHO_KEYS: Final = frozenset({"id", "created_at"})
 
@@ -46,3 +48,20 @@ def adapt(attributes: Mapping[str, object]) -> Adapted:
     request = {**adapted.request, "params": {}, "tools": []}
     notes = tuple(n for n in adapted.notes if n != NOTE_MODEL_FROM_RESPONSE)
     return replace(adapted, request=request, notes=(*notes, NOTE_MODEL_FROM_RESPONSE))
+
+
+OPENAI_AGENTS: Final = Convention(
+    "openai-agents",
+    claims=claims,
+    adapt=adapt,
+    ledger=(
+        Entry(
+            "openinference-openai-agents",
+            ("openinference.instrumentation.openai_agents",),
+            ("openinference",),
+            # Settings, tools and model are the response's echo (this module leaves them out).
+            frozenset(),
+            "2.6.0 (openai-agents 0.24.0)",
+        ),
+    ),
+)

@@ -9,7 +9,7 @@ length and digest and continues with a comma, only the rest is parsed: ``"[" + r
 new messages, and the request is the remembered messages followed by them. The remembered
 messages are the same objects as last call's, so the digest memo, the parent search and the
 commit diff match them by identity, and the run's recent calls share one tuple of them
-(`History`).
+(`af_otel.processor.history.History`).
 
 This is exact, never a guess:
 
@@ -27,15 +27,16 @@ This is exact, never a guess:
   may have cut the record, or any error at all. Tests hold both paths to identical receipts over
   random histories, edits, reordered keys and both attribute shapes.
 
-OpenInference's indexed attributes (``llm.input_messages.N.*``) and OpenLLMetry's legacy
-``gen_ai.prompt.N.*`` always take the full path: proving their prefix unchanged means reading
-every attribute again.
+Which attribute is such an array is the family's `Convention.incremental` (the GenAI conventions'
+and OpenLLMetry >=0.55's ``gen_ai.input.messages``); a family without one (OpenInference's indexed
+``llm.input_messages.N.*``, OpenLLMetry's legacy ``gen_ai.prompt.N.*``) always takes the full
+path: proving their prefix unchanged means reading every attribute again.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
@@ -43,15 +44,16 @@ from af_otel.model import FrozenDict, Request, fields
 from af_otel.model.fields import Shown
 from af_otel.model.gap_rules import sealed_messages
 from af_otel.receipts.memo import same_json
-from af_otel.semconv import Adapted, Limits, Recorded, placement, responses
+from af_otel.semconv import placement, responses
+from af_otel.semconv.adapted import Adapted
 from af_otel.semconv.builders import Absent, content_value
 from af_otel.semconv.coerce import parse_json
-from af_otel.semconv.genai import MESSAGES, SLOTS
-from af_otel.semconv.ledger import cut_by
+from af_otel.semconv.convention import named
+from af_otel.semconv.conventions.genai import SLOTS
+from af_otel.semconv.limits import Limits, cut_by
+from af_otel.semconv.record import Recorded
 
 _SYSTEM: Final = next(slot for slot in SLOTS if slot.target == "system")
-# Conventions whose message list is the GenAI JSON array read by `genai_messages`.
-_JSON_ARRAY: Final = frozenset({"genai", "openllmetry"})
 _JSON_SPACE: Final = " \t\n\r"
 _PIECE: Final = 1 << 15  # characters hashed at a time (`_hashed`)
 
@@ -98,45 +100,6 @@ class Remembered:
         return running if running.digest() == self.digest else None
 
 
-class History:
-    """Messages (and their entry hashes) that a run's recent calls share. A call read as
-    extending the run's last call (`Read.prefix`) holds that call's messages in front, the very
-    same objects, so the calls before it can keep theirs as a count into its tuples: a growing
-    conversation keeps one tuple, not one per call (run_table.Finished, dedupe.Seen)."""
-
-    __slots__ = ("entries", "messages")
-
-    def __init__(self, messages: tuple[Any, ...], entries: tuple[str, ...] | None = None) -> None:
-        self.messages = messages
-        self.entries = entries
-
-    def extend(
-        self, prefix: tuple[Any, ...], messages: tuple[Any, ...], entries: tuple[str, ...] | None
-    ) -> bool:
-        """Hold the tuples of a call whose ``messages`` were built to start with ``prefix``, when
-        this history holds ``prefix`` and ``entries`` start with its entries; whether it does."""
-        theirs = self.entries
-        if self.messages is not prefix or (theirs is None) != (entries is None):
-            return False
-        if theirs is not None and entries is not None and entries[: len(theirs)] != theirs:
-            return False
-        self.messages, self.entries = messages, entries
-        return True
-
-
-def share_history(
-    histories: Iterable[History | None],
-    prefix: tuple[Any, ...],
-    messages: tuple[Any, ...],
-    entries: tuple[str, ...] | None,
-) -> History | None:
-    """The first of ``histories`` (newest first) that takes on a call whose ``messages`` were
-    built to start with ``prefix`` (`History.extend`), for that call to share; None if none."""
-    return next(
-        (h for h in histories if h is not None and h.extend(prefix, messages, entries)), None
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Read:
     """One call's request as read off its span: the adapter's answer, the parsed request (None
@@ -169,22 +132,26 @@ def read(recorded: Recorded, limits: Limits | None, seen: Remembered | None) -> 
     return full(recorded, limits)
 
 
-def full(recorded: Recorded, limits: Limits | None) -> Read:
-    """The full path: adapt and parse everything."""
+def full(recorded: Recorded, limits: Limits | None, *, remember: bool = True) -> Read:
+    """The full path: adapt and parse everything (``remember``: hash what the run's next call
+    may extend; a call no run reads on from needs no memory)."""
     adapted = recorded.adapt(limits=limits)
     request = parse_request(adapted.request, shaped=True)
     if request is None:
         return Read(adapted, None, None)
     shown, sealed = fields.shown(request), sealed_messages(request.messages)
     scan = responses.scan(request.messages)
-    seen = _remember(recorded.attributes, adapted, request, shown, sealed, scan)
+    seen = (
+        _remember(recorded.attributes, adapted, request, shown, sealed, scan) if remember else None
+    )
     return Read(adapted, request, seen, 0, shown, sealed, scan)
 
 
 def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read | None:
     attributes = recorded.attributes
-    text = attributes.get(MESSAGES.key)
-    if not isinstance(text, str):
+    key = _array_key(seen.convention)
+    text = attributes.get(key) if key is not None else None
+    if key is None or not isinstance(text, str):
         return None
     # The cheap tests first: hashing the remembered prefix reads the whole history.
     rest = text[seen.length :].lstrip(_JSON_SPACE)
@@ -196,7 +163,7 @@ def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read |
     if running is None:
         return None
     tail_text = "[" + rest[1:]
-    adapted = recorded.with_content(MESSAGES.key, tail_text).adapt()
+    adapted = recorded.with_content(key, tail_text).adapt()
     if adapted.convention != seen.convention or adapted.request is None:
         return None
     tail = parse_request(adapted.request, shaped=True)
@@ -245,13 +212,19 @@ def _remember(
     sealed: bool,
     scan: responses.Scan,
 ) -> Remembered | None:
-    if adapted.convention not in _JSON_ARRAY:
-        return None
-    text = attributes.get(MESSAGES.key)
+    key = _array_key(adapted.convention)
+    text = attributes.get(key) if key is not None else None
     if not isinstance(text, str) or not request.messages:
         return None
     first = _prompt_first(attributes, request.provider)
     return _seen(adapted.convention, text, request, shown, sealed, scan, first)
+
+
+def _array_key(convention: str) -> str | None:
+    """The attribute holding the family's message list as the GenAI JSON array
+    (`Convention.incremental`), or None: its calls are always read in full."""
+    family = named(convention)
+    return family.incremental if family is not None else None
 
 
 def _prompt_first(attributes: Mapping[str, Any], provider: str | None) -> bool:

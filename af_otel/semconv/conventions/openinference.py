@@ -1,5 +1,8 @@
-"""Adapter for OpenInference (Arize's ``openinference-instrumentation-*``): flattened, indexed
-``llm.input_messages.N.message.*`` and ``llm.tools.N.tool.*``, dials in ``llm.invocation_parameters``."""
+"""OpenInference (Arize's ``openinference-instrumentation-*``): flattened, indexed
+``llm.input_messages.N.message.*`` and ``llm.tools.N.tool.*``, dials in ``llm.invocation_parameters``.
+
+Its indexed attributes always take the full path: proving their prefix unchanged means reading
+every attribute again (no `Convention.incremental`)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ from collections.abc import Mapping
 from typing import Final
 
 from af_otel import names
+from af_otel.model import fields as ledger_fields
+from af_otel.model.request import Request
 from af_otel.semconv import responses
 from af_otel.semconv.adapted import (
     NOTE_MODEL_FROM_RESPONSE,
@@ -39,6 +44,7 @@ from af_otel.semconv.coerce import (
     provider,
     text,
 )
+from af_otel.semconv.convention import Convention, Entry, Keys
 from af_otel.semconv.rows import DIAL_TYPES, Row, bucket, dense, dial_rows, read_rows
 
 SPAN_KIND: Final = "openinference.span.kind"
@@ -282,3 +288,52 @@ def _tool(fields: dict[str, object]) -> JsonValue:
         fields.get("tool.description"),
         None if parameters is None else content_value(parameters),
     )
+
+
+LEDGER: Final = (
+    Entry(
+        "openinference",
+        ("openinference.instrumentation",),
+        ("openinference",),
+        # anthropic 3.1 writes a thinking block's signature; older releases may not, so a
+        # signature counts as recorded only where the span shows one.
+        frozenset(ledger_fields.FIELDS)
+        - {ledger_fields.TOOL_ERROR, ledger_fields.SIGNATURE, ledger_fields.TOOLS},
+        "openai 0.1.66, anthropic 3.1",
+        # On a Responses call its tools are the response's echo, which the adapter leaves out.
+        marked=((ledger_fields.TOOLS, NOTE_TOOLS_ECHOED),),
+    ),
+)
+CONTENT: Final = Keys(
+    frozenset({"input.value", "output.value"})
+    | {"llm.prompt_template.template", "llm.prompt_template.variables"},
+    (INPUT_MESSAGES, "llm.output_messages.", TOOLS, PROMPTS, "llm.choices."),
+)
+OUTPUT: Final = Keys(frozenset({"output.value"}), ("llm.output_messages.", "llm.choices."))
+
+
+def responses_missing(request: Request) -> tuple[str, ...]:
+    """openai 0.1.66 leaves out a Responses input item's arguments string of "{}", so a replayed
+    call shown without arguments may have had "{}"."""
+    calls = (
+        p for m in request.messages for p in m.get("parts", ()) if p.get("type") == "tool_call"
+    )
+    return (responses.CALL_ARGUMENTS,) if any("arguments" not in p for p in calls) else ()
+
+
+OPENINFERENCE: Final = Convention(
+    "openinference",
+    claims=claims,
+    is_llm_call=lambda attributes, span_name: is_llm_call(attributes),
+    adapt=adapt,
+    content=CONTENT,
+    output=OUTPUT,
+    ledger=LEDGER,
+    sdk_scopes=frozenset(
+        {"openinference.instrumentation.openai", "openinference.instrumentation.anthropic"}
+    ),
+    model_keys=("llm.model_name",),
+    # It keeps the request's own arguments and every input item.
+    responses=frozenset(responses.RESPONSES_FIELDS),
+    responses_missing=responses_missing,
+)

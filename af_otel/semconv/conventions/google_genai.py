@@ -6,7 +6,7 @@ It invents an id for every function call and function response the request carri
 one): ``{name}_{index}``, the part's index in its turn, or the index alone. And it records a
 function response without the function's name. So an id of that shape is not the request's and is
 left out of the request, and the field ledger names ``tool_call.id`` and ``tool_result.name`` as
-unrecorded wherever such parts are on record (`af_otel.semconv.ledger`, ``lacks``). Its spans name
+unrecorded wherever such parts are on record (`af_otel.semconv.ledger`, ``Entry.lacks``). Its spans name
 the provider ``gemini`` or ``vertex_ai``. Google ADK's own ``generate_content`` span (with
 ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``) is of the same shape and read alike.
 """
@@ -16,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from af_otel.semconv import genai
-from af_otel.semconv.adapted import Adapted, conclude
+from af_otel.model import fields
+from af_otel.model.request import SAMPLING_KEYS
+from af_otel.semconv.adapted import NOTE_OUTPUT_TYPE, Adapted, conclude
 from af_otel.semconv.coerce import text
+from af_otel.semconv.convention import Convention, Entry
+from af_otel.semconv.conventions import genai
 
 PROVIDERS: Final = frozenset({"gemini", "vertex_ai", "gcp.gemini", "gcp.vertex_ai", "gcp.gen_ai"})
 _PAIRED: Final = frozenset({"tool_call", "tool_call_response"})
@@ -72,3 +75,43 @@ def _build(attributes: Mapping[str, object]) -> tuple[dict[str, object], list[st
 
 def adapt(attributes: Mapping[str, object]) -> Adapted:
     return conclude("google-genai", attributes, lambda: _build(attributes))
+
+
+# Fields beyond `fields.FIELDS` its rows lack (`Entry.lacks`).
+TOOL_CALL_ID: Final = "tool_call.id"
+TOOL_RESULT_NAME: Final = "tool_result.name"
+_LACKS: Final = ((TOOL_CALL_ID, "tool_call"), (TOOL_RESULT_NAME, "tool_call_response"))
+# The dials util-genai's instrumentation of the Google client records.
+_GOOGLE_DIALS: Final = frozenset(SAMPLING_KEYS)
+
+GOOGLE_GENAI: Final = Convention(
+    "google-genai",
+    claims=claims,
+    is_llm_call=is_llm_call,
+    adapt=adapt,
+    content=genai.CONTENT,
+    output=genai.OUTPUT,
+    stacks=(
+        Entry(
+            "google-genai",
+            ("opentelemetry.instrumentation.google_genai",),
+            ("google-genai",),
+            frozenset({fields.MODEL, fields.TOOLS, *_GOOGLE_DIALS}),
+            "1.3b0 on google-genai 2.34.0 (and 3.6.1 with skip_dep_check)",
+            marked=(("response_format", NOTE_OUTPUT_TYPE),),
+            lacks=_LACKS,
+        ),
+        Entry(
+            "google-adk",
+            ("gcp.vertex.agent",),
+            ("google-genai",),
+            # Its generate_content span (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental):
+            # the GenAI content keys, the ids google-genai's instrumentation would invent, no dials.
+            frozenset({fields.MODEL, fields.TOOLS}),
+            "2.13.0",
+            lacks=_LACKS,
+        ),
+    ),
+    model_keys=("gen_ai.request.model",),
+    response_id_keys=("gen_ai.response.id",),
+)

@@ -20,9 +20,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final
 
-from af_otel.semconv import openinference, responses
+from af_otel.model import fields
+from af_otel.semconv import responses
 from af_otel.semconv.adapted import Adapted
 from af_otel.semconv.coerce import is_placeholder, json_or_plain
+from af_otel.semconv.convention import Convention, Entry
+from af_otel.semconv.conventions import openinference
 
 # The methods of llama-index's function-calling LLMs that prepare a call without making one.
 PREPARES_ONLY: Final = frozenset({"_prepare_chat_with_tools"})
@@ -53,3 +56,21 @@ def adapt(attributes: Mapping[str, object]) -> Adapted:
     if adapted.request is None or not adapted.request.get("params"):
         return adapted
     return replace(adapted, request={**adapted.request, "params": {}})
+
+
+LLAMA_INDEX: Final = Convention(
+    "llama-index",
+    claims=claims,
+    vetoes=prepares_only,
+    adapt=adapt,
+    ledger=(
+        Entry(
+            "openinference-llama-index",
+            ("openinference.instrumentation.llama_index",),
+            ("openinference",),
+            # Its parameters are the LLM's metadata, not the request's (this module).
+            frozenset({fields.MODEL, fields.TOOLS}),
+            "4.6.1 (llama-index-core 0.14.25, llama-index-llms-openai 0.8.3)",
+        ),
+    ),
+)

@@ -1,4 +1,4 @@
-"""Reading only what is new (af_otel/processor/incremental.py) gives the full path's evidence.
+"""Reading only what is new (af_otel/semconv/incremental.py) gives the full path's evidence.
 
 Two engines see the same calls of one run: one reads each call's tail after the run's last call,
 the other is made to read every call in full. Every attribute and commit event must be equal,
@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from af_otel.model import Request
-from af_otel.processor import commits, incremental
+from af_otel.processor import commits
 from af_otel.processor.engine import CallFacts, Engine, Enrichment
 from af_otel.processor.run_table import Finished, RunState
 from af_otel.processor.settings import resolve_settings
-from af_otel.semconv import Limits, record_of, responses
+from af_otel.semconv import Limits, incremental, record_of, responses
 from tests.without_otel import run_without
 
 LANE = "0123456789abcdef"
@@ -397,7 +397,7 @@ def test_without_the_fast_extra_the_prefix_is_recognised_by_sha256() -> None:
     done = run_without(
         """
         import hashlib, json
-        from af_otel.processor import incremental
+        from af_otel.semconv import incremental
         from af_otel.semconv import Limits, record_of
         assert incremental.new_hash is hashlib.sha256, incremental.new_hash
         history = [{"role": "user", "content": "q0"}]
