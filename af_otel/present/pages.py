@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.model.request import INSTRUCTION_ROLES
-from af_otel.present.parts import held_shown, json_text, show_part
+from af_otel.present.parts import agent_lines, held_shown, json_text, show_part
 from af_otel.present.sheet import LEGEND, STYLE
 from af_otel.reader.gaps import BackendNote, Gap, gap_why
 from af_otel.reader.verify import Verdict, VerdictStatus
@@ -284,6 +284,15 @@ def _same_call(view: ServedView) -> str:
     )
 
 
+def _agent(view: ServedView) -> str:
+    """The call's place in the agent tree, where the record shows one (nothing otherwise)."""
+    lines = agent_lines(view.agent)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_e(line)}</li>" for line in lines)
+    return f'<div class="section agent"><h4>Agent</h4><ul>{items}</ul></div>'
+
+
 def _epoch(view: ServedView, verdict: Verdict | None, page: _Page) -> str:
     """One epoch: the section both the report and the served page are made of."""
     model = " · ".join(_e(x) for x in (view.model, view.provider) if x) or "model not on record"
@@ -294,6 +303,7 @@ def _epoch(view: ServedView, verdict: Verdict | None, page: _Page) -> str:
         f'<span class="muted">{model} · span <code>{_e(view.span_id)}</code>'
         f" {_e(view.name)} · {_e(view.recorded_by or 'scope unknown')}"
         f"{' · ' + _e(view.service) if view.service else ''}{_same_call(view)}</span></header>"
+        f"{_agent(view)}"
         f'<div class="section"><h4>Verdict</h4>{_verdict(verdict)}</div>'
         f'<div class="section"><h4>Receipt</h4>{_receipt(view, verdict)}</div>'
         f'<div class="section"><h4>Gaps</h4>{_gaps(view, page)}</div>'

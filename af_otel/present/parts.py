@@ -9,9 +9,17 @@ from typing import Any, Final
 
 import orjson
 
+from af_otel.reader.agents import Agent, AgentStep, ToolRun
 from af_otel.reader.view import HeldCall
 
-__all__ = ["FOLD_CHARS", "ShownPart", "held_shown", "json_text", "show_part"]
+__all__ = [
+    "FOLD_CHARS",
+    "ShownPart",
+    "agent_lines",
+    "held_shown",
+    "json_text",
+    "show_part",
+]
 
 # Parts longer than this are shown folded, on the page and by the command line (but with
 # --full): both stay readable with tool results of megabytes.
@@ -79,3 +87,36 @@ def held_shown(call: HeldCall) -> str:
         f"epoch {call.epoch}'s request ({request}) and its answer {call.response_id} "
         f"(answer not receipted){facts}"
     )
+
+
+_TOOL_STATUS: Final = {"ok": "ok", "error": "failed", "unset": "no status recorded"}
+
+
+def _agent_named(agent: Agent) -> str:
+    return f"{agent.name} (span {agent.span_id}" + (
+        f", id {agent.agent_id})" if agent.agent_id else ")"
+    )
+
+
+def _tool_shown(run: ToolRun) -> str:
+    text = f"tool run: {run.name or 'unnamed'}"
+    if run.call_id:
+        text += f" · call {run.call_id}"
+    text += " · " + _TOOL_STATUS[run.status] + (f" ({run.error})" if run.error else "")
+    if run.decision:
+        text += f" · decision {run.decision}"
+    return f"{text} · span {run.span_id}"
+
+
+def agent_lines(step: AgentStep | None) -> list[str]:
+    """The call's place in the agent tree, one line a fact: its agent, a handoff to it, each tool
+    run after it; none when the record shows no agent and no tool."""
+    if step is None:
+        return []
+    lines = []
+    if step.handoff_from is not None and step.agent is not None:
+        lines.append(f"handoff: {step.handoff_from.name} -> {step.agent.name}")
+    if step.agent is not None:
+        lines.append(f"agent {_agent_named(step.agent)}")
+    lines.extend(_tool_shown(run) for run in step.tools)
+    return lines

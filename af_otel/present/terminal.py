@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from af_otel import names
-from af_otel.present.parts import FOLD_CHARS, held_shown, json_text, show_part
+from af_otel.present.parts import FOLD_CHARS, agent_lines, held_shown, json_text, show_part
+from af_otel.reader.agents import Agent, AgentStep
 from af_otel.reader.gaps import BackendNote, gap_why
 from af_otel.reader.verdict_json import verdict_json
 from af_otel.reader.verify import Verdict, VerdictStatus
@@ -43,6 +44,8 @@ def print_view(
     print(head, file=out)
     print(f"  {where}", file=out)
     print(f"  {_recorded_by(view)}", file=out)
+    for line in agent_lines(view.agent):
+        print(f"  {line}", file=out)
     if verdict is not None:
         print(f"  verdict: {verdict.status.value} — {verdict.reason}", file=out)
     print(f"  model {view.model or '—'} · provider {view.provider or '—'}", file=out)
@@ -141,8 +144,40 @@ def view_json(view: ServedView, verdict: Verdict | None) -> dict[str, Any]:
             for h in view.held
         ],
     }
+    if view.agent is not None:
+        out.update(_agent_json(view.agent))
     if verdict is not None:
         out["verdict"] = verdict_json(verdict)
+    return out
+
+
+def _agent_dict(agent: Agent | None) -> dict[str, Any] | None:
+    if agent is None:
+        return None
+    return {"name": agent.name, "span_id": agent.span_id, "id": agent.agent_id}
+
+
+def _agent_json(step: AgentStep) -> dict[str, Any]:
+    """The keys a view in the agent tree adds: ``agent`` (with the handoff to it) where an agent
+    span encloses the call, ``tools_run`` where tools ran after it (``tools`` is the request's)."""
+    out: dict[str, Any] = {}
+    if step.agent is not None:
+        out["agent"] = {
+            **(_agent_dict(step.agent) or {}),
+            "handoff_from": _agent_dict(step.handoff_from),
+        }
+    if step.tools:
+        out["tools_run"] = [
+            {
+                "name": run.name,
+                "call_id": run.call_id,
+                "span_id": run.span_id,
+                "status": run.status,
+                "error": run.error,
+                "decision": run.decision,
+            }
+            for run in step.tools
+        ]
     return out
 
 

@@ -26,28 +26,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from af_otel import forksafe, names
+from af_otel.model.agent_spans import is_agent_span
 
 SpanKey = tuple[int, int]
 CONVERSATION_ID: Final = "gen_ai.conversation.id"
-OPERATION: Final = "gen_ai.operation.name"
-# The operations of a span that encloses an agent's calls: the GenAI conventions' agent and
-# workflow spans, the newer conventions' runner entry point and internal invocation span. Matched
-# on gen_ai.operation.name, else on the span name's first word (spans named by the convention,
-# `invoke_agent travel-assistant`, whose attributes say nothing).
-AGENT_OPERATIONS: Final = frozenset(
-    {
-        "invoke_agent",
-        "invoke_workflow",
-        "handle_conversation_turn",
-        "invocation.internal",
-        "gen_ai.invocation.internal",
-    }
-)
-# Framework conventions' agent spans: attribute -> the values that mark one.
-FRAMEWORK_AGENT_KINDS: Final[Mapping[str, frozenset[str]]] = {
-    "openinference.span.kind": frozenset({"AGENT"}),
-    "traceloop.span.kind": frozenset({"agent", "workflow"}),
-}
 # Open spans at or under an agent span: bounded like the engine's open calls (a span that never
 # ends must not hold memory forever; an evicted one's calls fall back to rule 2 or 4).
 MAX_ENCLOSED: Final = 65_536
@@ -86,17 +68,6 @@ def _ambient_reader() -> Callable[[], str | None]:
 
 
 ambient_conversation: Final = _ambient_reader()
-
-
-def is_agent_span(attributes: Mapping[str, Any], name: str) -> bool:
-    """Whether a span encloses an agent's calls (rule 3's spans)."""
-    operation = attributes.get(OPERATION)
-    if operation is not None:
-        return operation in AGENT_OPERATIONS
-    for key, kinds in FRAMEWORK_AGENT_KINDS.items():
-        if attributes.get(key) in kinds:
-            return True
-    return name.partition(" ")[0] in AGENT_OPERATIONS
 
 
 def span_run_id(key: SpanKey) -> str:

@@ -132,6 +132,9 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "view damaged, naming the blob and the field it feeds.",
         "view.context": "the reader's working memory for the run (other epochs' views, "
         "recomputed digests); holds no fact of its own.",
+        "view.agent": "the call's place in the agent tree, read from the agent and tool spans "
+        "around it (the agent that made it, the tools run after it, a handoff); it says who "
+        "asked and what ran next, not what was sent.",
     }
 )
 

@@ -21,6 +21,7 @@ from af_otel import forksafe, names
 from af_otel.model import FrozenDict, Request, sealed_reasoning
 from af_otel.model.gap_rules import sealed_messages
 from af_otel.model.request import REQUEST_KEYS, normalize_params
+from af_otel.reader.agents import AgentStep, agent_steps
 from af_otel.reader.arguments import spans_only
 from af_otel.reader.blobs import BlobDamage
 from af_otel.reader.closes import RunEnd, close_records, run_end
@@ -151,6 +152,9 @@ class ServedView:
     # The digest the run's close record states for this call when it names it as its lane's
     # last ("" for a call without a receipt); `verify` makes a view whose receipt differs damaged.
     closed_with: str | None = None
+    # Where the call sits in the agent tree (`af_otel.reader.agents`): its agent, the tools run
+    # after it, a handoff; None when the record shows no agent span above it and no tool after it.
+    agent: AgentStep | None = None
 
     @property
     def request(self) -> Request:
@@ -214,6 +218,7 @@ def served_views(
 
 
 def _built_views(spans: Iterable[SpanRecord], store: Store) -> tuple[ServedView, ...]:
+    spans = list(spans)  # read twice: for the calls, and for the agent and tool spans around them
     calls, merged = split_merged(spans)
     runs, loose = group_runs(calls, store)
     closes = close_records(calls)
@@ -241,7 +246,25 @@ def _built_views(spans: Iterable[SpanRecord], store: Store) -> tuple[ServedView,
             shared, lanes = {}, []
     for span in loose:
         out.append(_loose_view(span))
-    return tuple(out)
+    return tuple(_with_agents(out, spans))
+
+
+def _with_agents(views: list[ServedView], spans: Sequence[SpanRecord]) -> list[ServedView]:
+    """The views, each with its place in the agent tree where the record shows one."""
+    steps = agent_steps(spans, [(view.run_id, view.trace_id, view.span_id) for view in views])
+    if not steps:
+        return views
+    out = []
+    for view in views:
+        step = steps.get((view.trace_id, view.span_id))
+        if step is None:
+            out.append(view)
+            continue
+        placed = replace(view, agent=step)
+        if view.context.views.get(view.epoch) is view:
+            view.context.views[view.epoch] = placed
+        out.append(placed)
+    return out
 
 
 def _writer_epoch(record: EpochRecord) -> int | None:
