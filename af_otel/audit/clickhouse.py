@@ -43,12 +43,13 @@ __all__ = [
 ]
 
 DEFAULT_TABLE: Final = "otel_traces"
-# A block of rows as ClickHouse sends it: small enough that a block is never a memory concern,
-# large enough that per-block overhead vanishes.
-BLOCK_ROWS: Final = 2048
-# Rows one query of `stream_runs` sorts (ClickHouse holds them while it sorts): a few tens of MiB
-# of the exporter's rows, and few enough scans of the window that they cost little.
-SORT_ROWS: Final = 20_000
+# A block of rows as ClickHouse sends it: an LLM span's row is about 2.5 KB in the table and
+# several times that decoded, so 512 rows are a few MiB on each side (2,048 were some 50 MiB of
+# Python objects), and per-block overhead still vanishes.
+BLOCK_ROWS: Final = 512
+# Rows one query of `stream_runs` sorts (ClickHouse holds them while it sorts): some 25 MB of the
+# exporter's rows, and a scan of the window per 10,000 rows, a few percent of the audit's time.
+SORT_ROWS: Final = 10_000
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # The spans the reader counts as LLM calls (`af_otel.reader.runs.is_enriched_call`, plus the spans
