@@ -14,10 +14,12 @@ from af_otel.audit.clickhouse import (
     JsonTable,
     Shard,
     Table,
+    connect_embedded,
     count_runs,
     run_ranges,
     stream_runs,
 )
+from af_otel.audit.files import Files
 from af_otel.audit.progress import Progress
 from af_otel.audit.summary import WORST, Tally
 from tests.audit.conftest import Loaded
@@ -52,6 +54,19 @@ def test_the_runs_are_the_same_whatever_rows_one_query_sorts(
         assert len(ranges) == len(whole) == 12
         assert all(low == high for low, high in ranges)
         assert [bytes.fromhex(low).decode() for low, _ in ranges] == [run.key for run in whole]
+
+
+def test_files_come_in_the_same_runs_whatever_rows_one_query_sorts(loaded: Loaded) -> None:
+    """The same for span files read by ClickHouse's file(): each range reads the files again."""
+    scan = Files(str(loaded.day.traces))
+    client = connect_embedded()
+    try:
+        whole = list(stream_runs(client, scan, None, None, sort_rows=10**9))
+        assert len(whole) == 12
+        for rows in (1, 4):
+            assert list(stream_runs(client, scan, None, None, sort_rows=rows)) == whole
+    finally:
+        client.close()
 
 
 def test_a_range_holds_at_most_its_rows_unless_one_run_is_larger(
