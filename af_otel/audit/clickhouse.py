@@ -4,8 +4,9 @@
 (clickhouse-connect's chDB backend) on a directory, ``http(s)://host:8123`` a server or a cluster.
 Both go through the same client, so the query is the same text either way. ClickHouse does the
 scan (the exporter's day partitions and its index on the attribute keys), the filter (the spans
-af_otel enriched) and the grouping: rows come ordered by run, in blocks, and are handed on one run
-at a time, so the Python side holds one run (and one block) and never the day.
+af_otel enriched) and the grouping: the run keys are sorted alone, then each range of runs comes
+ordered by run, in blocks, and is handed on one run at a time, so the Python side holds one run
+(and one block) and the engine one range's sort, never the day.
 """
 
 from __future__ import annotations
@@ -35,15 +36,20 @@ __all__ = [
     "connect_embedded",
     "count_runs",
     "referencing_rows",
+    "run_ranges",
     "shard_clause",
     "stream_runs",
     "table_scan",
 ]
 
 DEFAULT_TABLE: Final = "otel_traces"
-# A block of rows as ClickHouse sends it: small enough that a block is never a memory concern,
-# large enough that per-block overhead vanishes.
-BLOCK_ROWS: Final = 2048
+# A block of rows as ClickHouse sends it: an LLM span's row is about 2.5 KB in the table and
+# several times that decoded, so 512 rows are a few MiB on each side (2,048 were some 50 MiB of
+# Python objects), and per-block overhead still vanishes.
+BLOCK_ROWS: Final = 512
+# Rows one query of `stream_runs` sorts (ClickHouse holds them while it sorts): some 25 MB of the
+# exporter's rows, and a scan of the window per 10,000 rows, a few percent of the audit's time.
+SORT_ROWS: Final = 10_000
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # The spans the reader counts as LLM calls (`af_otel.reader.runs.is_enriched_call`, plus the spans
@@ -272,19 +278,71 @@ def referencing_rows(
     return RunRows("", tuple(tuple(row) for row in rows), scan.kind)
 
 
+def run_ranges(
+    client: Client,
+    scan: Scan,
+    window: Window | None,
+    shard: Shard | None,
+    rows: int = SORT_ROWS,
+) -> list[tuple[str, str]]:
+    """The run keys of the window (of the shard) cut into consecutive ranges in key order, each
+    of whole runs holding at most ``rows`` rows (a larger run alone), as the hex of their first
+    and last keys (a key's bytes go back to ClickHouse as they came, whatever they are).
+
+    ClickHouse sorts only the keys, one row a run; what is held here is one pair a range."""
+    sql, parameters = scan.sql(
+        window, shard, f"hex({scan.run_key}), count()", "GROUP BY 1 ORDER BY 1"
+    )
+    ranges: list[tuple[str, str]] = []
+    first = last = ""
+    held = 0
+    try:
+        with client.query_row_block_stream(
+            sql, parameters=parameters, settings={"max_block_size": BLOCK_ROWS}
+        ) as blocks:
+            for block in blocks:
+                for key, count in block:
+                    if held and held + count > rows:
+                        ranges.append((first, last))
+                        held = 0
+                    if not held:
+                        first = key
+                    last, held = key, held + int(count)
+    except Exception as exc:
+        raise _failed(scan, exc) from exc
+    if held:
+        ranges.append((first, last))
+    return ranges
+
+
 def stream_runs(
     client: Client,
     scan: Scan,
     window: Window | None,
     shard: Shard | None,
     block_rows: int = BLOCK_ROWS,
+    sort_rows: int = SORT_ROWS,
 ) -> Iterator[RunRows]:
-    """Every run of the window (of the shard), one at a time, its rows in start order; rows
-    arrive in blocks of ``block_rows``, so a block and a run are what is held.
+    """Every run of the window (of the shard), one at a time in key order, its rows in start
+    order; rows arrive in blocks of ``block_rows``, so a block and a run are what is held here.
 
-    ClickHouse sorts by run key (spilling to disk past ``max_bytes_before_external_sort`` on a
-    server configured so); a run is complete when the next row names another."""
-    sql, parameters = scan.sql(window, shard, scan.row_columns, f"ORDER BY {scan.order}")
+    ClickHouse holds what it sorts: one query sorting the day's rows by run peaks with the day.
+    So the keys are sorted first (`run_ranges`), and each range of runs, about ``sort_rows``
+    rows, is a query of its own that sorts only those; a run is complete when the next row
+    names another. Each query scans the window again (the exporter's table has no index on the
+    run), a cost of one scan per ``sort_rows`` rows."""
+    order = f"ORDER BY {scan.order}"
+    between = f"AND {scan.run_key} BETWEEN unhex({{low:String}}) AND unhex({{high:String}})"
+    for low, high in run_ranges(client, scan, window, shard, sort_rows):
+        sql, parameters = scan.sql(window, shard, scan.row_columns, f"{between} {order}")
+        parameters.update(low=low, high=high)
+        yield from _sorted_runs(client, scan, sql, parameters, block_rows)
+
+
+def _sorted_runs(
+    client: Client, scan: Scan, sql: str, parameters: dict[str, Any], block_rows: int
+) -> Iterator[RunRows]:
+    """The runs of one query whose rows come ordered by run key."""
     key: str | None = None
     rows: list[tuple[Any, ...]] = []
     try:

@@ -4,12 +4,22 @@ progress its total, the progress line itself, and the tally's worst runs."""
 from __future__ import annotations
 
 import io
+from itertools import pairwise
 from typing import Any
 
 from rich.console import Console
 
 from af_otel.audit.calls import CallResult
-from af_otel.audit.clickhouse import Shard, Table, count_runs, stream_runs
+from af_otel.audit.clickhouse import (
+    JsonTable,
+    Shard,
+    Table,
+    connect_embedded,
+    count_runs,
+    run_ranges,
+    stream_runs,
+)
+from af_otel.audit.files import Files
 from af_otel.audit.progress import Progress
 from af_otel.audit.summary import WORST, Tally
 from tests.audit.conftest import Loaded
@@ -25,6 +35,58 @@ def test_the_count_is_the_runs_and_spans_the_stream_gives(loaded: Loaded, clickh
             sum(len(run.rows) for run in runs),
         )
     assert count_runs(clickhouse, table, None, None) == (12, loaded.rows)
+
+
+def test_the_runs_are_the_same_whatever_rows_one_query_sorts(
+    loaded: Loaded, clickhouse: Any
+) -> None:
+    """stream_runs sorts a range of runs a query: cut small (a run a query) or not at all (the
+    day in one), the runs, their order and their rows' order are the same, shards too."""
+    for table in (Table(loaded.url, "default"), JsonTable(loaded.url, "jsonday")):
+        for shard in (None, Shard(0, 2), Shard(1, 2)):
+            whole = list(stream_runs(clickhouse, table, None, shard, sort_rows=10**9))
+            assert len(run_ranges(clickhouse, table, None, shard, 10**9)) == 1
+            for rows in (1, 3, 7):
+                cut = list(stream_runs(clickhouse, table, None, shard, sort_rows=rows))
+                assert cut == whole, (table, shard, rows)
+        whole = list(stream_runs(clickhouse, table, None, None))
+        ranges = run_ranges(clickhouse, table, None, None, 1)
+        assert len(ranges) == len(whole) == 12
+        assert all(low == high for low, high in ranges)
+        assert [bytes.fromhex(low).decode() for low, _ in ranges] == [run.key for run in whole]
+
+
+def test_files_come_in_the_same_runs_whatever_rows_one_query_sorts(loaded: Loaded) -> None:
+    """The same for span files read by ClickHouse's file(): each range reads the files again."""
+    scan = Files(str(loaded.day.traces))
+    client = connect_embedded()
+    try:
+        whole = list(stream_runs(client, scan, None, None, sort_rows=10**9))
+        assert len(whole) == 12
+        for rows in (1, 4):
+            assert list(stream_runs(client, scan, None, None, sort_rows=rows)) == whole
+    finally:
+        client.close()
+
+
+def test_a_range_holds_at_most_its_rows_unless_one_run_is_larger(
+    loaded: Loaded, clickhouse: Any
+) -> None:
+    """run_ranges cuts between runs only: each range's rows are at most the budget, or it is one
+    run, and together they are every row in key order."""
+    table = Table(loaded.url, "default")
+    runs = list(stream_runs(clickhouse, table, None, None, sort_rows=10**9))
+    for budget in (2, 5, 11):
+        ranges = run_ranges(clickhouse, table, None, None, budget)
+        assert all(a[1] < b[0] for a, b in pairwise(ranges))
+        inside = [
+            [run for run in runs if low <= run.key.encode().hex().upper() <= high]
+            for low, high in ranges
+        ]
+        assert [run for group in inside for run in group] == runs
+        for group in inside:
+            held = sum(len(run.rows) for run in group)
+            assert held <= budget or len(group) == 1, (budget, held, len(group))
 
 
 def test_the_progress_line_shows_runs_and_calls() -> None:
