@@ -181,7 +181,8 @@ def write_on_span(span: Any, enrichment: Enrichment) -> None:
 
     The gap attributes go first so that, on a span at its attribute limit, the SDK evicts the
     instrumentation's oldest keys rather than af_otel's; if writing evicted anything, ``af.gaps``
-    is rewritten with ``span-limits`` (rewriting a key evicts nothing)."""
+    is rewritten with ``span-limits`` (rewriting a key evicts nothing), except under an af-2
+    receipt, whose digest binds ``af.gaps`` as sealed."""
     before = _dropped(span)
     attributes = enrichment.attributes
     found = list(attributes.get(names.GAPS, ()))
@@ -196,6 +197,9 @@ def write_on_span(span: Any, enrichment: Enrichment) -> None:
     )
     for event_name, event_attributes in enrichment.events:
         span.add_event(event_name, event_attributes)
-    if _dropped(span) > before and names.GAP_SPAN_LIMITS not in found:
+    # An af-2 digest binds af.gaps as sealed: rewriting them would make the call read damaged.
+    # There the reader names the cut from the span's own dropped count (docs/reader.md).
+    sealed = attributes.get(names.RECEIPT_SCHEME) in (names.SCHEME_2, names.SCHEME_2_HMAC)
+    if _dropped(span) > before and names.GAP_SPAN_LIMITS not in found and not sealed:
         found = in_order({*found, names.GAP_SPAN_LIMITS})
         span.set_attribute(names.GAPS, found)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util.genai.completion_hook import load_completion_hook
@@ -229,3 +229,38 @@ def test_without_util_genais_serializer_the_hook_mints_nothing_else(
     assert calls
     assert {af(s)[names.RECEIPT_STATE] for s in calls} == {names.STATE_ERROR}
     assert not any(names.RECEIPT_DIGEST in af(s) for s in calls)
+
+
+@pytest.mark.parametrize("wire", [False, True])
+def test_a_limits_cut_in_the_hook_form_is_a_gap_not_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: bool
+) -> None:
+    """Hook-only, on a span at its attribute limit: writing the receipt evicts instrumentation
+    attributes. The af-2 digest binds af.gaps as sealed, so the hook must not rewrite them after
+    sealing; the reader names the cut from the span's own dropped count. Never damaged."""
+    monkeypatch.setenv("AF_OTEL_STORE", str(tmp_path / "hook-store"))
+    monkeypatch.setenv("AF_OTEL_WIRE", "on" if wire else "off")
+    monkeypatch.setattr(engine_module, "_live", weakref.WeakSet())
+    monkeypatch.setattr(engine_module, "_default", None)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=30))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with (
+        instrumented_openai(provider, completion_hook=completion_hook) as client,
+        provider.get_tracer("agent").start_as_current_span("agent"),
+    ):
+        weather_agent(client, turns=1)
+    spans = exporter.get_finished_spans()
+    calls = llm_spans(spans)
+    assert calls
+    assert all(af(s)[names.RECEIPT_SCHEME] == names.SCHEME_2 for s in calls)
+    assert any(s.dropped_attributes for s in calls)  # the limit did cut
+    views = served_views(tuple(read_spans(spans)), store=LocalStore(tmp_path / "hook-store"))
+    assert len(views) == len(calls)
+    for view in views:
+        verdict = verify(view)
+        assert verdict.status is not VerdictStatus.DAMAGED, verdict.reason
+        # A call minted from the wire was not cut by the span's limits (docs/reader.md); one read
+        # off the span was, and says so.
+        cut = names.GAP_SPAN_LIMITS in {g.kind for g in view.gaps}
+        assert cut is (view.source != names.SOURCE_WIRE)
