@@ -54,6 +54,25 @@ _LLM: Final = (
 )
 
 
+def span_rows_sql(
+    inner: str, window: Window | None, shard: Shard | None, select: str, tail: str = ""
+) -> tuple[str, dict[str, Any]]:
+    """The query over ``inner``'s span rows (``run_id``, ``trace_id``, ``span_id``, ``keys``,
+    ``events``, ``start_ns``: span files here, Tempo blocks in `af_otel.audit.tempo`) that keeps
+    the spans af_otel enriched, in the window and the shard, with the run key they group by."""
+    clauses: list[str] = [_LLM]
+    parameters: dict[str, Any] = {}
+    if window is not None:
+        clauses.append("start_ns >= {start:Int64} AND start_ns < {end:Int64}")
+        parameters.update(start=window.start_ns, end=window.end_ns)
+    clauses += shard_clause(shard, "run_key", parameters)
+    sql = (
+        f"SELECT {select} FROM (SELECT *, {_KEY} AS run_key FROM ({inner}))"
+        f" WHERE {' AND '.join(clauses)} {tail}"
+    )
+    return sql, parameters
+
+
 def _quoted(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
@@ -80,17 +99,7 @@ class Files:
             _SPANS.format(run=names.RUN_ID, path=_quoted(os.path.abspath(path)))
             for path in self.paths or (self.pattern,)
         )
-        clauses: list[str] = [_LLM]
-        parameters: dict[str, Any] = {}
-        if window is not None:
-            clauses.append("start_ns >= {start:Int64} AND start_ns < {end:Int64}")
-            parameters.update(start=window.start_ns, end=window.end_ns)
-        clauses += shard_clause(shard, "run_key", parameters)
-        sql = (
-            f"SELECT {select} FROM (SELECT *, {_KEY} AS run_key FROM ({inner}))"
-            f" WHERE {' AND '.join(clauses)} {tail}"
-        )
-        return sql, parameters
+        return span_rows_sql(inner, window, shard, select, tail)
 
     def __str__(self) -> str:
         return self.pattern

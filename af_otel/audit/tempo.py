@@ -23,7 +23,8 @@ from typing import Any, ClassVar, Final
 import orjson
 
 from af_otel import names
-from af_otel.audit.clickhouse import Shard, shard_clause
+from af_otel.audit.clickhouse import Shard
+from af_otel.audit.files import span_rows_sql
 from af_otel.errors import SourceError
 from af_otel.reader.records import (
     AttrValue,
@@ -157,14 +158,6 @@ FROM file('{path}', 'Parquet')
 ARRAY JOIN rs ARRAY JOIN rs.ss AS ss ARRAY JOIN ss.Spans AS span"""
 
 
-_KEY: Final = "if(run_id != '', run_id, concat('span:', trace_id, ':', span_id))"
-_LLM: Final = (
-    f"(has(keys, '{names.RECEIPT_STATE}') OR has(keys, '{names.RUN_ID}')"
-    f" OR has(keys, '{names.EPOCH}') OR has(events, '{names.COMMIT_EVENT}')"
-    " OR arrayExists(k -> startsWith(k, 'af.receipt.'), keys))"
-)
-
-
 @dataclass(frozen=True, slots=True)
 class TempoBlocks:
     """The vParquet4 blocks at or under ``directory``, read by ClickHouse's ``file()``."""
@@ -188,17 +181,7 @@ class TempoBlocks:
         self, window: Window | None, shard: Shard | None, select: str, tail: str = ""
     ) -> tuple[str, dict[str, Any]]:
         inner = " UNION ALL ".join(_block_sql(block) for block in self.blocks)
-        clauses: list[str] = [_LLM]
-        parameters: dict[str, Any] = {}
-        if window is not None:
-            clauses.append("start_ns >= {start:Int64} AND start_ns < {end:Int64}")
-            parameters.update(start=window.start_ns, end=window.end_ns)
-        clauses += shard_clause(shard, "run_key", parameters)
-        sql = (
-            f"SELECT {select} FROM (SELECT *, {_KEY} AS run_key FROM ({inner}))"
-            f" WHERE {' AND '.join(clauses)} {tail}"
-        )
-        return sql, parameters
+        return span_rows_sql(inner, window, shard, select, tail)
 
     def __str__(self) -> str:
         return self.directory

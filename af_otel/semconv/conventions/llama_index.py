@@ -21,9 +21,7 @@ from dataclasses import replace
 from typing import Final
 
 from af_otel.model import fields
-from af_otel.semconv import responses
 from af_otel.semconv.adapted import Adapted
-from af_otel.semconv.coerce import is_placeholder, json_or_plain
 from af_otel.semconv.convention import Convention, Entry
 from af_otel.semconv.conventions import openinference
 
@@ -41,13 +39,7 @@ def prepares_only(attributes: Mapping[str, object], span_name: str) -> bool:
 
 def claims(attributes: Mapping[str, object], span_name: str) -> bool:
     """An OpenInference span whose parameters are llama-index's LLM metadata."""
-    if openinference.SPAN_KIND not in attributes:
-        return False
-    raw = attributes.get(responses.INVOCATION_PARAMETERS)
-    if raw is None or is_placeholder(raw):
-        return False
-    decoded = json_or_plain(raw)
-    return isinstance(decoded, dict) and decoded.keys() >= METADATA_KEYS
+    return openinference.parameters_hold(attributes, METADATA_KEYS)
 
 
 def adapt(attributes: Mapping[str, object]) -> Adapted:

@@ -20,9 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final
 
-from af_otel.semconv import responses
 from af_otel.semconv.adapted import NOTE_MODEL_FROM_RESPONSE, Adapted
-from af_otel.semconv.coerce import is_placeholder, json_or_plain
 from af_otel.semconv.convention import Convention, Entry
 from af_otel.semconv.conventions import openinference
 
@@ -31,13 +29,7 @@ ECHO_KEYS: Final = frozenset({"id", "created_at"})
 
 def claims(attributes: Mapping[str, object], span_name: str) -> bool:
     """An OpenInference span whose parameters are the response's echo."""
-    if openinference.SPAN_KIND not in attributes:
-        return False
-    raw = attributes.get(responses.INVOCATION_PARAMETERS)
-    if raw is None or is_placeholder(raw):
-        return False
-    decoded = json_or_plain(raw)
-    return isinstance(decoded, dict) and decoded.keys() >= ECHO_KEYS
+    return openinference.parameters_hold(attributes, ECHO_KEYS)
 
 
 def adapt(attributes: Mapping[str, object]) -> Adapted:

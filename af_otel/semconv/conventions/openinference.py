@@ -166,6 +166,19 @@ def _user_turns(built: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]
     return merged
 
 
+def parameters_hold(attributes: Mapping[str, object], keys: frozenset[str]) -> bool:
+    """An OpenInference span whose invocation parameters decode to an object holding every key
+    of ``keys``: how the frameworks that write them their own way tell their spans apart
+    (LlamaIndex's LLM metadata, the OpenAI Agents SDK's response echo)."""
+    if SPAN_KIND not in attributes:
+        return False
+    raw = attributes.get(responses.INVOCATION_PARAMETERS)
+    if raw is None or is_placeholder(raw):
+        return False
+    decoded = json_or_plain(raw)
+    return isinstance(decoded, dict) and decoded.keys() >= keys
+
+
 def _invocation(
     attributes: Mapping[str, object], notes: list[str]
 ) -> tuple[dict[str, object], Mapping[str, object]]:
