@@ -33,51 +33,26 @@ DIALS: Final = tuple(key for key in FIELDS if key in PARAM_KEYS)
 # The fields each provider's API has (Chat Completions for OpenAI, the Messages API for Anthropic).
 # A field the provider does not have cannot have been sent, so neither a missing record of it nor
 # a default for it says anything. A provider not listed is read as having every field.
+_MESSAGES_FIELDS: Final = frozenset(
+    {TOOLS, TOOL_ERROR, SIGNATURE, "tool_choice", "thinking"}
+    | {"temperature", "max_tokens", "top_p", "top_k", "stop_sequences"}
+)
+_GEMINI_FIELDS: Final = frozenset(
+    {TOOLS, SIGNATURE, *SAMPLING_KEYS, *STEERING_KEYS} - {"parallel_tool_calls", "reasoning_effort"}
+)
 PROVIDER_FIELDS: Final[Mapping[str, frozenset[str]]] = {
     # Chat Completions: every sampling dial but top_k, every steering setting but thinking.
     "openai": frozenset(
         {TOOLS, MESSAGE_NAME, *SAMPLING_KEYS, *STEERING_KEYS} - {"top_k", "thinking"}
     ),
-    "anthropic": frozenset(
-        {
-            TOOLS,
-            TOOL_ERROR,
-            SIGNATURE,
-            "tool_choice",
-            "thinking",
-            "temperature",
-            "max_tokens",
-            "top_p",
-            "top_k",
-            "stop_sequences",
-        }
-    ),
+    "anthropic": _MESSAGES_FIELDS,
     # Gemini's generateContent (Gemini API and Vertex AI): no parallel switch, no reasoning
     # effort (its thinking settings are `thinking`), no tool-result error flag, no message names.
-    "gcp.gemini": frozenset(
-        {TOOLS, SIGNATURE, *SAMPLING_KEYS, *STEERING_KEYS}
-        - {"parallel_tool_calls", "reasoning_effort"}
-    ),
-    "gcp.vertex_ai": frozenset(
-        {TOOLS, SIGNATURE, *SAMPLING_KEYS, *STEERING_KEYS}
-        - {"parallel_tool_calls", "reasoning_effort"}
-    ),
+    "gcp.gemini": _GEMINI_FIELDS,
+    "gcp.vertex_ai": _GEMINI_FIELDS,
     # Bedrock's Converse: inferenceConfig's dials, top_k and thinking through
-    # additionalModelRequestFields, toolChoice, tool results with a status.
-    "aws.bedrock": frozenset(
-        {
-            TOOLS,
-            TOOL_ERROR,
-            SIGNATURE,
-            "tool_choice",
-            "thinking",
-            "temperature",
-            "max_tokens",
-            "top_p",
-            "top_k",
-            "stop_sequences",
-        }
-    ),
+    # additionalModelRequestFields, toolChoice, tool results with a status: the Messages API's.
+    "aws.bedrock": _MESSAGES_FIELDS,
 }
 # Settings that only steer tool use: without tools on the request (or on record) they change nothing.
 _TOOL_SETTINGS: Final = frozenset({"tool_choice", "parallel_tool_calls"})
