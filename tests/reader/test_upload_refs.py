@@ -139,8 +139,9 @@ def test_the_upload_hook_alone_its_dropped_upload_is_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The upload hook as the instrumentation's only hook, under the processor, content capture
-    off: no call has a receipt of its content, nothing is compared, and a missing upload is still
-    named on its call."""
+    off: no call has a receipt of its content, so the uploads are shown as its content (the
+    record lacks it) with nothing to check them against, the verdicts stay what they were, and a
+    missing upload is still named on its call."""
     from opentelemetry.util.genai._upload.completion_hook import UploadCompletionHook
 
     monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
@@ -157,7 +158,18 @@ def test_the_upload_hook_alone_its_dropped_upload_is_named(
         provider.shutdown()
     _, plain = verdicts(capsys, traces, store)
     _, checked = verdicts(capsys, traces, store, "--upload-base", uploads.as_uri())
-    assert checked == plain
+    assert len(checked) == len(plain) == 2
+    for before, after in zip(plain, checked, strict=True):
+        assert before["status"] == after["status"] == "reconstructed"
+        assert after["reason"] == before["reason"]
+        assert names.GAP_NO_CONVERSATION in before["gaps"]
+        assert set(after["gaps"]) == set(before["gaps"]) - {names.GAP_NO_CONVERSATION}
+    main(
+        ["served", str(traces), "--store", str(store), "--json", "--upload-base", uploads.as_uri()]
+    )
+    views = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert [len(v["messages"]) for v in views] == [2, 4]
+    assert all(v["from_uploads"] == ["system", "messages", "tools"] for v in views)
     sorted(uploads.glob("*_inputs.json"))[0].unlink()
     _, checked = verdicts(capsys, traces, store, "--upload-base", uploads.as_uri())
     assert [names.GAP_UPLOAD_REF in v["gaps"] for v in checked].count(True) == 1
