@@ -42,10 +42,12 @@ def openai_on_wire(provider: TracerProvider, hook: Any) -> Iterator[tuple[openai
     with WireServer() as server:
         instrumentor = OpenAIInstrumentor()
         instrumentor.instrument(tracer_provider=provider, completion_hook=hook)
+        base = f"http://127.0.0.1:{server.port}/v1"
+        client = openai.OpenAI(api_key="test", base_url=base, max_retries=0)
         try:
-            base = f"http://127.0.0.1:{server.port}/v1"
-            yield openai.OpenAI(api_key="test", base_url=base, max_retries=0), server
+            yield client, server
         finally:
+            client.close()
             instrumentor.uninstrument()
 
 
@@ -93,16 +95,24 @@ def record(
     tools: bool,
     base: str,
     agent_done: Callable[[], None] = lambda: None,
+    *,
+    content: str = "none",
+    capture: str | None = None,
+    wire: bool = False,
 ) -> Recorded:
     """The agent recorded as the module docstring says, uploading under ``base``;
-    ``agent_done`` is called once the agent ends, before the uploads are flushed."""
-    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    ``agent_done`` is called once the agent ends, before the uploads are flushed. ``content``
+    is af_otel's content setting, ``capture`` the instrumentation's (None: off)."""
+    if capture is None:
+        monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    else:
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", capture)
     monkeypatch.delenv("AF_OTEL_CHAIN_HOOK", raising=False)
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK", "af_otel")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH", base)
     traces, store = tmp_path / "traces.jsonl", tmp_path / "store"
     provider = json_lines_provider(
-        traces, store=store, service_name="up", wire=False, content="none"
+        traces, store=store, service_name="up", wire=wire, content=content
     )
     hook = load_completion_hook()  # util-genai's loader: af_otel's entry point, wrapped
     try:
@@ -302,3 +312,60 @@ def test_an_upload_the_full_queue_dropped_is_a_gap_never_damage(
     finally:
         GatedMemory.gate.set()
         memory.rm(f"/{folder}", recursive=True)
+
+
+def test_an_output_that_is_not_the_spans_is_the_gap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With capture on the span holds the output too: an upload that is not it is the gap on its
+    call, the verdicts stand; intact uploads equal the span's output and add nothing."""
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    rec = record(tmp_path, monkeypatch, False, uploads.as_uri(), capture="SPAN_ONLY")
+    _, whole = verdicts(capsys, rec, "--upload-base", rec.uploads)
+    assert all(names.GAP_UPLOAD_REF not in v["gaps"] for v in whole)
+    target = uploads / rec.ref_of(2, "gen_ai.output.messages_ref")
+    output = json.loads(target.read_text(encoding="utf-8"))
+    output[0]["parts"][0]["content"] = "It is freezing."
+    target.write_text(json.dumps(output) + "\n", encoding="utf-8")
+    code, checked = verdicts(capsys, rec, "--upload-base", rec.uploads)
+    assert code == 0
+    assert [v["status"] for v in checked] == [v["status"] for v in whole]
+    assert [v["epoch"] for v in checked if names.GAP_UPLOAD_REF in v["gaps"]] == [2]
+
+
+@pytest.mark.parametrize("content", ["auto", "none"])
+def test_with_capture_off_nothing_uploaded_lands_on_the_span(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str
+) -> None:
+    """Never more exposed than the instrumentation: with capture off and both hooks, the trace
+    holds refs, receipts and sizes, and no word of the prompt, which only the uploads (and, under
+    ``content=auto``, af_otel's store) hold."""
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    rec = record(tmp_path, monkeypatch, True, uploads.as_uri(), content=content)
+    trace = rec.traces.read_text(encoding="utf-8")
+    assert "gen_ai.input.messages_ref" in trace
+    assert names.RECEIPT_DIGEST in trace
+    uploaded = "".join(p.read_text(encoding="utf-8") for p in uploads.iterdir())
+    for secret in (SECRET_SYSTEM, SECRET_USER, "sunny", "Weather for a city"):
+        assert secret in uploaded  # the test can see the text where it is
+        assert secret not in trace, secret
+    assert rec.store.exists() == (content == "auto")
+
+
+def test_a_call_minted_from_the_wire_is_not_filled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A receipt minted from the body the client sent is not the instrumentation's copy, which
+    may differ from it with nothing altered (a tool's ``strict`` flag genai-openai does not
+    record): such calls are not filled from the uploads, and read as without them."""
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    rec = record(tmp_path, monkeypatch, True, uploads.as_uri(), wire=True)
+    code, plain = verdicts(capsys, rec)
+    code_up, checked = verdicts(capsys, rec, "--upload-base", rec.uploads)
+    assert code == code_up == 0
+    assert {v["source"] for v in checked} == {"wire"}
+    assert checked == plain
+    assert all("from_uploads" not in v for v in served(capsys, rec))
