@@ -142,18 +142,11 @@ def verdicts(
     return code, [line for line in lines if line.get("type") != "summary"]
 
 
-def served(capsys: pytest.CaptureFixture[str], rec: Recorded) -> list[dict[str, Any]]:
-    main(
-        [
-            "served",
-            str(rec.traces),
-            "--store",
-            str(rec.store),
-            "--json",
-            "--upload-base",
-            rec.uploads,
-        ]
-    )
+def served(
+    capsys: pytest.CaptureFixture[str], rec: Recorded, uploads: bool = True
+) -> list[dict[str, Any]]:
+    extra = ["--upload-base", rec.uploads] if uploads else []
+    main(["served", str(rec.traces), "--store", str(rec.store), "--json", *extra])
     return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
 
 
@@ -186,6 +179,14 @@ def test_the_uploads_are_the_content_and_verify(
     assert code == 0
     assert len(plain) == len(recorded.bodies) >= 3
     assert all(names.GAP_NO_CONVERSATION in v["gaps"] for v in plain)
+    # Dials not on record are not "not set": the request set temperature and seed.
+    for view in served(capsys, recorded, uploads=False):
+        assert view["params"] is None
+        said = " ".join(
+            g["detail"] for g in view["gaps"] if g["kind"] == names.GAP_PROVIDER_DEFAULTS
+        )
+        assert "temperature" not in said
+        assert "seed" not in said
     code, checked = verdicts(capsys, recorded, "--upload-base", recorded.uploads)
     assert code == 0
     for verdict in checked:
