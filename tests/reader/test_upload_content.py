@@ -370,3 +370,29 @@ def test_a_call_minted_from_the_wire_is_not_filled(
     assert {v["source"] for v in checked} == {"wire"}
     assert checked == plain
     assert all("from_uploads" not in v for v in served(capsys, rec))
+
+
+def test_the_report_and_serve_show_the_uploads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report --upload-base` and `serve`'s evidence (``upload_base``) read the uploads as
+    `verify` does: the epochs verify, say which parts came from the files and show the output."""
+    from af_otel.web.evidence import Evidence
+
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    rec = record(tmp_path, monkeypatch, False, uploads.as_uri())
+    page = tmp_path / "report.html"
+    args = [str(rec.traces), "--store", str(rec.store), "--upload-base", rec.uploads]
+    assert main(["report", *args, "-o", str(page)]) == 0
+    capsys.readouterr()
+    html = page.read_text(encoding="utf-8")
+    assert html.count("Read from the upload hook") == len(rec.bodies)
+    assert "it is mild." in html  # the loopback server's answer, in the uploaded output
+    shown = Evidence(file=rec.traces, store=str(rec.store), upload_base=rec.uploads).epoch(
+        "uploaded", 2
+    )
+    assert shown.verdict is not None
+    assert shown.verdict.status == "verified"
+    assert shown.view.output is not None
+    assert "messages" in shown.view.from_uploads
