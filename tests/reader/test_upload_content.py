@@ -225,6 +225,29 @@ def test_an_edited_upload_is_damage(
     assert names.GAP_UPLOAD_REF not in damaged[0]["gaps"]
 
 
+def test_an_edited_upload_damages_the_calls_whose_check_rests_on_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An edit to a middle call's upload damages that call, and the next, whose receipt counts
+    the messages it kept from that (now altered) rebuild, as a damaged stored blob does; the
+    call before stands."""
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    rec = record(tmp_path, monkeypatch, False, uploads.as_uri())
+    target = uploads / rec.ref_of(2)
+    messages = json.loads(target.read_text(encoding="utf-8"))
+    messages[1]["parts"][0]["content"] = "Is it cold in Oslo?"
+    target.write_text(json.dumps(messages) + "\n", encoding="utf-8")
+    code, checked = verdicts(capsys, rec, "--upload-base", rec.uploads)
+    assert code == 1
+    assert [(v["epoch"], v["status"]) for v in checked] == [
+        (1, "verified"),
+        (2, "damaged"),
+        (3, "damaged"),
+    ]
+    assert {v["field"] for v in checked[1:]} == {"messages.kept"}
+
+
 def test_a_deleted_upload_is_the_gap(
     recorded: Recorded, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -396,3 +419,17 @@ def test_the_report_and_serve_show_the_uploads(
     assert shown.verdict.status == "verified"
     assert shown.view.output is not None
     assert "messages" in shown.view.from_uploads
+
+
+def test_jsonl_uploads_verify_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The upload hook's jsonl format (one element a line, with its index) reads the same."""
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_UPLOAD_FORMAT", "jsonl")
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    rec = record(tmp_path, monkeypatch, False, uploads.as_uri())
+    assert all(p.suffix == ".jsonl" for p in uploads.iterdir())
+    code, checked = verdicts(capsys, rec, "--upload-base", rec.uploads)
+    assert code == 0
+    assert [v["status"] for v in checked] == ["verified"] * len(rec.bodies)

@@ -5,10 +5,13 @@ is missing, or whose content is not the request on record, is `upload-ref-unreso
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from af_otel import names
 from af_otel.cli import main
@@ -185,3 +188,44 @@ def test_a_base_that_cannot_be_read_stops_the_read(
     code = main(["verify", str(traces), "--store", str(store), "--upload-base", base])
     assert code == 2
     assert base in capsys.readouterr().err
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_ITEMS = st.lists(
+    st.dictionaries(st.text(max_size=6).filter(lambda k: k != "index"), _JSON, max_size=4),
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(items=_ITEMS, jsonl=st.booleans(), order=st.randoms(use_true_random=False))
+def test_an_upload_reads_back_in_either_format(
+    items: list[dict[str, Any]], jsonl: bool, order: Any
+) -> None:
+    """Whatever the parts, a file in the hook's json format (one array) or jsonl (one element a
+    line with its index, in any order) reads back as the list the hook was given."""
+    import fsspec
+
+    name = f"{uuid.uuid4().hex}_inputs.{'jsonl' if jsonl else 'json'}"
+    if jsonl:
+        lines = [json.dumps({**item, "index": i}) for i, item in enumerate(items)]
+        order.shuffle(lines)
+    else:
+        lines = [json.dumps(items)]
+    memory = fsspec.filesystem("memory")
+    path = f"/af-otel-upload-props/{name}"
+    memory.pipe(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    try:
+        found = read_upload("memory://af-otel-upload-props", f"s3://anywhere/{name}")
+    finally:
+        memory.rm(path)
+    if jsonl and not items:
+        assert found in (None, [])  # an empty jsonl file holds no line at all
+    else:
+        assert found == items
