@@ -56,16 +56,21 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         help=f"most traces one --tempo/--jaeger search returns (default {SEARCH_LIMIT})",
     )
-    parser.add_argument(
-        "--upload-base",
-        metavar="URL",
-        help="where util-genai's upload hook wrote content (an fsspec URL): its refs are checked "
-        "against each call's record (upload-ref-unresolved)",
-    )
+    add_upload_option(parser)
     parser.set_defaults(source_parser=parser)
     add_store_options(parser)
     parser.add_argument("--run", metavar="R", help="only this run")
     parser.add_argument("--epoch", metavar="K", type=int, help="only this epoch (with --run)")
+
+
+def add_upload_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--upload-base",
+        metavar="URL",
+        help="where util-genai's upload hook wrote content (an fsspec URL): a call whose record "
+        "lacks its content is rebuilt from its uploads and verified, the others are checked "
+        "against them (upload-ref-unresolved)",
+    )
 
 
 def add_backend_options(parser: argparse.ArgumentParser, urls: Any) -> None:

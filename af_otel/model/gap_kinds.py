@@ -211,10 +211,10 @@ _ROWS: Final = (
     GapKind(
         names.GAP_UPLOAD_REF,
         ("system", "messages", "tools"),
-        ("system", "messages", "tools"),
+        ("system", "messages", "tools", "output"),
         "caveat",
-        "The copy of this request's content that the upload hook names is missing or is not "
-        "the request on record; the hook names its files even when it dropped the upload. "
+        "The copy of this call's content that the upload hook names is missing, unreadable or "
+        "not what the record holds; the hook names its files even when it dropped the upload. "
         "The view shows what the record proves; do not read the uploaded copy in its place.",
     ),
 )

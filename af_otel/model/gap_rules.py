@@ -52,9 +52,9 @@ def request_gaps(
         and choice not in {tool.get("name") for tool in tools}
     ):
         found.append((names.GAP_FORCED_TOOL_SCHEMA, f"tool {choice!r} is forced"))
-    if minted:
+    if minted and params is not None:  # settings not on record are not "not set"
         unset = defaulted(
-            params if params is not None else {},
+            params,
             provider,
             tools=tools is None or bool(tools),
             unrecorded_fields=unrecorded,

@@ -310,8 +310,24 @@ def _epoch(view: ServedView, verdict: Verdict | None, page: _Page) -> str:
         f'<div class="section"><h4>Changed since the parent</h4>{_changes(view)}</div>'
         f"{_request_parts(view)}"
         f'<div class="section"><h4>Messages</h4>{_messages(view, page)}</div>'
+        f"{_output(view, page)}"
         "</section>"
     )
+
+
+def _output(view: ServedView, page: _Page) -> str:
+    """Where the request was read from the upload hook's files, and the output it uploaded."""
+    out = ""
+    if view.from_uploads:
+        out += (
+            f"<p class='muted'>Read from the upload hook's files: {_e(', '.join(view.from_uploads))}"
+            " (the record lacks them; checked against the receipt like any rebuild).</p>"
+        )
+    if view.output is not None:
+        anchor = page.anchor(view) + "-out"
+        shown = "".join(_message(i, m, anchor) for i, m in enumerate(view.output))
+        out += f"<p>Output as the upload hook uploaded it (no receipt covers it).</p>{shown}"
+    return f'<div class="section"><h4>Uploads</h4>{out}</div>' if out else ""
 
 
 def _run_table(views: Sequence[ServedView], verdicts: Mapping[int, Verdict], page: _Page) -> str:

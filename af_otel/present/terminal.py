@@ -59,11 +59,8 @@ def print_view(
     if unrecorded:
         by = view.recorded_by or "the instrumentation"
         print(f"  not recorded by {by}: {', '.join(unrecorded)}", file=out)
-    if view.source == names.SOURCE_WIRE:
-        print("  request: the body the client sent (wire tap)", file=out)
-    if view.record_differs:
-        by = view.recorded_by or "the instrumentation"
-        print(f"  {by} recorded otherwise than sent: {', '.join(view.record_differs)}", file=out)
+    for line in _source_lines(view):
+        print(f"  {line}", file=out)
     for gap in view.gaps:
         cause = f" ({gap.cause})" if gap.cause else ""
         print(f"  gap {gap.kind}{cause}: {gap_why(gap, notes)}", file=out)
@@ -100,11 +97,34 @@ def print_view(
         print(f"  messages{own}: not on record", file=out)
     else:
         print(f"  messages ({len(view.messages)}){own}:", file=out)
-        for index, message in enumerate(view.messages):
-            print(f"    #{index} {message.get('role')}:", file=out)
-            for part in message.get("parts", ()):
-                print(indent(part_text(part, full), "      "), file=out)
+        _print_messages(view.messages, full, out)
+    if view.output is not None:
+        print(f"  output ({len(view.output)}, uploaded; no receipt covers it):", file=out)
+        _print_messages(view.output, full, out)
     print(file=out)
+
+
+def _source_lines(view: ServedView) -> list[str]:
+    """Where the request shown was taken from, where that is not the instrumentation's record."""
+    by = view.recorded_by or "the instrumentation"
+    lines = []
+    if view.source == names.SOURCE_WIRE:
+        lines.append("request: the body the client sent (wire tap)")
+    if view.from_uploads:
+        lines.append(
+            f"read from the upload hook's files: {', '.join(view.from_uploads)} (the record "
+            "lacks them; the dials and model from the span's own attributes)"
+        )
+    if view.record_differs:
+        lines.append(f"{by} recorded otherwise than sent: {', '.join(view.record_differs)}")
+    return lines
+
+
+def _print_messages(messages: Sequence[Any], full: bool, out: TextIO) -> None:
+    for index, message in enumerate(messages):
+        print(f"    #{index} {message.get('role')}:", file=out)
+        for part in message.get("parts", ()):
+            print(indent(part_text(part, full), "      "), file=out)
 
 
 def _listed(items: Sequence[Any] | None) -> list[Any] | None:
@@ -144,6 +164,10 @@ def view_json(view: ServedView, verdict: Verdict | None) -> dict[str, Any]:
             for h in view.held
         ],
     }
+    if view.from_uploads:
+        out["from_uploads"] = list(view.from_uploads)
+    if view.output is not None:
+        out["output"] = list(view.output)
     if view.agent is not None:
         out.update(_agent_json(view.agent))
     if verdict is not None:

@@ -14,9 +14,11 @@ span gets hashes, sizes and addresses only; inline only when the span already ca
 content (capture on). Its settings are those of the engine it uses (the processor's or exporter's,
 else the environment's: docs/processor.md lists them).
 
-util-genai has one hook slot. To keep its ``upload`` hook as well, set ``AF_OTEL_CHAIN_HOOK=upload``
-(any name of the ``opentelemetry_genai_completion_hook`` entry-point group): af_otel mints first,
-then calls that hook with the same arguments.
+util-genai loads one hook, by the one name in ``OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK``. So
+af_otel's calls another after minting, with the same arguments: the one ``AF_OTEL_CHAIN_HOOK``
+names (any name of the ``opentelemetry_genai_completion_hook`` entry-point group; ``none`` for
+none), else util-genai's ``upload`` hook whenever its ``OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH``
+is set, as that variable asks for uploads.
 
 Setup without code: ``OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK=af_otel``; or in code,
 ``OpenAIInstrumentor().instrument(completion_hook=af_otel.completion_hook)``.
@@ -44,6 +46,10 @@ from af_otel.semconv import Limits, completion_attributes, read_call, record_of
 
 GROUP: Final = "opentelemetry_genai_completion_hook"
 ENTRY_POINT: Final = "af_otel"
+# util-genai's upload hook: its entry point, and the variable that says where it uploads.
+UPLOAD_HOOK: Final = "upload"
+ENV_UPLOAD_BASE: Final = "OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH"
+NO_CHAIN: Final = "none"
 
 _logger = logging.getLogger("af_otel")
 
@@ -90,9 +96,27 @@ class ReceiptCompletionHook:
         if self._chain_from_env:
             with self._chain_lock:
                 if self._chain_from_env:
-                    self._chain = _load_chain(os.environ.get(ENV_CHAIN_HOOK, ""))
+                    self._chain = _load_chain(chain_name(os.environ))
                     self._chain_from_env = False
         return self._chain
+
+    def shutdown(self, *, timeout_sec: float = 10.0) -> None:
+        """Shut the chained hook down (the upload hook then finishes its queued uploads, up to
+        ``timeout_sec``); af_otel's own part holds nothing to flush. Never raises."""
+        chain = self._chain
+        shutdown = getattr(chain, "shutdown", None)
+        if callable(shutdown):
+            with guard("completion_hook.shutdown"):
+                shutdown(timeout_sec=timeout_sec)
+
+
+def chain_name(environ: Mapping[str, str]) -> str | None:
+    """The hook to call after af_otel's: the one ``AF_OTEL_CHAIN_HOOK`` names (``none``: none),
+    else util-genai's upload hook when its base path is set, else none."""
+    named = environ.get(ENV_CHAIN_HOOK, "").strip()
+    if named:
+        return None if named in (NO_CHAIN, ENTRY_POINT) else named
+    return UPLOAD_HOOK if environ.get(ENV_UPLOAD_BASE, "").strip() else None
 
 
 def load_completion_hook() -> ReceiptCompletionHook:
@@ -104,19 +128,18 @@ completion_hook: Final = ReceiptCompletionHook()
 """The hook to pass as ``instrument(completion_hook=af_otel.completion_hook)``."""
 
 
-def _load_chain(name: str) -> Any | None:
-    name = name.strip()
-    if not name or name == ENTRY_POINT:
+def _load_chain(name: str | None) -> Any | None:
+    if name is None:
         return None
     for entry in entry_points(group=GROUP, name=name):
         try:
             return entry.load()()
         except Exception as exc:
             _logger.warning(
-                "af_otel: %s=%s failed to load (%s); not chained", ENV_CHAIN_HOOK, name, exc
+                "af_otel: completion hook %r failed to load (%s); not chained", name, exc
             )
             return None
-    _logger.warning("af_otel: %s=%s names no completion hook; not chained", ENV_CHAIN_HOOK, name)
+    _logger.warning("af_otel: %s names no completion hook (%s); not chained", name, ENV_CHAIN_HOOK)
     return None
 
 

@@ -132,6 +132,8 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "view damaged, naming the blob and the field it feeds.",
         "view.context": "the reader's working memory for the run (other epochs' views, "
         "recomputed digests); holds no fact of its own.",
+        "view.from_uploads": "the request parts read from the upload hook's files because the "
+        "record lacks them; the parts themselves are checked against the receipt like any rebuild.",
         "view.agent": "the call's place in the agent tree, read from the agent and tool spans "
         "around it (the agent that made it, the tools run after it, a handoff); it says who "
         "asked and what ran next, not what was sent.",

@@ -155,6 +155,11 @@ class ServedView:
     # Where the call sits in the agent tree (`af_otel.reader.agents`): its agent, the tools run
     # after it, a handoff; None when the record shows no agent span above it and no tool after it.
     agent: AgentStep | None = None
+    # The request parts read from util-genai's upload hook's files (`--upload-base`) because the
+    # record lacks them (`af_otel.reader.upload_refs`), and the call's output as that hook
+    # uploaded it (no receipt covers it); () and None without uploads.
+    from_uploads: tuple[str, ...] = ()
+    output: Sequence[FrozenDict] | None = None
 
     @property
     def request(self) -> Request:

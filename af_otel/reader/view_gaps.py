@@ -20,7 +20,9 @@ from af_otel.reader.held import HeldCall, held_detail
 from af_otel.reader.records import SpanRecord
 from af_otel.receipts import MalformedReceipt, Receipt
 
-__all__ = ["common_gaps", "unrecorded_of"]
+__all__ = ["common_gaps", "not_on_record", "on_record_gap", "unrecorded_of"]
+
+_NOT_ON_RECORD: Final = "not on record: "
 
 # Gap kinds the writer records that the reader adds to its own findings. Kinds the reader finds
 # itself from the record (base, missing spans, receipts, limits) are decided by the reader alone
@@ -56,6 +58,19 @@ def unrecorded_of(span: SpanRecord) -> tuple[str, ...]:
     if not isinstance(value, tuple):
         return ()
     return order_fields(v for v in value if isinstance(v, str) and v)
+
+
+def on_record_gap(missing: Sequence[str]) -> Gap | None:
+    """`no-conversation-on-record` naming the request keys not on record, or None for none."""
+    return gap(names.GAP_NO_CONVERSATION, _NOT_ON_RECORD + ", ".join(missing)) if missing else None
+
+
+def not_on_record(gaps: Sequence[Gap]) -> tuple[str, ...]:
+    """The request keys a view's `no-conversation-on-record` names (`on_record_gap`)."""
+    for found in gaps:
+        if found.kind == names.GAP_NO_CONVERSATION and found.detail.startswith(_NOT_ON_RECORD):
+            return tuple(found.detail.removeprefix(_NOT_ON_RECORD).split(", "))
+    return ()
 
 
 def _receipt_gap(receipt: Receipt | MalformedReceipt | None) -> Gap | None:
@@ -98,9 +113,9 @@ def common_gaps(
         by = span.scope or "the instrumentation"
         found.append(gap(names.GAP_UNRECORDED, f"not recorded by {by}: " + ", ".join(unrecorded)))
     minted = isinstance(receipt, Receipt) and receipt.minted
-    missing = [k for k in REQUEST_KEYS if values.get(k) is UNKNOWN]
-    if missing:
-        found.append(gap(names.GAP_NO_CONVERSATION, "not on record: " + ", ".join(missing)))
+    missing = on_record_gap([k for k in REQUEST_KEYS if values.get(k) is UNKNOWN])
+    if missing is not None:
+        found.append(missing)
     no_receipt = _receipt_gap(receipt)
     if no_receipt is not None:
         found.append(no_receipt)

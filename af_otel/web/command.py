@@ -17,6 +17,7 @@ from af_otel.cli.options import (
     add_backend_options,
     add_key_options,
     add_store_options,
+    add_upload_option,
     key_from_args,
 )
 from af_otel.errors import AfOtelError
@@ -44,6 +45,7 @@ def register(subparsers: Any) -> None:
     add_backend_options(serve, serve)
     add_store_options(serve)
     add_key_options(serve)
+    add_upload_option(serve)
     serve.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})"
     )
@@ -72,6 +74,7 @@ def evidence_from(args: argparse.Namespace) -> Evidence:
         "key": key_from_args(args),
         "lenient": args.lenient,
         "traces_kept": max(1, args.traces_kept),
+        "upload_base": args.upload_base,
     }
     if args.file:
         return Evidence(file=args.file, **options)

@@ -18,6 +18,7 @@ from typing import Final
 from af_otel import forksafe
 from af_otel.cli.loading import open_checked_store, verdicts_or_none
 from af_otel.errors import ReaderError, SourceError, TraceNotFoundError
+from af_otel.reader import upload_refs
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import AllSpans, FileSource, OneTrace, Source, SourceNote, SpanStream
 from af_otel.reader.verify import KeyArg, Verdict
@@ -92,7 +93,8 @@ class Evidence:
     and read again when it changes (the collector's file grows); any other source is asked for one
     trace per click and the last `TRACES_KEPT` traces are kept. ``label`` names the source on the
     pages (default: its own). ``store`` is the ``--store`` argument (None: the default); ``key``
-    checks keyed receipts and is never shown."""
+    checks keyed receipts and is never shown; ``upload_base`` is ``--upload-base`` (docs/reader.md,
+    Upload refs)."""
 
     def __init__(
         self,
@@ -104,6 +106,7 @@ class Evidence:
         label: str = "",
         lenient: bool = False,
         traces_kept: int = TRACES_KEPT,
+        upload_base: str | None = None,
     ) -> None:
         if file is not None and source is None:
             source = FileSource(os.fspath(file))
@@ -117,6 +120,7 @@ class Evidence:
         self._key = key
         self.lenient = lenient
         self.traces_kept = traces_kept
+        self.upload_base = upload_base  # util-genai's uploads (`upload_refs`), when given
         self._lock = forksafe.lock(self)
         self._traces: OrderedDict[str, _Loaded] = OrderedDict()
         self._file: tuple[tuple[int, int], _Loaded] | None = None
@@ -210,6 +214,8 @@ class Evidence:
         if not records and self.file is None:
             raise ReaderError(f"{self.label} returned no span for that trace ({stream.source})")
         views = served_views(records, store=open_checked_store(self.store, records))
+        if self.upload_base:
+            views = upload_refs.checked(views, records, self.upload_base)
         verdicts = verdicts_or_none(views, self._key)
         notes: list[SourceNote | str] = list(stream.notes)
         if stream.skipped:

@@ -196,6 +196,41 @@ def test_chains_to_the_upload_hook(pipeline: Pipeline, upload_dir: Path) -> None
     assert any(upload_dir.iterdir())
 
 
+@pytest.mark.parametrize("chain", [None, "none"], ids=["upload-base-set", "opted-out"])
+def test_the_loader_path_chains_the_upload_hook_when_its_base_is_set(
+    pipeline: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chain: str | None
+) -> None:
+    """util-genai loads one hook by name; with ``af_otel`` named there and the upload hook's base
+    path set, both run without AF_OTEL_CHAIN_HOOK: af_otel mints, the upload hook uploads and
+    stamps its refs. ``AF_OTEL_CHAIN_HOOK=none`` keeps af_otel's alone."""
+    target = tmp_path / "uploads"
+    target.mkdir()
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK", "af_otel")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH", target.as_uri())
+    if chain is None:
+        monkeypatch.delenv("AF_OTEL_CHAIN_HOOK", raising=False)
+    else:
+        monkeypatch.setenv("AF_OTEL_CHAIN_HOOK", chain)
+    loaded = load_completion_hook()
+    try:
+        with instrumented_openai(pipeline.provider, completion_hook=loaded) as client:
+            weather_agent(client, turns=1)
+    finally:
+        loaded._wrapped.shutdown()  # type: ignore[attr-defined]  # util-genai's safe wrapper
+    calls = llm_spans(pipeline.spans())
+    assert len(calls) == 2
+    uploaded = sorted(p.name for p in target.iterdir())
+    for span in calls:
+        attrs = span.attributes or {}
+        assert af(span)[names.RECEIPT_STATE] == names.STATE_MINTED
+        if chain is None:
+            for key in ("gen_ai.input.messages_ref", "gen_ai.output.messages_ref"):
+                assert str(attrs[key]).rsplit("/", 1)[-1] in uploaded
+        else:
+            assert not any(key.endswith("_ref") for key in attrs)
+    assert len(uploaded) == (5 if chain is None else 0)  # 2 inputs, 2 outputs, 1 tool list
+
+
 def test_hook_failure_never_reaches_the_application(
     pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:

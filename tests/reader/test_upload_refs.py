@@ -5,10 +5,13 @@ is missing, or whose content is not the request on record, is `upload-ref-unreso
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from af_otel import names
 from af_otel.cli import main
@@ -139,8 +142,9 @@ def test_the_upload_hook_alone_its_dropped_upload_is_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The upload hook as the instrumentation's only hook, under the processor, content capture
-    off: no call has a receipt of its content, nothing is compared, and a missing upload is still
-    named on its call."""
+    off: no call has a receipt of its content, so the uploads are shown as its content (the
+    record lacks it) with nothing to check them against, the verdicts stay what they were, and a
+    missing upload is still named on its call."""
     from opentelemetry.util.genai._upload.completion_hook import UploadCompletionHook
 
     monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
@@ -157,7 +161,18 @@ def test_the_upload_hook_alone_its_dropped_upload_is_named(
         provider.shutdown()
     _, plain = verdicts(capsys, traces, store)
     _, checked = verdicts(capsys, traces, store, "--upload-base", uploads.as_uri())
-    assert checked == plain
+    assert len(checked) == len(plain) == 2
+    for before, after in zip(plain, checked, strict=True):
+        assert before["status"] == after["status"] == "reconstructed"
+        assert after["reason"] == before["reason"]
+        assert names.GAP_NO_CONVERSATION in before["gaps"]
+        assert set(after["gaps"]) == set(before["gaps"]) - {names.GAP_NO_CONVERSATION}
+    main(
+        ["served", str(traces), "--store", str(store), "--json", "--upload-base", uploads.as_uri()]
+    )
+    views = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert [len(v["messages"]) for v in views] == [2, 4]
+    assert all(v["from_uploads"] == ["system", "messages", "tools"] for v in views)
     sorted(uploads.glob("*_inputs.json"))[0].unlink()
     _, checked = verdicts(capsys, traces, store, "--upload-base", uploads.as_uri())
     assert [names.GAP_UPLOAD_REF in v["gaps"] for v in checked].count(True) == 1
@@ -173,3 +188,44 @@ def test_a_base_that_cannot_be_read_stops_the_read(
     code = main(["verify", str(traces), "--store", str(store), "--upload-base", base])
     assert code == 2
     assert base in capsys.readouterr().err
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_ITEMS = st.lists(
+    st.dictionaries(st.text(max_size=6).filter(lambda k: k != "index"), _JSON, max_size=4),
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(items=_ITEMS, jsonl=st.booleans(), order=st.randoms(use_true_random=False))
+def test_an_upload_reads_back_in_either_format(
+    items: list[dict[str, Any]], jsonl: bool, order: Any
+) -> None:
+    """Whatever the parts, a file in the hook's json format (one array) or jsonl (one element a
+    line with its index, in any order) reads back as the list the hook was given."""
+    import fsspec
+
+    name = f"{uuid.uuid4().hex}_inputs.{'jsonl' if jsonl else 'json'}"
+    if jsonl:
+        lines = [json.dumps({**item, "index": i}) for i, item in enumerate(items)]
+        order.shuffle(lines)
+    else:
+        lines = [json.dumps(items)]
+    memory = fsspec.filesystem("memory")
+    path = f"/af-otel-upload-props/{name}"
+    memory.pipe(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    try:
+        found = read_upload("memory://af-otel-upload-props", f"s3://anywhere/{name}")
+    finally:
+        memory.rm(path)
+    if jsonl and not items:
+        assert found in (None, [])  # an empty jsonl file holds no line at all
+    else:
+        assert found == items
