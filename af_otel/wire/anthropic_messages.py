@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from af_otel.wire.shapes import WireRead, tool, unread, without
+from af_otel.wire.endpoint import Endpoint, Reader
+from af_otel.wire.shapes import WireRead, listed, tool, unread, without
 
+NAME: Final = "anthropic.messages"
 PROVIDER: Final = "anthropic"
 ITEMS: Final = "messages"  # the body key whose array grows call by call
 PARAMS: Final = {
@@ -101,3 +103,11 @@ def read(body: Mapping[str, Any]) -> WireRead:
     found, _ = rest(body)
     messages = [element(m) for m in body.get(ITEMS) or ()]
     return WireRead({**found.request, "messages": messages}, found.unread, found.held)
+
+
+ENDPOINT: Final = Endpoint(
+    NAME,
+    (b"/v1/messages",),
+    PROVIDER,
+    reader=Reader(ITEMS, listed(ITEMS), element, rest),
+)

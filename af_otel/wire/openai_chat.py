@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from af_otel.wire.shapes import WireRead, tool, unread, without
+from af_otel.wire.endpoint import Endpoint, Reader
+from af_otel.wire.shapes import WireRead, listed, tool, unread, without
 
+NAME: Final = "openai.chat_completions"
 PROVIDER: Final = "openai"
 ITEMS: Final = "messages"  # the body key whose array grows call by call
 # Body key -> params key (rule 5 of af_otel.model.request).
@@ -127,3 +129,11 @@ def rest(body: Mapping[str, Any]) -> tuple[WireRead, bool]:
         "params": params,
     }
     return WireRead(request, unread(body, PLACED, DROPPED)), False
+
+
+ENDPOINT: Final = Endpoint(
+    NAME,
+    (b"/chat/completions",),
+    PROVIDER,
+    reader=Reader(ITEMS, listed(ITEMS), element, rest),
+)

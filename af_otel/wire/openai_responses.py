@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from af_otel.wire.endpoint import Endpoint, Reader
 from af_otel.wire.shapes import WireRead, tool, unread
 
+NAME: Final = "openai.responses"
 PROVIDER: Final = "openai"
 ITEMS: Final = "input"  # the body key whose array grows call by call
 PARAMS: Final = {
@@ -153,3 +155,11 @@ def rest(body: Mapping[str, Any]) -> tuple[WireRead, bool]:
         held if isinstance(held, str) else None,
     )
     return found, held is None
+
+
+ENDPOINT: Final = Endpoint(
+    NAME,
+    (b"/responses",),
+    PROVIDER,
+    reader=Reader(ITEMS, items, element, rest, mark),
+)
