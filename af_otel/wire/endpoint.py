@@ -49,17 +49,20 @@ class Writer:
     """The inverse of an endpoint's `Reader`: a normalized request (plain JSON values: ``system``,
     ``messages``, ``tools``, ``params``, ``model``) written back as the body the client sends.
     `rest` writes every member but the growing array, `lead` the elements the array starts with
-    that come from the request's ``system`` (Chat Completions' system messages), `element` one
-    message as one element of the array; each raises `Unwritable` for what it cannot spell."""
+    that come from the request's ``system`` (Chat Completions' system messages), `elements` one
+    message as the elements of the array it reads from (one, for a message read from the wire);
+    each raises `Unwritable` for what it cannot spell."""
 
     items_key: str
-    element: Callable[[Mapping[str, Any]], Any]
+    elements: Callable[[Mapping[str, Any]], list[Any]]
     rest: Callable[[Mapping[str, Any]], dict[str, Any]]
     lead: Callable[[Mapping[str, Any]], list[Any]] = _no_lead
 
     def body(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """The whole body: its rest, with the array (the lead, then every message)."""
-        items = self.lead(request) + [self.element(m) for m in request.get("messages") or ()]
+        """The whole body: its rest, with the array (the lead, then every message's elements)."""
+        items = self.lead(request)
+        for message in request.get("messages") or ():
+            items += self.elements(message)
         return {**self.rest(request), self.items_key: items}
 
 

@@ -1,7 +1,7 @@
-"""``af-otel served --request`` and `replay_request`: the body a call's client sent, rebuilt from
-the record (RFC 8785 equal, less what no record keeps), or a refusal naming why. The real
-``openai`` and ``anthropic`` clients over ``httpx2`` under hand-made GenAI spans, written as
-OTLP JSON lines and read back by the CLI."""
+"""``af-otel served --request`` and `replay`: the body a call's client sent, rebuilt from the
+record (RFC 8785 equal, nothing left out, where the call was minted from the wire), or a refusal
+naming why. The real ``openai`` and ``anthropic`` clients over ``httpx2`` under hand-made GenAI
+spans, written as OTLP JSON lines and read back by the CLI."""
 
 from __future__ import annotations
 
@@ -22,10 +22,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 import af_otel
 from af_otel import canonical_json
 from af_otel.cli import main
-from af_otel.reader.replay import ReplayRefusedError, replay_request
+from af_otel.reader.replay import ReplayRefusedError, replay, replay_request
 from af_otel.wire import uninstall
 from tests.builders import start_attributes
-from tests.wire.harness import spelled
 
 CHAT_REPLY = {
     "id": "c1",
@@ -35,6 +34,34 @@ CHAT_REPLY = {
     "choices": [
         {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
     ],
+}
+CHAT_CHUNK = {
+    "id": "c1",
+    "object": "chat.completion.chunk",
+    "created": 0,
+    "model": "gpt-4o",
+    "choices": [
+        {"index": 0, "delta": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+    ],
+}
+RESPONSE_REPLY = {
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 0,
+    "status": "completed",
+    "model": "gpt-5-mini",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+        }
+    ],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
 }
 MESSAGE_REPLY = {
     "id": "msg_1",
@@ -64,9 +91,18 @@ def recorded(tmp_path: Path) -> Iterator[Any]:
         bodies: list[Any] = []
 
         def answer(request: Any) -> Any:
-            bodies.append((request.url.path, orjson.loads(request.content)))
-            chat = request.url.path.endswith("/chat/completions")
-            return httpx2.Response(200, json=CHAT_REPLY if chat else MESSAGE_REPLY)
+            body = orjson.loads(request.content)
+            bodies.append((request.url.path, body))
+            if request.url.path.endswith("/responses"):
+                return httpx2.Response(200, json={**RESPONSE_REPLY, "model": body["model"]})
+            if not request.url.path.endswith("/chat/completions"):
+                return httpx2.Response(200, json=MESSAGE_REPLY)
+            if body.get("stream"):
+                chunk = orjson.dumps(CHAT_CHUNK).decode()
+                sse = f"data: {chunk}\n\ndata: [DONE]\n\n"
+                headers = {"content-type": "text/event-stream"}
+                return httpx2.Response(200, content=sse.encode(), headers=headers)
+            return httpx2.Response(200, json=CHAT_REPLY)
 
         http = httpx2.Client(transport=httpx2.MockTransport(answer))
         return provider.get_tracer("app"), bodies, http, provider
@@ -129,8 +165,9 @@ def test_served_request_prints_the_bodies_the_clients_sent(
     code, printed, err = _served_request(tmp_path, capsys)
     assert code == 0, err
     assert len(printed) == len(bodies) == 2
-    for rebuilt, (path, sent) in zip(printed, bodies, strict=True):
-        assert canonical_json(spelled(path, rebuilt)) == canonical_json(spelled(path, sent))
+    for rebuilt, (_, sent) in zip(printed, bodies, strict=True):
+        assert canonical_json(rebuilt) == canonical_json(sent)
+    assert "not on record" not in err  # every body spelled as sent
 
 
 def test_a_call_the_record_cannot_rebuild_is_refused_with_its_gap(
@@ -153,3 +190,210 @@ def test_a_call_the_record_cannot_rebuild_is_refused_with_its_gap(
     (view,) = af_otel.served_views(spans, store=tmp_path / "store")
     with pytest.raises(ReplayRefusedError, match=view.span_id):
         replay_request(view)
+
+
+def _exact(tmp_path: Path, capsys: Any, bodies: list[Any], refused: int = 0) -> list[str]:
+    """Every rebuilt body is its logged body as RFC 8785 JSON, nothing left out; the lines the
+    CLI wrote on standard error."""
+    code, printed, err = _served_request(tmp_path, capsys)
+    assert code == (2 if refused else 0), err
+    assert "not on record" not in err, err
+    sent = [body for _, body in bodies]
+    assert len(printed) == len(sent) - refused
+    for rebuilt in printed:
+        assert canonical_json(rebuilt) in {canonical_json(b) for b in sent}, (rebuilt, sent)
+    assert len({canonical_json(b) for b in printed}) == len(printed)
+    return err.splitlines()
+
+
+SPACED_CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "get_time", "arguments": '{ "city" :  "Paris" }'},
+        }
+    ],
+}
+IMAGE = {
+    "type": "image_url",
+    "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low"},
+}
+PNG = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+
+
+def test_streamed_calls_with_spaced_arguments_images_and_cache_marks_replay_exactly(
+    recorded: Any, tmp_path: Path, capsys: Any
+) -> None:
+    """A streamed chat call (``stream``, ``stream_options``) replaying a tool call whose arguments
+    keep the client's spacing, with an image, over two calls of one run (the second read from
+    its tail); an Anthropic call with an image, a cached tool and a tool result: each rebuilt
+    body is the one sent, spacing, transport keys and cache marks included."""
+    tracer, bodies, http, provider = recorded()
+    oa = openai.OpenAI(api_key="sk-test", http_client=http)
+    an = anthropic.Anthropic(api_key="sk-ant-test", http_client=http)
+    history: list[Any] = [
+        {"role": "user", "content": [{"type": "text", "text": "Time here?"}, IMAGE]},
+        SPACED_CALL,
+        {"role": "tool", "tool_call_id": "call_1", "content": "9:00"},
+    ]
+    with af_otel.run("replay-exact"):
+        for turn in range(2):
+            with tracer.start_as_current_span(
+                "chat gpt-4o", attributes=start_attributes("gpt-4o", "openai")
+            ):
+                for _ in oa.chat.completions.create(
+                    model="gpt-4o",
+                    messages=history,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    max_completion_tokens=50,
+                ):
+                    pass
+            history = [
+                *history,
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": f"again {turn}"},
+            ]
+        with tracer.start_as_current_span(
+            "chat claude", attributes=start_attributes("claude-sonnet-5-5")
+        ):
+            an.messages.create(
+                model="claude-sonnet-5-5",
+                max_tokens=512,
+                tools=[
+                    {
+                        "name": "get_time",
+                        "input_schema": {"type": "object"},
+                        "cache_control": {"type": "ephemeral"},
+                    }
+                ],
+                messages=[
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "image",
+                                "source": PNG,
+                                "cache_control": {"type": "ephemeral"},
+                            },
+                            {"type": "text", "text": "Time?"},
+                        ],
+                    },
+                    {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "id": "tu_1", "name": "get_time", "input": {}}
+                        ],
+                    },
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": "tu_1", "content": "9:00"}
+                        ],
+                    },
+                ],
+            )
+    provider.shutdown()
+    assert bodies[0][1]["stream"] is True  # the transport keys were sent
+    _exact(tmp_path, capsys, bodies)
+
+
+def test_responses_calls_replay_exactly_and_held_history_is_refused(
+    recorded: Any, tmp_path: Path, capsys: Any
+) -> None:
+    """Responses calls with instructions, tools, a forced choice, a JSON-schema text format and
+    reasoning settings, one whose input is a string and one replaying a reasoning item, a call
+    and its output (with their ids and statuses): each rebuilt body is the one sent. A call
+    continued by ``previous_response_id`` is refused with the gap that says why."""
+    tracer, bodies, http, provider = recorded()
+    oa = openai.OpenAI(api_key="sk-test", http_client=http)
+    tools = [
+        {"type": "function", "name": "get_time", "parameters": {"type": "object"}, "strict": False}
+    ]
+    items = [
+        {"role": "user", "content": "Time?"},
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "Look it up."}],
+            "encrypted_content": "gAAAAsealed",
+        },
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "get_time",
+            "arguments": '{"city": "Paris"}',
+            "status": "completed",
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "9:00"},
+    ]
+    calls: list[dict[str, Any]] = [
+        {"input": "Time?", "instructions": "Be brief.", "tool_choice": "required"},
+        {
+            "input": items,
+            "store": False,
+            "include": ["reasoning.encrypted_content"],
+            "reasoning": {"effort": "low", "summary": "auto"},
+            "tool_choice": {"type": "function", "name": "get_time"},
+            "text": {"format": {"type": "json_schema", "name": "a", "schema": {"type": "object"}}},
+            "max_output_tokens": 300,
+        },
+        {"input": [{"role": "user", "content": "And now?"}], "previous_response_id": "resp_1"},
+    ]
+    with af_otel.run("replay-responses"):
+        for kwargs in calls:
+            with tracer.start_as_current_span(
+                "responses gpt-5-mini", attributes=start_attributes("gpt-5-mini", "openai")
+            ):
+                oa.responses.create(model="gpt-5-mini", tools=tools, **kwargs)
+    provider.shutdown()
+    err = _exact(tmp_path, capsys, bodies, refused=1)
+    assert any("server-held-history" in line for line in err), err
+
+
+def test_a_spelling_the_store_lacks_is_named_and_a_damaged_one_refused(
+    recorded: Any, tmp_path: Path, capsys: Any
+) -> None:
+    """Without its spelling blob a wire call is rebuilt in one spelling and says what it leaves
+    out; with the blob's bytes altered it is refused: damage is never a gap."""
+    tracer, bodies, http, provider = recorded()
+    oa = openai.OpenAI(api_key="sk-test", http_client=http)
+    with tracer.start_as_current_span(
+        "chat gpt-4o", attributes=start_attributes("gpt-4o", "openai")
+    ):
+        oa.chat.completions.create(
+            model="gpt-4o",
+            messages=[SPACED_CALL, {"role": "user", "content": "Time?"}],
+            stream=False,
+        )
+    provider.shutdown()
+    spans = list(af_otel.read_spans(tmp_path / "trace.jsonl"))
+    (view,) = af_otel.served_views(spans, store=tmp_path / "store")
+    assert view.spelling is not None
+    found = replay(view, store=tmp_path / "store")
+    assert found.exact
+    assert canonical_json(found.body) == canonical_json(bodies[0][1])
+    blob = _blob_path(tmp_path / "store", view.spelling)
+    data = blob.read_bytes()
+    blob.chmod(0o644)
+    blob.write_bytes(data.replace(b'"size":2', b'"size":3'))
+    with pytest.raises(ReplayRefusedError, match="spelling"):
+        replay(view, store=tmp_path / "store")
+    blob.unlink()
+    missing = replay(view, store=tmp_path / "store")
+    assert not missing.exact
+    assert view.spelling in missing.notice
+    assert "not on record" in missing.notice
+    assert (
+        missing.body["messages"][0]["tool_calls"][0]["function"]["arguments"] == '{"city":"Paris"}'
+    )
+
+
+def _blob_path(store: Path, address: str) -> Path:
+    digits = address.removeprefix("sha256:")
+    (found,) = [p for p in store.rglob(digits[2:] + "*") if p.is_file()]
+    return found
