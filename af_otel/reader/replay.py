@@ -159,7 +159,7 @@ def _load(store: Store, address: str, size: int) -> tuple[Mapping[str, Any], Any
     rest = store.get_json(blob["rest"])
     elements: dict[int, Any] = {}
     node, upto = blob, size
-    for _ in range(size + 1):  # each parent covers fewer elements: at most one a message
+    for _ in range(size + 2):  # each parent covers fewer elements than the body naming it
         count = node["count"]
         for index, item in node["items"].items():
             if count <= int(index) < upto:
@@ -167,7 +167,7 @@ def _load(store: Store, address: str, size: int) -> tuple[Mapping[str, Any], Any
         if not node["parent"]:
             return blob, rest, elements
         parent = store.get_json(node["parent"])
-        if not isinstance(parent, dict) or parent.get("size") != count or count >= upto:
+        if not isinstance(parent, dict) or parent.get("size") != count or parent["count"] >= count:
             raise ValueError(f"its parent {node['parent']} is not the earlier body's")
         node, upto = parent, count
     raise ValueError("a parent chain that does not end")

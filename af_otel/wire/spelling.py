@@ -11,10 +11,11 @@ writes a request back in one spelling; a `Spelling` holds where the body sent sa
   as a blob of their own (a run's bodies mostly share it, so it is stored once);
 * ``items``: the elements of the array the writer would not write as sent, by index, each as
   sent (an assistant's tool call with its arguments' own spacing, a block with its cache mark);
-* ``parent``: the spelling of the run's earlier body this one extends, when one of the bodies
-  before held such an element, and ``count``, how many elements that body had: the elements
-  before ``count`` are spelled as that parent says. A body read whole, or one no earlier body
-  had an element for, names no parent (its blob is then the same read whole or from its tail).
+* ``parent``: the spelling of the run's latest earlier body that held such an element of its own
+  and that this one extends, and ``count``, how many elements that body had: the elements before
+  ``count`` are spelled as that parent says (each parent covers fewer elements than the body
+  naming it, so a chain ends). A body read whole, or one no earlier body had an element for,
+  names no parent (its blob is then the same read whole or from its tail).
 
 Computed from the new elements only (the tail read's), so a run's spellings cost what is new per
 call; the blob goes to the store beside the call's other content (`af.wire.spelling`), never on
@@ -40,15 +41,23 @@ _SORTED: Final = orjson.OPT_SORT_KEYS
 @dataclass(frozen=True, slots=True)
 class Spelling:
     """One body's spelling blob and its address; ``rest`` the (address, bytes) of its keys blob;
-    ``items`` whether it or a parent holds an element; ``parent`` the earlier body's spelling
-    while it may not be stored yet (one level: its own parent was stored with it)."""
+    ``size`` its elements, ``own`` whether it holds an element of its own, ``named`` the parent
+    it names ("" for none) and ``count`` how many elements that parent covers; ``parent`` that
+    parent's spelling while it may not be stored yet (one level: its own was stored with it)."""
 
     address: str
     data: bytes
     rest: tuple[str, bytes]
     size: int
-    items: bool
+    own: bool
+    named: str = ""
+    count: int = 0
     parent: Spelling | None = None
+
+    @property
+    def items(self) -> bool:
+        """Whether it or a parent holds an element: a body extending it must name a parent."""
+        return self.own or bool(self.named)
 
     def blobs(self) -> list[tuple[str, bytes]]:
         """The blobs to store for this spelling: its keys, itself, its parent's."""
@@ -68,11 +77,13 @@ def plain(value: Any) -> Any:
 
 
 def plain_rest(request: Request) -> dict[str, Any]:
-    """The request but its messages, as the plain values a `Writer` takes."""
+    """The request but its messages, as a `Writer` takes it. Its frozen values are handed over
+    as they are (a `FrozenDict` is a ``dict``, and JSON writes a tuple as an array): copying
+    them to plain values would cost more than the spelling itself."""
     return {
-        "system": plain(request.system),
-        "tools": plain(request.tools),
-        "params": plain(request.params),
+        "system": request.system,
+        "tools": request.tools,
+        "params": request.params,
         "model": request.model,
     }
 
@@ -121,25 +132,28 @@ def _spell(
     before: Spelling | None,
 ) -> Spelling | None:
     messages = request.messages
-    if writer.lead(plain_rest(request)) or len(new) > len(messages):
+    if writer.lead({"system": request.system}) or len(new) > len(messages):
         return None  # elements that are no message of their own: indices would not line up
     count = len(messages) - len(new)
     items: dict[str, Any] = {}
     for index, sent in enumerate(new, count):
-        written = writer.elements(plain(messages[index]))
+        written = writer.elements(messages[index])
         if len(written) != 1 or not _same(written[0], sent):
             items[str(index)] = sent
-    parent = before if before is not None and before.items else None
+    named, covered, kept = "", 0, None
+    if before is not None and before.own:
+        named, covered, kept = before.address, count, replace(before, parent=None)
+    elif before is not None and before.named:  # it holds none of its own: name its parent
+        named, covered, kept = before.named, before.count, before.parent
     value = {
         "format": FORMAT,
         "endpoint": endpoint,
         "rest": rest[0],
-        "parent": parent.address if parent is not None else "",
-        "count": count if parent is not None else 0,
+        "parent": named,
+        "count": covered,
         "size": len(messages),
         "items": items,
     }
     data = canonical_json(value)
-    kept = None if parent is None else replace(parent, parent=None)
-    held = bool(items) or parent is not None
-    return Spelling(address_of(data), data, rest, len(messages), held, kept)
+    own = bool(items)
+    return Spelling(address_of(data), data, rest, len(messages), own, named, covered, kept)

@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import httpx2
 import openai
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -397,3 +400,95 @@ def _blob_path(store: Path, address: str) -> Path:
     digits = address.removeprefix("sha256:")
     (found,) = [p for p in store.rglob(digits[2:] + "*") if p.is_file()]
     return found
+
+
+_SPACES = st.sampled_from(["", " ", "  ", "\n"])
+
+
+@st.composite
+def _histories(draw: st.DrawFn) -> tuple[str, list[bytes]]:
+    """A run's bodies to one endpoint: turns appended (tool calls whose arguments carry drawn
+    spacing; Anthropic blocks with or without cache marks), the first message edited, the
+    transport keys and settings changed."""
+    anthropic_api = draw(st.booleans())
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "q0"}]
+    rest: dict[str, Any] = {"model": "m", "max_tokens": 64}
+    bodies = []
+    for index, step in enumerate(
+        draw(st.lists(st.sampled_from(["turn", "edit", "rest"]), min_size=1, max_size=5))
+    ):
+        space = draw(_SPACES)
+        if step == "turn" and anthropic_api:
+            mark = {"cache_control": {"type": "ephemeral"}} if draw(st.booleans()) else {}
+            messages += [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": f"t{index}", "name": "f", "input": {"n": index}}
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": f"t{index}", "content": "r", **mark}
+                    ],
+                },
+            ]
+        elif step == "turn":
+            arguments = "{" + space + f'"n":{space}{index}' + "}"
+            call = {
+                "id": f"c{index}",
+                "type": "function",
+                "function": {"name": "f", "arguments": arguments},
+            }
+            messages += [
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{index}", "content": "r"},
+                {"role": "user", "content": [{"type": "text", "text": f"q{index}"}]},
+            ]
+        elif step == "edit":
+            messages[0] = {"role": "user", "content": f"edited {index}"}
+        else:
+            rest = {**rest, "temperature": index / 10, "stream": draw(st.booleans())}
+        bodies.append(orjson.dumps({"messages": messages, **rest}))
+    return ("/v1/messages" if anthropic_api else "/v1/chat/completions"), bodies
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(drawn=_histories())
+def test_every_body_of_a_drawn_run_replays_exactly(
+    drawn: tuple[str, list[bytes]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Over drawn runs, read from their bodies' tails or whole, every call verifies and its
+    rebuilt body is the body sent, as RFC 8785 JSON."""
+    path, bodies = drawn
+    tmp = tmp_path_factory.mktemp("drawn")
+    provider = TracerProvider()
+    processor = af_otel.ReceiptSpanProcessor(
+        SimpleSpanProcessor(FileSpanExporter(tmp / "trace.jsonl")), store=tmp / "store"
+    )
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("app")
+    model_provider = "anthropic" if path == "/v1/messages" else "openai"
+    transport = httpx.MockTransport(lambda r: httpx.Response(200, json={}))
+    try:
+        with httpx.Client(transport=transport) as client, af_otel.run("drawn"):
+            for body in bodies:
+                with tracer.start_as_current_span(
+                    "chat m", attributes=start_attributes("m", model_provider)
+                ):
+                    client.post(f"https://api.example.com{path}", content=body)
+    finally:
+        provider.shutdown()
+        uninstall()
+    spans = list(af_otel.read_spans(tmp / "trace.jsonl"))
+    views = af_otel.served_views(spans, store=tmp / "store")
+    assert len(views) == len(bodies)
+    for view, body in zip(sorted(views, key=lambda v: v.epoch), bodies, strict=True):
+        found = replay(view, store=tmp / "store")
+        assert found.exact, found.notice
+        assert canonical_json(found.body) == canonical_json(orjson.loads(body))
