@@ -23,9 +23,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import af_otel
-from af_otel import canonical_json
+from af_otel import canonical_json, names
 from af_otel.cli import main
 from af_otel.reader.replay import ReplayRefusedError, replay, replay_request
+from af_otel.reader.verify import VerdictStatus
 from af_otel.wire import uninstall
 from tests.builders import start_attributes
 
@@ -206,6 +207,14 @@ def _exact(tmp_path: Path, capsys: Any, bodies: list[Any], refused: int = 0) -> 
     for rebuilt in printed:
         assert canonical_json(rebuilt) in {canonical_json(b) for b in sent}, (rebuilt, sent)
     assert len({canonical_json(b) for b in printed}) == len(printed)
+    # Without its spelling each is written in the writer's one spelling, which still reads back
+    # to the verified request (else it would be refused), and says what it leaves out.
+    spans = list(af_otel.read_spans(tmp_path / "trace.jsonl"))
+    for view in af_otel.served_views(spans, store=tmp_path / "store"):
+        if af_otel.verify(view).status is VerdictStatus.VERIFIED and not view.held:
+            found = replay(view)
+            assert not found.exact
+            assert "not on record" in found.notice
     return err.splitlines()
 
 
@@ -492,3 +501,38 @@ def test_every_body_of_a_drawn_run_replays_exactly(
         found = replay(view, store=tmp / "store")
         assert found.exact, found.notice
         assert canonical_json(found.body) == canonical_json(orjson.loads(body))
+
+
+@pytest.mark.parametrize("content", ["auto", "none"])
+def test_the_span_names_the_spelling_only_where_the_store_keeps_content(
+    content: str, tmp_path: Path
+) -> None:
+    """The spelling is content: it goes to the store, and the span holds its address alone;
+    with ``content="none"`` nothing of it is kept."""
+    provider = TracerProvider()
+    processor = af_otel.ReceiptSpanProcessor(
+        SimpleSpanProcessor(FileSpanExporter(tmp_path / "trace.jsonl")),
+        store=tmp_path / "store",
+        content=content,
+    )
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("app")
+    transport = httpx.MockTransport(lambda r: httpx.Response(200, json={}))
+    body = orjson.dumps({"model": "m", "messages": [SPACED_CALL], "stream": True})
+    try:
+        with (
+            httpx.Client(transport=transport) as client,
+            tracer.start_as_current_span("chat m", attributes=start_attributes("m", "openai")),
+        ):
+            client.post("https://api.openai.com/v1/chat/completions", content=body)
+    finally:
+        provider.shutdown()
+        uninstall()
+    (span,) = af_otel.read_spans(tmp_path / "trace.jsonl")
+    spelling = span.attributes.get(names.WIRE_SPELLING)
+    if content == "none":
+        assert spelling is None
+        return
+    assert isinstance(spelling, str)
+    assert spelling.startswith("sha256:")
+    assert "Paris" not in json.dumps(dict(span.attributes))  # the arguments stay in the store
