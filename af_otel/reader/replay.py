@@ -154,7 +154,7 @@ def _spelling(view: ServedView, store: Store | None, where: str) -> Any:
 
 def _load(store: Store, address: str, size: int) -> tuple[Mapping[str, Any], Any, dict[int, Any]]:
     blob = store.get_json(address)
-    if not isinstance(blob, dict) or blob.get("format") != FORMAT or blob.get("size") != size:
+    if not isinstance(blob, dict) or blob.get("format") != FORMAT or blob.get("size", size) != size:
         raise ValueError("not the spelling of this request")
     rest = store.get_json(blob["rest"])
     elements: dict[int, Any] = {}

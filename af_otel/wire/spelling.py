@@ -145,15 +145,16 @@ def _spell(
         named, covered, kept = before.address, count, replace(before, parent=None)
     elif before is not None and before.named:  # it holds none of its own: name its parent
         named, covered, kept = before.named, before.count, before.parent
-    value = {
+    value: dict[str, Any] = {
         "format": FORMAT,
         "endpoint": endpoint,
         "rest": rest[0],
         "parent": named,
         "count": covered,
-        "size": len(messages),
         "items": items,
     }
+    if items or named:  # elements by index: they hold for a body of this size only
+        value["size"] = len(messages)
     data = canonical_json(value)
     own = bool(items)
     return Spelling(address_of(data), data, rest, len(messages), own, named, covered, kept)
