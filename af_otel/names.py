@@ -153,3 +153,6 @@ GAP_RUN_CUT_AT_END: Final = "run-cut-at-end"
 # The span says how many attempts were sent (`WIRE_ATTEMPTS`, only when more than one).
 GAP_WIRE_ATTEMPTS_DIFFER: Final = "wire-attempts-differ"
 WIRE_ATTEMPTS: Final = "af.wire.attempts"
+# The store address of how a wire call's body spelled what its request does not say
+# (af_otel.wire.spelling): what an exact replay needs (docs/receipt-spec.md §14).
+WIRE_SPELLING: Final = "af.wire.spelling"

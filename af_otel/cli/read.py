@@ -165,7 +165,7 @@ def _json_line(value: Any) -> str:
 def served_command(args: argparse.Namespace) -> int:
     loaded = load_views(args)
     if getattr(args, "request", False):
-        return print_requests(loaded.views, key_from_args(args))
+        return print_requests(loaded.views, key_from_args(args), store=loaded.store)
     verdicts = verdicts_or_none(loaded.views, key_from_args(args))
     for view, verdict in zip(loaded.views, verdicts, strict=True):
         if args.json:

@@ -33,7 +33,7 @@ from typing import Any, Final
 from af_otel import forksafe, names
 from af_otel.model import Request
 from af_otel.model.request import INSTRUCTION_ROLES
-from af_otel.processor import commits, dedupe, export_gaps, metrics, wire_source
+from af_otel.processor import commits, dedupe, export_gaps, metrics, wire_source, wire_spelling
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.facts import CallFacts, Enrichment, Minting, SpanKey, Supplied
@@ -268,6 +268,8 @@ class Engine:
                 enrichment.attributes[names.RECORD_DIFFERS] = list(differs)
             if sent is not None and sent.attempts > 1:
                 enrichment.attributes[names.WIRE_ATTEMPTS] = sent.attempts
+            if sent is not None and sent.spelling is not None:
+                wire_spelling.keep(self.settings, sent.spelling, enrichment.attributes)
             epoch = enrichment.attributes[names.EPOCH]
             conversation = dedupe.conversation(call.request)
             seen = dedupe.Seen(

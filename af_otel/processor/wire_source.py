@@ -30,6 +30,7 @@ from af_otel.wire import SENT
 from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
 from af_otel.wire.hosts import provider_host
+from af_otel.wire.spelling import Spelling
 from af_otel.wire.tail import Layout, read_sent
 from af_otel.wire.tap import VIA_CURRENT, VIA_STARTED, Owner
 
@@ -96,6 +97,7 @@ class FromWire:
     # The tuple ``request.messages`` was built to start with (the run's earlier body's messages,
     # `af_otel.wire.tail`), so that prefix needs no comparing again; None when read whole.
     prefix: tuple[Any, ...] | None = None
+    spelling: Spelling | None = None  # how the body spelled it (af_otel.wire.spelling)
 
 
 class Layouts(Protocol):
@@ -143,7 +145,15 @@ def take(
         host in settings.trusted_hosts or provider_host(request.provider, host)
     )
     return FromWire(
-        request, found.unread, direct, found.held, len(sent), differ, found.sealed, found.prefix
+        request,
+        found.unread,
+        direct,
+        found.held,
+        len(sent),
+        differ,
+        found.sealed,
+        found.prefix,
+        found.spelling,
     )
 
 

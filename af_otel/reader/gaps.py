@@ -116,6 +116,9 @@ UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "view.record_differs": "the fields on which the instrumentation's own record says "
         "otherwise than the body the client sent (af.record.differs); the request shown is the "
         "body's, so they say how far to trust that instrumentation elsewhere, not what was sent.",
+        "view.spelling": "the store address of how a wire call's body spelled what its request "
+        "does not say (af.wire.spelling); it lets a replay give the very body back, and says "
+        "nothing the request shown does not.",
         "view.origin": "where this reader found the span (file and line, URL); not a recorded fact.",
         "view.lane": "read straight off the span's af.epoch.lane, the writer that numbered the "
         "call; it says where to look, and the receipt's own lane enters the digest.",

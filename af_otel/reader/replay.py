@@ -1,39 +1,101 @@
 """The provider-native request body of one call, rebuilt from its served view, so that a user can
-send exactly that call again (``af-otel served --request``, `replay_request`).
+send exactly that call again (``af-otel served --request``, `replay`, `replay_request`).
 
-One writer per endpoint, each the inverse of its wire reader (af_otel/wire/): OpenAI Chat
-Completions and Anthropic Messages; a Responses API call (a span named as one) is refused, its
-writer is not built yet. A body is rebuilt only
-from a view `verify` calls ``verified``: any other verdict, or a gap on the view, means the
-record does not prove what was sent, and the rebuild is refused with `ReplayRefusedError` naming
-the gap (or the reason). What no record keeps is spelled one way (docs/receipt-spec.md, Replayed
-requests): the transport keys (``stream``, ``stream_options``, ...), Anthropic's
-``cache_control`` marks, OpenAI's ``max_tokens`` for ``max_completion_tokens``, a one-element
-``stop`` list for a bare string, and tool-call arguments as compact JSON text.
+Each endpoint's `Writer` (af_otel/wire/, the inverse of its reader) writes the view's request:
+OpenAI Chat Completions, OpenAI Responses and Anthropic Messages. A body is rebuilt only from a
+view `verify` calls ``verified`` with no partial gap and no server-held history; otherwise the
+rebuild is refused with `ReplayRefusedError` naming the gap (or the reason). The body must read
+back, through the endpoint's own reader, to the very request the receipt proves.
+
+**Exact** where the record can prove it: a call minted from the wire names its spelling
+(``af.wire.spelling``, `af_otel.wire.spelling`), the blobs that say how the body spelled what the
+request does not (transport keys, cache marks, tool-call arguments as sent); with it the body is
+the one sent, byte for byte as RFC 8785 JSON. Without it (a call from an instrumentation's record,
+a store without the blob), the body is written in the writer's one spelling and `Replayed.notice`
+names what it leaves out (docs/receipt-spec.md §14).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 
 from af_otel import names
-from af_otel.errors import ReplayRefusedError
+from af_otel.errors import BlobNotFoundError, ReplayRefusedError, StoreError
+from af_otel.model import Request
 from af_otel.reader.verify import VerdictStatus, verify
 from af_otel.reader.view import ServedView
+from af_otel.store.base import Store
+from af_otel.store.url import open_store
+from af_otel.wire import openai_responses
+from af_otel.wire.endpoint import Endpoint, Unwritable
+from af_otel.wire.endpoints import BY_NAME, ENDPOINTS
+from af_otel.wire.read import read_body
+from af_otel.wire.spelling import FORMAT, plain
 
-__all__ = ["ReplayRefusedError", "replay_request"]
+__all__ = ["ReplayRefusedError", "Replayed", "replay", "replay_request"]
 
 # Gap kinds about other calls of the run, not about this request's content.
 _ABOUT_OTHER_CALLS: Final = frozenset({names.GAP_RUN_CUT_AT_END, names.GAP_UNRECORDED_CALL})
+# What a body in the writer's one spelling leaves out (docs/receipt-spec.md §14).
+NOT_SPELLED: Final = (
+    "transport keys (stream, stream_options, ...), cache_control marks and the client's own "
+    "spelling (tool-call argument spacing, a string for a one-text content) are not on record"
+)
+_RESPONSES_ONLY: Final = frozenset({"reasoning_summary", "truncation", "store"})
 
 
-def replay_request(view: ServedView, key: Any = None) -> dict[str, Any]:
-    """The body the client sent for ``view``'s call, in its provider's own shape (module rules);
-    raises `ReplayRefusedError` where the record cannot rebuild it (``key``: as for `verify`)."""
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """A rebuilt body: the endpoint it goes to, whether it is spelled as sent (``exact``), and
+    otherwise the notice that names what it leaves out."""
+
+    body: dict[str, Any]
+    endpoint: str
+    exact: bool
+    notice: str = ""
+
+
+StoreLike = Store | str | os.PathLike[str] | None
+
+
+def replay_request(view: ServedView, key: Any = None, store: StoreLike = None) -> dict[str, Any]:
+    """The body the client sent for ``view``'s call (`replay`'s body)."""
+    return replay(view, key, store).body
+
+
+def replay(view: ServedView, key: Any = None, store: StoreLike = None) -> Replayed:
+    """``view``'s call rebuilt (module rules; ``key``: as for `verify`; ``store``: a `Store` or
+    its URL, where the call's spelling is, for an exact body; without one the body is not
+    exact). Raises `ReplayRefusedError` where the record cannot rebuild it."""
     where = f"span {view.span_id} (run {view.run_id}, epoch {view.epoch})"
+    _proven(view, key, where)
+    if isinstance(store, str | os.PathLike):
+        store = open_store(store)
+    spelling = _spelling(view, store, where) if view.spelling else None
+    endpoint = _endpoint(view, spelling, where)
+    writer = endpoint.writer
+    assert writer is not None  # `_endpoint` picks only endpoints with one
+    request = _request(view)
+    try:
+        body = writer.body(request) if spelling is None else _spelled(endpoint, request, *spelling)
+    except Unwritable as exc:
+        raise ReplayRefusedError(f"{where}: cannot rebuild the request body ({exc})") from None
+    _reads_back(endpoint, body, request, where)
+    if spelling is not None:
+        return Replayed(body, endpoint.name, True)
+    if view.spelling:
+        notice = f"the spelling {view.spelling} is not in the store; {NOT_SPELLED}"
+    else:
+        notice = f"rebuilt from the {view.source} record in one spelling; {NOT_SPELLED}"
+    return Replayed(body, endpoint.name, False, notice)
+
+
+def _proven(view: ServedView, key: Any, where: str) -> None:
     verdict = verify(view, key=key)
     blocking = [g for g in view.gaps if g.kind not in _ABOUT_OTHER_CALLS and g.partial]
     if verdict.status is not VerdictStatus.VERIFIED or blocking:
@@ -45,185 +107,115 @@ def replay_request(view: ServedView, key: Any = None) -> dict[str, Any]:
             f"{where}: cannot rebuild the request body (gap {names.GAP_HELD_HISTORY}: the server "
             "holds history this request does not carry)"
         )
-    writer = _WRITERS.get(view.provider or "")
-    if view.provider == "openai" and "respon" in view.name.lower():
-        raise ReplayRefusedError(f"{where}: a Responses API request is not rebuilt yet")
-    if writer is None:
-        raise ReplayRefusedError(f"{where}: no writer for provider {view.provider!r}")
-    try:
-        return writer(view)
-    except _Unwritable as exc:
-        raise ReplayRefusedError(f"{where}: cannot rebuild the request body ({exc})") from None
 
 
-class _Unwritable(Exception):
-    """A part of the record the endpoint's writer has no spelling for."""
-
-
-def plain(value: Any) -> Any:
-    """A view's frozen values (mappings, tuples) as plain JSON values."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
-
-
-def _arguments(value: Any) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
-
-
-# -- OpenAI Chat Completions ---------------------------------------------------------------------
-
-_CHAT_PARAMS: Final = {
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "seed": "seed",
-    "frequency_penalty": "frequency_penalty",
-    "presence_penalty": "presence_penalty",
-    "max_tokens": "max_tokens",
-    "stop_sequences": "stop",
-    "choice_count": "n",
-    "tool_choice": "tool_choice",
-    "parallel_tool_calls": "parallel_tool_calls",
-    "response_format": "response_format",
-    "reasoning_effort": "reasoning_effort",
-}
-_CHAT_MESSAGE_KEYS: Final = frozenset({"refusal", "audio"})
-
-
-def _chat_call(part: Mapping[str, Any]) -> dict[str, Any]:
-    kind = part.get("tool_type", "function")
-    if kind == "function":
-        inner = {"name": part.get("name"), "arguments": _arguments(part.get("arguments"))}
-    else:
-        inner = {"name": part.get("name"), "input": part.get("input")}
-    return {"id": part.get("id"), "type": kind, kind: inner}
-
-
-def _chat_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    role, parts = message["role"], list(message.get("parts", ()))
-    if role == "tool":
-        if len(parts) != 1 or parts[0].get("type") != "tool_call_response":
-            raise _Unwritable("a tool message that is not one tool result")
-        return {"role": "tool", "tool_call_id": parts[0].get("id"), "content": parts[0]["response"]}
-    content: list[Any] = []
-    calls: list[Any] = []
-    extra: dict[str, Any] = {}
-    for part in parts:
-        kind = part.get("type")
-        if kind == "text":
-            content.append({"type": "text", "text": part.get("content", "")})
-        elif kind == "tool_call":
-            calls.append(_chat_call(part))
-        elif kind in _CHAT_MESSAGE_KEYS and set(part) == {"type", "content"}:
-            extra[kind] = part["content"]
-        elif kind in ("reasoning", "tool_call_response"):
-            raise _Unwritable(f"a {kind} part in a {role} message of a chat request")
-        else:
-            content.append(part)  # a content block kept as it was sent (image, audio, file)
-    out: dict[str, Any] = {"role": role}
-    if (
-        len(content) == 1
-        and content[0].get("type") == "text"
-        and set(content[0]) == {"type", "text"}
+def _endpoint(view: ServedView, spelling: Any, where: str) -> Endpoint:
+    """The endpoint the call went to: the one its spelling names, else the provider's (OpenAI's
+    Responses API told by the span's name or a Responses-only setting)."""
+    if spelling is not None:
+        found = BY_NAME.get(spelling[0].get("endpoint"))
+        if found is not None and found.writer is not None:
+            return found
+        raise ReplayRefusedError(f"{where}: no writer for the endpoint of {view.spelling}")
+    if view.provider == openai_responses.PROVIDER and (
+        "respon" in view.name.lower() or _RESPONSES_ONLY & set(view.params or {})
     ):
-        out["content"] = content[0]["text"]
-    else:
-        out["content"] = content or None
-    if calls:
-        out["tool_calls"] = calls
-    if "name" in message:
-        out["name"] = message["name"]
-    return out | extra
+        return openai_responses.ENDPOINT
+    for endpoint in ENDPOINTS:
+        if endpoint.provider == view.provider and endpoint.writer is not None:
+            return endpoint
+    raise ReplayRefusedError(f"{where}: no writer for provider {view.provider!r}")
 
 
-def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
-    kind = tool.get("type", "function")
-    return {"type": kind, kind: {k: v for k, v in tool.items() if k != "type"}}
+def _request(view: ServedView) -> dict[str, Any]:
+    return {
+        "system": plain(view.system or ()),
+        "messages": plain(view.messages or ()),
+        "tools": plain(view.tools or ()),
+        "params": plain(view.params or {}),
+        "model": view.model,
+    }
 
 
-def _chat_body(view: ServedView) -> dict[str, Any]:
-    params: dict[str, Any] = plain(view.params or {})
-    if set(params) - set(_CHAT_PARAMS):
-        raise _Unwritable(
-            f"settings a chat request has no key for: {sorted(set(params) - set(_CHAT_PARAMS))}"
-        )
-    messages = [
-        {"role": "system", "content": part.get("content", "")} for part in plain(view.system or ())
-    ]
-    messages += [_chat_message(m) for m in plain(view.messages or ())]
-    body: dict[str, Any] = {"model": view.model, "messages": messages}
-    if view.tools:
-        body["tools"] = [_chat_tool(t) for t in plain(view.tools)]
-    body |= {_CHAT_PARAMS[k]: v for k, v in params.items()}
+def _spelling(view: ServedView, store: Store | None, where: str) -> Any:
+    """The call's spelling blob, its keys blob and its elements as sent by index; None when the
+    store does not hold them (then the body is not exact). Damage is refused."""
+    if store is None:
+        return None
+    try:
+        return _load(store, str(view.spelling), len(view.messages or ()))
+    except BlobNotFoundError:
+        return None
+    except (StoreError, ValueError, TypeError, KeyError) as exc:
+        raise ReplayRefusedError(
+            f"{where}: cannot rebuild the request body (its spelling {view.spelling}: {exc})"
+        ) from None
+
+
+def _load(store: Store, address: str, size: int) -> tuple[Mapping[str, Any], Any, dict[int, Any]]:
+    blob = store.get_json(address)
+    if not isinstance(blob, dict) or blob.get("format") != FORMAT or blob.get("size", size) != size:
+        raise ValueError("not the spelling of this request")
+    rest = store.get_json(blob["rest"])
+    elements: dict[int, Any] = {}
+    node, upto = blob, size
+    for _ in range(size + 2):  # each parent covers fewer elements than the body naming it
+        count = node["count"]
+        for index, item in node["items"].items():
+            if count <= int(index) < upto:
+                elements.setdefault(int(index), item)
+        if not node["parent"]:
+            return blob, rest, elements
+        parent = store.get_json(node["parent"])
+        if not isinstance(parent, dict) or parent.get("size") != count or parent["count"] >= count:
+            raise ValueError(f"its parent {node['parent']} is not the earlier body's")
+        node, upto = parent, count
+    raise ValueError("a parent chain that does not end")
+
+
+def _spelled(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    blob: Mapping[str, Any],
+    rest: Any,
+    elements: Mapping[int, Any],
+) -> dict[str, Any]:
+    """The body as sent: the writer's, each element and member the spelling holds as sent."""
+    writer = endpoint.writer
+    assert writer is not None
+    if writer.lead(request):
+        raise Unwritable("a system a wire body holds nowhere")
+    items: list[Any] = []
+    for index, message in enumerate(request["messages"]):
+        items += [elements[index]] if index in elements else writer.elements(message)
+    body = {**writer.rest(request), writer.items_key: items, **rest["keys"]}
+    for key in rest["drop"]:
+        body.pop(key, None)
     return body
 
 
-# -- Anthropic Messages --------------------------------------------------------------------------
-
-_ANTHROPIC_PARAMS: Final = frozenset(
-    {"max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "tool_choice", "thinking"}
-)
-
-
-def _anthropic_block(part: Mapping[str, Any]) -> dict[str, Any]:
-    kind = part.get("type")
-    rest = {k: v for k, v in part.items() if k not in {"type", "content", "id", "name"}}
-    if kind == "text":
-        return {"type": "text", "text": part.get("content", ""), **rest}
-    if kind == "tool_call":
-        rest.pop("arguments", None)
-        return {
-            "type": "tool_use",
-            "id": part.get("id"),
-            "name": part.get("name"),
-            "input": part.get("arguments"),
-            **rest,
-        }
-    if kind == "tool_call_response":
-        rest = {k: v for k, v in part.items() if k not in {"type", "id", "response", "is_error"}}
-        block = {"type": "tool_result", "tool_use_id": part.get("id"), "content": part["response"]}
-        return block | ({"is_error": True} if part.get("is_error") else {}) | rest
-    if kind == "reasoning":
-        return {"type": "thinking", "thinking": part.get("content", ""), **rest}
-    return dict(part)  # a block kept as it was sent (image, document, redacted thinking)
-
-
-def _anthropic_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    blocks = [_anthropic_block(p) for p in message.get("parts", ())]
-    one_text = len(blocks) == 1 and set(blocks[0]) == {"type", "text"}
-    if message["role"] == "user" and one_text and blocks[0]["type"] == "text":
-        return {"role": "user", "content": blocks[0]["text"]}
-    return {"role": message["role"], "content": blocks}
-
-
-def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in tool.items() if k not in {"type", "parameters"}}
-    if "parameters" in tool:
-        out["input_schema"] = tool["parameters"]
-    if tool.get("type", "function") != "function":
-        out["type"] = tool["type"]
-    return out
-
-
-def _anthropic_body(view: ServedView) -> dict[str, Any]:
-    params: dict[str, Any] = plain(view.params or {})
-    if set(params) - _ANTHROPIC_PARAMS:
-        raise _Unwritable(
-            f"settings a Messages request has no key for: {sorted(set(params) - _ANTHROPIC_PARAMS)}"
+def _reads_back(
+    endpoint: Endpoint, body: Mapping[str, Any], request: Mapping[str, Any], where: str
+) -> None:
+    """Refuse a body that the endpoint's reader does not read as the proven request."""
+    try:
+        found = read_body(endpoint.name, orjson.dumps(body))
+        back = Request.from_dict(found.request) if found is not None else None
+        proven = Request.from_dict({**request, "provider": endpoint.provider})
+    except Exception as exc:  # any failure to read back is a refusal
+        back, proven, why = None, None, str(exc)
+    else:
+        why = "unread keys" if found is not None and (found.unread or found.held) else ""
+    fields = ("system", "messages", "tools", "params", "model")
+    if (
+        back is None
+        or proven is None
+        or why
+        or any(getattr(back, f) != getattr(proven, f) for f in fields)
+    ):
+        differs = [f for f in fields if back and proven and getattr(back, f) != getattr(proven, f)]
+        detail = why or f"differs on {', '.join(differs) or 'its shape'}"
+        raise ReplayRefusedError(
+            f"{where}: cannot rebuild the request body (the rebuilt body does not read back to "
+            f"the verified request: {detail})"
         )
-    body: dict[str, Any] = {"model": view.model}
-    system = [_anthropic_block(p) for p in plain(view.system or ())]
-    if system:
-        body["system"] = system
-    body["messages"] = [_anthropic_message(m) for m in plain(view.messages or ())]
-    if view.tools:
-        body["tools"] = [_anthropic_tool(t) for t in plain(view.tools)]
-    return body | params
-
-
-_WRITERS: Final[Mapping[str, Callable[[ServedView], dict[str, Any]]]] = {
-    "openai": _chat_body,
-    "anthropic": _anthropic_body,
-}

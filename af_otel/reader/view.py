@@ -142,6 +142,9 @@ class ServedView:
     # On a call minted from the wire, the fields the instrumentation's own record said otherwise
     # than the body sent (``af.record.differs``).
     record_differs: tuple[str, ...] = ()
+    # On a call minted from the wire, the store address of how its body spelled what the request
+    # does not say (``af.wire.spelling``), for an exact replay (docs/receipt-spec.md §14).
+    spelling: str | None = None
     # The stored blobs this view (and its check) depends on that are damaged: bytes that do not
     # hash to their address, or not what their reference promised. Never a gap: `verify` makes
     # such a view `damaged`, naming the first blob and the field it feeds.
@@ -321,6 +324,7 @@ def _span_facts(span: SpanRecord) -> dict[str, Any]:
         "scope_version": span.scope_version or None,
         "source": source if isinstance(source, str) and source else names.SOURCE_INSTRUMENTATION,
         "record_differs": _strings(span.attributes.get(names.RECORD_DIFFERS)),
+        "spelling": _text(span.attributes.get(names.WIRE_SPELLING)),
     }
 
 

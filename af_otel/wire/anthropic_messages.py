@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from af_otel.wire.shapes import WireRead, tool, unread, without
+from af_otel.wire.endpoint import Endpoint, Reader, Unwritable, Writer
+from af_otel.wire.shapes import WireRead, listed, tool, unread, without
 
+NAME: Final = "anthropic.messages"
 PROVIDER: Final = "anthropic"
 ITEMS: Final = "messages"  # the body key whose array grows call by call
 PARAMS: Final = {
@@ -101,3 +103,77 @@ def read(body: Mapping[str, Any]) -> WireRead:
     found, _ = rest(body)
     messages = [element(m) for m in body.get(ITEMS) or ()]
     return WireRead({**found.request, "messages": messages}, found.unread, found.held)
+
+
+# -- the writer: the inverse of the reader (docs/receipt-spec.md §14) ----------------------------
+
+
+def _write_block(part: Mapping[str, Any]) -> dict[str, Any]:
+    kind = part.get("type")
+    rest = {k: v for k, v in part.items() if k not in {"type", "content", "id", "name"}}
+    if kind == "text":
+        return {"type": "text", "text": part.get("content", ""), **rest}
+    if kind == "tool_call":
+        rest.pop("arguments", None)
+        return {
+            "type": "tool_use",
+            "id": part.get("id"),
+            "name": part.get("name"),
+            "input": part.get("arguments"),
+            **rest,
+        }
+    if kind == "tool_call_response":
+        rest = {k: v for k, v in part.items() if k not in {"type", "id", "response", "is_error"}}
+        block = {"type": "tool_result", "tool_use_id": part.get("id"), "content": part["response"]}
+        return block | ({"is_error": True} if part.get("is_error") else {}) | rest
+    if kind == "reasoning":
+        return {"type": "thinking", "thinking": part.get("content", ""), **rest}
+    return dict(part)  # a block kept as it was sent (image, document, redacted thinking)
+
+
+def write_elements(message: Mapping[str, Any]) -> list[Any]:
+    """One normalized message as the one element of ``messages`` it reads from."""
+    return [write_element(message)]
+
+
+def write_element(message: Mapping[str, Any]) -> dict[str, Any]:
+    """One normalized message as one element of ``messages``: a user's one text as a string."""
+    blocks = [_write_block(p) for p in message.get("parts", ())]
+    one_text = len(blocks) == 1 and set(blocks[0]) == {"type", "text"}
+    if message["role"] == "user" and one_text and blocks[0]["type"] == "text":
+        return {"role": "user", "content": blocks[0]["text"]}
+    return {"role": message["role"], "content": blocks}
+
+
+def _write_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in tool.items() if k not in {"type", "parameters"}}
+    if "parameters" in tool:
+        out["input_schema"] = tool["parameters"]
+    if tool.get("type", "function") != "function":
+        out["type"] = tool["type"]
+    return out
+
+
+def write_rest(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Every member of the body but ``messages``."""
+    params = request.get("params") or {}
+    if set(params) - set(PARAMS):
+        raise Unwritable(
+            f"settings a Messages request has no key for: {sorted(set(params) - set(PARAMS))}"
+        )
+    body: dict[str, Any] = {"model": request.get("model")}
+    system = [_write_block(p) for p in request.get("system") or ()]
+    if system:
+        body["system"] = system
+    if request.get("tools"):
+        body["tools"] = [_write_tool(t) for t in request["tools"]]
+    return body | dict(params)
+
+
+ENDPOINT: Final = Endpoint(
+    NAME,
+    (b"/v1/messages",),
+    PROVIDER,
+    reader=Reader(ITEMS, listed(ITEMS), element, rest),
+    writer=Writer(ITEMS, write_elements, write_rest),
+)

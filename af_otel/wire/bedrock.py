@@ -18,11 +18,13 @@ other key there is named unread, as are ``guardrailConfig``, ``promptVariables``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import unquote
 
 from af_otel.wire import anthropic_messages
+from af_otel.wire.endpoint import Endpoint
 from af_otel.wire.shapes import WireRead, unread
 
 PROVIDER: Final = "aws.bedrock"
@@ -157,8 +159,29 @@ def read_invoke(body: Mapping[str, Any], model: str) -> WireRead | None:
     return WireRead(request, found.unread, found.held)
 
 
-def read_path(body: Mapping[str, Any], path: bytes, *, invoke: bool = False) -> WireRead | None:
+def read_converse_path(body: Mapping[str, Any], path: bytes) -> WireRead | None:
     model = model_of(path)
-    if model is None:
-        return None
-    return read_invoke(body, model) if invoke else read_converse(body, model)
+    return None if model is None else read_converse(body, model)
+
+
+def read_invoke_path(body: Mapping[str, Any], path: bytes) -> WireRead | None:
+    model = model_of(path)
+    return None if model is None else read_invoke(body, model)
+
+
+HOSTS: Final = {
+    PROVIDER: re.compile(r"bedrock-runtime(?:-fips)?\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?"),
+}
+
+
+def _endpoint(name: str, ending: bytes, read: Any) -> Endpoint:
+    # ``/model/{modelId}/<operation>``: an ending alone (``/invoke``) is too common a path.
+    return Endpoint(name, (ending,), PROVIDER, read_path=read, within=b"/model/", hosts=HOSTS)
+
+
+ENDPOINTS: Final = (
+    _endpoint("bedrock.converse_stream", b"/converse-stream", read_converse_path),
+    _endpoint("bedrock.converse", b"/converse", read_converse_path),
+    _endpoint("bedrock.invoke_model_stream", b"/invoke-with-response-stream", read_invoke_path),
+    _endpoint("bedrock.invoke_model", b"/invoke", read_invoke_path),
+)

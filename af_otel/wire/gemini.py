@@ -22,10 +22,12 @@ proto JSON spelling (``system_instruction`` as ``systemInstruction``), as the AP
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import unquote
 
+from af_otel.wire.endpoint import Endpoint
 from af_otel.wire.shapes import WireRead, unread
 
 PROVIDER: Final = "gcp.gemini"
@@ -227,3 +229,26 @@ def read_path(body: Mapping[str, Any], path: bytes) -> WireRead | None:
         tuple(sorted({*found_unread, *loose})),
         f"cachedContent {cached}" if isinstance(cached, str) and cached else None,
     )
+
+
+# The providers' own hosts: the Gemini API's one name, Vertex AI's regional ones.
+HOSTS: Final = {
+    PROVIDER: re.compile(r"generativelanguage\.googleapis\.com"),
+    VERTEX: re.compile(r"(?:[a-z0-9-]+-)?aiplatform\.googleapis\.com"),
+}
+ENDPOINTS: Final = (
+    Endpoint(
+        "gemini.stream_generate_content",
+        (b":streamGenerateContent",),
+        PROVIDER,
+        read_path=read_path,
+        hosts=HOSTS,
+    ),
+    Endpoint(
+        "gemini.generate_content",
+        (b":generateContent",),
+        PROVIDER,
+        read_path=read_path,
+        hosts=HOSTS,
+    ),
+)

@@ -1,7 +1,7 @@
 """Whether a host is a provider's own endpoint: then only the provider's client stood between the
 body the tap saw and the provider (no ``cache-transform``). Gemini's and Bedrock's hosts carry a
-region in their name, so they are matched by shape; OpenAI's and Anthropic's are one name each
-(`af_otel.processor.export_gaps.PROVIDER_HOSTS`)."""
+region in their name, so they are matched by shape (each endpoint's `Endpoint.hosts`); OpenAI's
+and Anthropic's are one name each (`af_otel.processor.export_gaps.PROVIDER_HOSTS`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
+from af_otel.wire.endpoints import ENDPOINTS
+
 # provider (`gen_ai.provider.name` value) -> the full-match pattern of its own hosts.
 PATTERNS: Final[Mapping[str, re.Pattern[str]]] = {
-    "gcp.gemini": re.compile(r"generativelanguage\.googleapis\.com"),
-    "gcp.vertex_ai": re.compile(r"(?:[a-z0-9-]+-)?aiplatform\.googleapis\.com"),
-    "aws.bedrock": re.compile(r"bedrock-runtime(?:-fips)?\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?"),
+    provider: pattern for endpoint in ENDPOINTS for provider, pattern in endpoint.hosts.items()
 }
 
 

@@ -13,8 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from af_otel.wire.shapes import WireRead, tool, unread, without
+import orjson
 
+from af_otel.wire.endpoint import Endpoint, Reader, Unwritable, Writer
+from af_otel.wire.shapes import WireRead, listed, tool, unread, without
+
+NAME: Final = "openai.chat_completions"
 PROVIDER: Final = "openai"
 ITEMS: Final = "messages"  # the body key whose array grows call by call
 # Body key -> params key (rule 5 of af_otel.model.request).
@@ -127,3 +131,112 @@ def rest(body: Mapping[str, Any]) -> tuple[WireRead, bool]:
         "params": params,
     }
     return WireRead(request, unread(body, PLACED, DROPPED)), False
+
+
+# -- the writer: the inverse of the reader (docs/receipt-spec.md §14) ----------------------------
+
+# params key -> body key: one spelling each (``max_tokens`` for ``max_completion_tokens`` too).
+WRITTEN: Final = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "seed": "seed",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "max_tokens": "max_tokens",
+    "stop_sequences": "stop",
+    "choice_count": "n",
+    "tool_choice": "tool_choice",
+    "parallel_tool_calls": "parallel_tool_calls",
+    "response_format": "response_format",
+    "reasoning_effort": "reasoning_effort",
+}
+_MESSAGE_PARTS: Final = frozenset({"refusal", "audio"})  # parts that are a message's own keys
+
+
+def arguments_text(value: Any) -> str:
+    """Tool-call arguments as the JSON text a body carries: as on record when a string, else
+    the compact JSON of the value (the client's spacing is not in the normalized request)."""
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def _write_call(part: Mapping[str, Any]) -> dict[str, Any]:
+    kind = part.get("tool_type", "function")
+    if kind == "function":
+        inner = {"name": part.get("name"), "arguments": arguments_text(part.get("arguments"))}
+    else:
+        inner = {"name": part.get("name"), "input": part.get("input")}
+    return {"id": part.get("id"), "type": kind, kind: inner}
+
+
+def write_elements(message: Mapping[str, Any]) -> list[Any]:
+    """One normalized message as the one element of ``messages`` it reads from."""
+    return [write_element(message)]
+
+
+def write_element(message: Mapping[str, Any]) -> dict[str, Any]:
+    """One normalized message as one element of ``messages``."""
+    role, parts = message["role"], list(message.get("parts", ()))
+    if role == "tool":
+        if len(parts) != 1 or parts[0].get("type") != "tool_call_response":
+            raise Unwritable("a tool message that is not one tool result")
+        return {"role": "tool", "tool_call_id": parts[0].get("id"), "content": parts[0]["response"]}
+    content: list[Any] = []
+    calls: list[Any] = []
+    extra: dict[str, Any] = {}
+    for part in parts:
+        kind = part.get("type")
+        if kind == "text":
+            content.append({"type": "text", "text": part.get("content", "")})
+        elif kind == "tool_call":
+            calls.append(_write_call(part))
+        elif kind in _MESSAGE_PARTS and set(part) == {"type", "content"}:
+            extra[kind] = part["content"]
+        elif kind in ("reasoning", "tool_call_response"):
+            raise Unwritable(f"a {kind} part in a {role} message of a chat request")
+        else:
+            content.append(part)  # a content block kept as it was sent (image, audio, file)
+    out: dict[str, Any] = {"role": role}
+    one_text = len(content) == 1 and set(content[0]) == {"type", "text"}
+    if one_text and content[0].get("type") == "text":
+        out["content"] = content[0]["text"]
+    else:
+        out["content"] = content or None
+    if calls:
+        out["tool_calls"] = calls
+    if "name" in message:
+        out["name"] = message["name"]
+    return out | extra
+
+
+def _write_lead(request: Mapping[str, Any]) -> list[Any]:
+    """A record's system parts (a wire body holds its system messages among the others)."""
+    return [
+        {"role": "system", "content": p.get("content", "")} for p in request.get("system") or ()
+    ]
+
+
+def _write_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    kind = tool.get("type", "function")
+    return {"type": kind, kind: {k: v for k, v in tool.items() if k != "type"}}
+
+
+def write_rest(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Every member of the body but ``messages``."""
+    params = request.get("params") or {}
+    if set(params) - set(WRITTEN):
+        raise Unwritable(
+            f"settings a chat request has no key for: {sorted(set(params) - set(WRITTEN))}"
+        )
+    body: dict[str, Any] = {"model": request.get("model")}
+    if request.get("tools"):
+        body["tools"] = [_write_tool(t) for t in request["tools"]]
+    return body | {WRITTEN[k]: v for k, v in params.items()}
+
+
+ENDPOINT: Final = Endpoint(
+    NAME,
+    (b"/chat/completions",),
+    PROVIDER,
+    reader=Reader(ITEMS, listed(ITEMS), element, rest),
+    writer=Writer(ITEMS, write_elements, write_rest, _write_lead),
+)

@@ -16,8 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from af_otel.wire.endpoint import Endpoint, Reader, Unwritable, Writer
+from af_otel.wire.openai_chat import arguments_text
 from af_otel.wire.shapes import WireRead, tool, unread
 
+NAME: Final = "openai.responses"
 PROVIDER: Final = "openai"
 ITEMS: Final = "input"  # the body key whose array grows call by call
 PARAMS: Final = {
@@ -153,3 +156,109 @@ def rest(body: Mapping[str, Any]) -> tuple[WireRead, bool]:
         held if isinstance(held, str) else None,
     )
     return found, held is None
+
+
+# -- the writer: the inverse of the reader (docs/receipt-spec.md §14) ----------------------------
+
+WRITTEN: Final = {target: key for key, target in PARAMS.items()}  # params key -> body key
+WRITTEN_NESTED: Final = {target: key for key, target in NESTED.items()}
+_WRITTEN_PARTS: Final = frozenset({"text", "tool_call", "tool_call_response", "reasoning"})
+
+
+def _write_reasoning(part: Mapping[str, Any]) -> dict[str, Any]:
+    summary = part.get("content", "")
+    extra = {k: v for k, v in part.items() if k not in {"type", "content"}}
+    written = [{"type": "summary_text", "text": summary}] if summary else []
+    return {"type": "reasoning", "summary": written, **extra}
+
+
+def _write_part(role: str, part: Mapping[str, Any]) -> dict[str, Any]:
+    """A part that is an item of its own: a call, a call's output, reasoning, another item."""
+    kind = part.get("type")
+    if kind == "tool_call":
+        return {
+            "type": "function_call",
+            "call_id": part.get("id"),
+            "name": part.get("name"),
+            "arguments": arguments_text(part.get("arguments")),
+        }
+    if kind == "tool_call_response":
+        return {
+            "type": "function_call_output",
+            "call_id": part.get("id"),
+            "output": part["response"],
+        }
+    if kind == "reasoning":
+        return _write_reasoning(part)
+    if role != "assistant":
+        raise Unwritable(f"a {kind} part in a {role} message of a Responses request")
+    return dict(part)  # an item kept as it was sent (a web search call, ...)
+
+
+def _write_blocks(role: str, parts: list[Mapping[str, Any]]) -> list[Any]:
+    text = "output_text" if role == "assistant" else "input_text"
+    return [
+        {"type": text, "text": p.get("content", "")} if p.get("type") == "text" else dict(p)
+        for p in parts
+    ]
+
+
+def write_elements(message: Mapping[str, Any]) -> list[Any]:
+    """One normalized message as the input items it reads from: a message item for its text
+    (a user's, system's or developer's one text as a string), an item for each other part."""
+    role, parts = message["role"], list(message.get("parts", ()))
+    items: list[Any] = []
+    blocks: list[Mapping[str, Any]] = []
+    for part in parts:
+        kind = part.get("type")
+        # a user's image or file is a block of its message; an assistant's other part an item
+        if kind == "text" or (kind not in _WRITTEN_PARTS and role != "assistant"):
+            blocks.append(part)
+            continue
+        if blocks:
+            items.append(_write_message(role, blocks))
+            blocks = []
+        items.append(_write_part(role, part))
+    if blocks or not parts:
+        items.append(_write_message(role, blocks))
+    return items
+
+
+def _write_message(role: str, blocks: list[Mapping[str, Any]]) -> dict[str, Any]:
+    one_text = len(blocks) == 1 and set(blocks[0]) == {"type", "content"}
+    if role != "assistant" and one_text and blocks[0]["type"] == "text":
+        return {"role": role, "content": blocks[0]["content"]}
+    item = {"role": role, "content": _write_blocks(role, blocks)}
+    return {"type": "message", **item} if role == "assistant" else item
+
+
+def write_rest(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Every member of the body but ``input``: ``instructions`` from the system's one text."""
+    params = dict(request.get("params") or {})
+    loose = set(params) - set(WRITTEN) - set(WRITTEN_NESTED)
+    if loose:
+        raise Unwritable(f"settings a Responses request has no key for: {sorted(loose)}")
+    body: dict[str, Any] = {"model": request.get("model")}
+    system = list(request.get("system") or ())
+    if system:
+        if len(system) != 1 or set(system[0]) != {"type", "content"} or system[0]["type"] != "text":
+            raise Unwritable("instructions that are not one text")
+        body["instructions"] = system[0]["content"]
+    if request.get("tools"):
+        body["tools"] = [dict(t) for t in request["tools"]]
+    for key, value in params.items():
+        if key in WRITTEN:
+            body[WRITTEN[key]] = value
+        else:
+            outer, inner = WRITTEN_NESTED[key]
+            body.setdefault(outer, {})[inner] = value
+    return body
+
+
+ENDPOINT: Final = Endpoint(
+    NAME,
+    (b"/responses",),
+    PROVIDER,
+    reader=Reader(ITEMS, items, element, rest, mark),
+    writer=Writer(ITEMS, write_elements, write_rest),
+)

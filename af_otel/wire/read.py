@@ -14,82 +14,34 @@ which is what lets `af_otel.wire.tail` read only the elements a run's last body 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
 
 from af_otel.model import FrozenDict, Request
 from af_otel.model.request import normalize_message
-from af_otel.wire import anthropic_messages, bedrock, gemini, openai_chat, openai_responses
-from af_otel.wire.endpoints import (
-    ANTHROPIC_MESSAGES,
-    BEDROCK_CONVERSE,
-    BEDROCK_CONVERSE_STREAM,
-    BEDROCK_INVOKE,
-    BEDROCK_INVOKE_STREAM,
-    GEMINI_GENERATE,
-    GEMINI_STREAM,
-    OPENAI_CHAT,
-    OPENAI_RESPONSES,
-)
+from af_otel.wire.endpoint import PathReader, Reader
+from af_otel.wire.endpoints import ENDPOINTS
 from af_otel.wire.shapes import WireRead
 
+__all__ = [
+    "PATH_READERS",
+    "READERS",
+    "Reader",
+    "message_of",
+    "normalized",
+    "parse_body",
+    "read_body",
+    "read_parsed",
+]
 
-def _listed(key: str) -> Callable[[Mapping[str, Any]], Any]:
-    def items(body: Mapping[str, Any]) -> Any:
-        return body.get(key) or ()
-
-    return items
-
-
-def _no_mark(item: Any) -> str | None:
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class Reader:
-    """One endpoint's reader: the key of its growing array, how that array's items are listed,
-    one item read into a GenAI message, the rest of the body read, and what state an item names
-    that the server holds (only when `rest` says the items decide it)."""
-
-    items_key: str
-    items: Callable[[Mapping[str, Any]], Any]
-    element: Callable[[Any], dict[str, Any]]
-    rest: Callable[[Mapping[str, Any]], tuple[WireRead, bool]]
-    mark: Callable[[Any], str | None] = _no_mark
-
-
-READERS: Final[Mapping[str, Reader]] = {
-    OPENAI_CHAT: Reader(
-        openai_chat.ITEMS, _listed(openai_chat.ITEMS), openai_chat.element, openai_chat.rest
-    ),
-    OPENAI_RESPONSES: Reader(
-        openai_responses.ITEMS,
-        openai_responses.items,
-        openai_responses.element,
-        openai_responses.rest,
-        openai_responses.mark,
-    ),
-    ANTHROPIC_MESSAGES: Reader(
-        anthropic_messages.ITEMS,
-        _listed(anthropic_messages.ITEMS),
-        anthropic_messages.element,
-        anthropic_messages.rest,
-    ),
-}
-
-# Endpoints whose path names the model (`af_otel.wire.endpoints.PATH_MODEL`): read whole, handed
-# the path too (their bodies carry no growing array a tail read could take).
-PathReader = Callable[[Mapping[str, Any], bytes], WireRead | None]
+# The dispatch, from the registry: an endpoint with a growing array has a `Reader`; one whose path
+# names the model (`Endpoint.path_model`) is read whole, handed the path too (its body carries no
+# growing array a tail read could take).
+READERS: Final[Mapping[str, Reader]] = {e.name: e.reader for e in ENDPOINTS if e.reader}
 PATH_READERS: Final[Mapping[str, PathReader]] = {
-    GEMINI_GENERATE: gemini.read_path,
-    GEMINI_STREAM: gemini.read_path,
-    BEDROCK_CONVERSE: bedrock.read_path,
-    BEDROCK_CONVERSE_STREAM: bedrock.read_path,
-    BEDROCK_INVOKE: lambda body, path: bedrock.read_path(body, path, invoke=True),
-    BEDROCK_INVOKE_STREAM: lambda body, path: bedrock.read_path(body, path, invoke=True),
+    e.name: e.read_path for e in ENDPOINTS if e.read_path
 }
 
 

@@ -3,7 +3,7 @@ keys sorted into placed, dropped and unread."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,15 @@ def tool(raw: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(inner, Mapping):
         return {**without(inner), "type": kind}
     return without(raw)
+
+
+def listed(key: str) -> Callable[[Mapping[str, Any]], Any]:
+    """The items of a body's growing array under ``key``, none when it is absent or null."""
+
+    def items(body: Mapping[str, Any]) -> Any:
+        return body.get(key) or ()
+
+    return items
 
 
 def unread(

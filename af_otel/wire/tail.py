@@ -37,15 +37,17 @@ extend their own), each holding one body.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
 
 from af_otel.model import FrozenDict, Request
 from af_otel.model.gap_rules import sealed_messages
+from af_otel.wire.endpoints import BY_NAME
 from af_otel.wire.read import READERS, Reader, message_of, normalized, parse_body, read_body
 from af_otel.wire.shapes import WireRead
+from af_otel.wire.spelling import Spelling, rest_blob, spell
 
 MAX_LAYOUTS: Final = 4
 _SPACE: Final = b" \t\n\r"
@@ -56,14 +58,16 @@ _TRAILING: Final = "unexpected content after document"  # orjson: a value ended 
 @dataclass(frozen=True, slots=True)
 class Sent:
     """One body read: the normalized request, the body keys no reader places, the server-held
-    state it continues, whether a message replays sealed reasoning, and the tuple its messages
-    were built to start with (the run's earlier body's, None when read whole)."""
+    state it continues, whether a message replays sealed reasoning, the tuple its messages
+    were built to start with (the run's earlier body's, None when read whole), and how it
+    spelled what the request does not say (`af_otel.wire.spelling`; None: no writer spells it)."""
 
     request: Request
     unread: tuple[str, ...]
     held: str | None
     sealed: bool
     prefix: tuple[FrozenDict, ...] | None = None
+    spelling: Spelling | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +140,11 @@ def _whole(endpoint: str, reader: Reader, body: bytes) -> tuple[Sent | None, Lay
     messages = tuple(message_of(reader, item) for item in items)
     first = next((m for m in map(reader.mark, items) if m is not None), None)
     held = first if marked else rest.held
-    sent = Sent(normalized(rest, messages), rest.unread, held, sealed_messages(messages))
+    request = normalized(rest, messages)
+    spelled = _spelled(
+        endpoint, request, parsed, items if isinstance(parsed.get(reader.items_key), list) else ()
+    )
+    sent = Sent(request, rest.unread, held, sealed_messages(messages), spelling=spelled)
     try:
         layout = _layout(endpoint, reader, body, parsed, rest, marked, first, sent)
     except Exception:  # no layout: the next body is read whole too
@@ -261,14 +269,50 @@ def _tail(reader: Reader, layout: Layout, body: bytes) -> Layout | None:
     if mark is None:
         mark = next((m for m in map(reader.mark, new) if m is not None), None)
     before = layout.sent
+    request = normalized(rest, before.request.messages + added)
     sent = Sent(
-        normalized(rest, before.request.messages + added),
+        request,
         rest.unread,
         mark if marked else rest.held,
         before.sealed or sealed_messages(added),
         before.request.messages,
+        _spelled_tail(layout, request, members, new),
     )
     return Layout(layout.endpoint, body, end, after, layout.head, members, rest, marked, mark, sent)
+
+
+def _spelled(
+    endpoint: str, request: Request, body: Mapping[str, Any], items: Any
+) -> Spelling | None:
+    """A body read whole: its spelling, every element its own (`af_otel.wire.spelling`)."""
+    found = BY_NAME.get(endpoint)
+    writer = found.writer if found is not None else None
+    if writer is None:
+        return None
+    try:
+        rest = rest_blob(writer, request, body)
+    except Exception:  # a request the writer has no spelling for
+        return None
+    return spell(endpoint, writer, request, rest, list(items))
+
+
+def _spelled_tail(
+    layout: Layout, request: Request, members: Mapping[str, Any], new: list[Any]
+) -> Spelling | None:
+    """A body read from its tail: the spelling of its new elements on the earlier body's, whose
+    keys blob it shares while the members around the array are the same."""
+    before = layout.sent.spelling
+    found = BY_NAME.get(layout.endpoint)
+    writer = found.writer if found is not None else None
+    if before is None or writer is None:
+        return None
+    rest = before.rest
+    if members is not layout.members:
+        try:
+            rest = rest_blob(writer, request, {**layout.head, **members, writer.items_key: []})
+        except Exception:  # a request the writer has no spelling for
+            return None
+    return spell(layout.endpoint, writer, request, rest, new, before)
 
 
 def _elements(

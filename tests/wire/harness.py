@@ -22,9 +22,8 @@ from typing import Any, Final
 
 import af_otel
 from af_otel import canonical_json, names
-from af_otel.reader.replay import ReplayRefusedError, replay_request
+from af_otel.reader.replay import ReplayRefusedError, replay
 from af_otel.reader.verify import VerdictStatus
-from af_otel.wire import anthropic_messages, openai_chat
 from tests.wire import envs
 from tests.wire.convert import Comparable, Difference, differences, from_view, from_wire
 from tests.wire.server import WireRequest, WireServer
@@ -371,7 +370,7 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
                 tuple(getattr(view, "unrecorded", ())),
                 parents.get(view.span_id),
                 attributes[view.span_id].get(names.RECEIPT_SOURCE),
-                replayed(view, request),
+                replayed(view, request, tmp / "store"),
             )
         )
     collisions = []
@@ -383,53 +382,18 @@ def run_scenario(scenario: Scenario, tmp: Path) -> Outcome:
     return Outcome(scenario, result["versions"], len(requests), tuple(epochs), tuple(collisions))
 
 
-# What no record keeps, so a rebuilt body leaves it out (af_otel/reader/replay.py): the keys that
-# show the model nothing, as each wire reader lists them, and Anthropic's cache marks.
-_TRANSPORT: Final = {
-    "/v1/chat/completions": openai_chat.DROPPED,
-    "/v1/messages": anthropic_messages.DROPPED,
-}
-
-
-def spelled(path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-    """The logged body without what no record keeps; OpenAI tool-call arguments (JSON text whose
-    spacing no record keeps) as the values they spell."""
-    out = {k: v for k, v in body.items() if k not in _TRANSPORT.get(path, frozenset())}
-    if path != "/v1/messages":
-        out["messages"] = [_parsed_arguments(m) for m in out.get("messages", ())]
-        return out
-
-    def unmarked(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {k: unmarked(v) for k, v in value.items() if k != "cache_control"}
-        if isinstance(value, list):
-            return [unmarked(v) for v in value]
-        return value
-
-    return {k: unmarked(v) if k in ("system", "messages", "tools") else v for k, v in out.items()}
-
-
-def _parsed_arguments(message: Mapping[str, Any]) -> dict[str, Any]:
-    calls = message.get("tool_calls")
-    if not calls:
-        return dict(message)
-    parsed = [
-        {**c, "function": {**c["function"], "arguments": json.loads(c["function"]["arguments"])}}
-        for c in calls
-    ]
-    return {**message, "tool_calls": parsed}
-
-
-def replayed(view: Any, request: WireRequest) -> str:
-    """`replay_request` held to the logged body, as RFC 8785 JSON."""
+def replayed(view: Any, request: WireRequest, store: Path) -> str:
+    """`replay` held to the logged body, as RFC 8785 JSON with nothing left out: ``equal`` when
+    the rebuilt body is the one sent, else what it says (refused, not exact, or how it differs)."""
     try:
-        rebuilt = replay_request(view)
+        found = replay(view, store=store)
     except ReplayRefusedError as exc:
         return f"refused: {exc}"
-    expected = spelled(request.path, request.body)
-    if canonical_json(spelled(request.path, rebuilt)) == canonical_json(expected):
+    if not found.exact:
+        return f"not exact: {found.notice}"
+    if canonical_json(found.body) == canonical_json(request.body):
         return "equal"
-    return f"differs: rebuilt {_short(rebuilt, 600)} / sent {_short(expected, 600)}"
+    return f"differs: rebuilt {_short(found.body, 600)} / sent {_short(request.body, 600)}"
 
 
 def _short(value: Any, limit: int = 160) -> str:

@@ -22,7 +22,13 @@ import af_otel
 from af_otel import names
 from af_otel.reader.verify import VerdictStatus
 from tests.wire.convert import Comparable, Difference, _choice, differences, from_view
-from tests.wire.harness import _GENAI_CONTENT, Scenario, run_agent, unnamed_differences
+from tests.wire.harness import (
+    _GENAI_CONTENT,
+    Scenario,
+    replayed,
+    run_agent,
+    unnamed_differences,
+)
 from tests.wire.responses_server import Seen, input_items
 from tests.wire.server import WireServer
 
@@ -186,6 +192,7 @@ class Epoch:
     opens_with: str = "message"  # the type of the request's first input item
     source: object = None  # af.receipt.source: wire or instrumentation
     record_differs: tuple[str, ...] = ()  # af.record.differs
+    replay: str = ""  # `replay` held to the logged body (tests.wire.harness.replayed)
 
 
 def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
@@ -236,6 +243,7 @@ def run_responses(scenario: Scenario, tmp: Path) -> tuple[int, list[Epoch]]:
                 input_items(wire.body)[0]["type"],
                 sources[view.span_id],
                 view.record_differs,
+                replayed(view, wire, tmp / "store"),
             )
         )
     return count, epochs
@@ -280,6 +288,19 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
     )
     assert not [d for e in epochs for d in e.unnamed], account
     assert all(e.minted for e in epochs), account  # incomplete and failed calls too
+    # `served --request`: a verified call from the wire is its logged body exactly (RFC 8785,
+    # nothing left out); from a record, in one spelling, saying so; any other call refused (the
+    # continued ones by server-held-history).
+    for e in epochs:
+        if e.status != VerdictStatus.VERIFIED:
+            assert e.replay.startswith("refused: "), (e.wire_seq, e.replay)
+        elif e.source == names.SOURCE_WIRE:
+            assert e.replay == "equal", (e.wire_seq, e.replay)
+        else:
+            assert e.replay.startswith("not exact: "), (e.wire_seq, e.replay)
+    if {e.source for e in epochs} == {names.SOURCE_WIRE}:  # the body names the held history
+        continued = [e.replay for e in epochs if e.wire_seq > HELD_FROM]
+        assert all("server-held-history" in r for r in continued), continued
     # The call after the incomplete one carries its cut answer: with that call's span missing,
     # two model turns since its parent name the hole; with every span there, nothing does.
     holes = {e.wire_seq for e in epochs for k, _ in e.gaps if k == "unrecorded-call"}
