@@ -335,3 +335,26 @@ def test_a_conversation_inside_an_agent_span_is_its_own_run(pipeline: Pipeline) 
     context = outer.get_span_context()
     mine = run_discovery.span_run_id((context.trace_id, context.span_id))
     assert runs_of(pipeline.spans()) == [mine, "inner-conv", mine]
+
+
+def test_an_openinference_session_is_the_conversation_and_another_session_id_is_not(
+    pipeline: Pipeline,
+) -> None:
+    """OpenInference's ``session.id`` on its AGENT spans (``using_session``) names the run over
+    two traces, so two sessions are two runs; ``session.id`` on a span of no OpenInference kind
+    (a user's session, OTel's session conventions) names none: that call takes its trace's run."""
+    tracer = pipeline.tracer
+    for session in ("s-1", "s-1", "s-2"):
+        agent = {"openinference.span.kind": "AGENT", "session.id": session}
+        with tracer.start_as_current_span("Agent workflow", attributes=agent):
+            chat(tracer, [user(session)])
+    with tracer.start_as_current_span("request", attributes={"session.id": "browser-9"}):
+        chat(tracer, [user("plain")])
+    calls = llm_spans(pipeline.spans())
+    assert calls[-1].context is not None
+    assert runs_of(pipeline.spans()) == [
+        "s-1",
+        "s-1",
+        "s-2",
+        trace_run_id(calls[-1].context.trace_id),
+    ]
