@@ -63,6 +63,7 @@ class Epoch:
     source: Any
     differs: Any  # af.record.differs
     false_defaults: tuple[str, ...] = ()  # settings provider-defaults calls unset that were sent
+    run: str | None = None  # the run the reader files the call under (af.run.id as written)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,12 @@ class Outcome:
     requests: tuple[Logged, ...]
     epochs: tuple[Epoch, ...]
     spans: int
+    span_names: tuple[str, ...] = ()  # every span the stack wrote, LLM call or not
+
+    @property
+    def runs(self) -> list[str | None]:
+        """The runs of the calls, each once, in the order of their first call."""
+        return list(dict.fromkeys(e.run for e in self.epochs))
 
     def count(self, status: str) -> int:
         return sum(1 for e in self.epochs if e.status == status)
@@ -95,6 +102,7 @@ class Outcome:
             f"### {self.stack.name}: wire {len(self.requests)}, epochs {len(self.epochs)}: "
             + ", ".join(f"{s} {self.count(s)}" for s in VerdictStatus)
             + f"; overclaims {len(self.overclaims)}, unnamed {len(self.unnamed)}"
+            + f"; runs {self.runs}"
         ]
         for label, items in (("OVERCLAIM", self.overclaims), ("UNNAMED", self.unnamed)):
             for epoch, d in items:
@@ -187,6 +195,8 @@ def run_stack(stack: Stack, tmp: Path) -> Outcome:
                 attrs.get("af.receipt.source"),
                 attrs.get("af.record.differs"),
                 tuple(name for name in defaults if name in sent),
+                view.run_id,
             )
         )
-    return Outcome(stack, result, requests, tuple(epochs), len(spans))
+    span_names = tuple(span.name for span in spans)
+    return Outcome(stack, result, requests, tuple(epochs), len(spans), span_names)
