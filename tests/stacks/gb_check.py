@@ -64,6 +64,7 @@ class Epoch:
     differs: Any  # af.record.differs
     false_defaults: tuple[str, ...] = ()  # settings provider-defaults calls unset that were sent
     run: str | None = None  # the run the reader files the call under (af.run.id as written)
+    trace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,7 @@ def run_stack(stack: Stack, tmp: Path) -> Outcome:
                 attrs.get("af.record.differs"),
                 tuple(name for name in defaults if name in sent),
                 view.run_id,
+                view.trace_id,
             )
         )
     span_names = tuple(span.name for span in spans)
