@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -470,3 +471,49 @@ def test_a_new_trace_starting_at_another_agent_is_no_handoff(
     steps = agent_steps(spans, [("conv", c.trace_id, c.span_id) for c in order])
     handoffs = [steps[(c.trace_id, c.span_id)].handoff_from for c in order]
     assert [h.name if h else None for h in handoffs] == [None, "triage", None, "triage"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.sampled_from(["triage", "travel", "billing"])),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_a_change_of_agent_is_a_handoff_exactly_within_one_trace(
+    steps: list[tuple[bool, str]],
+) -> None:
+    """Calls of one run, each under its agent's span, some starting a new trace (a new turn):
+    a call is handed off from the previous call's agent exactly when both are in one trace and
+    their agents differ."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    turns: list[list[str]] = []
+    for new_turn, agent in steps:
+        if new_turn or not turns:
+            turns.append([])
+        turns[-1].append(agent)
+    index = 0
+    for turn, agents in enumerate(turns):
+        with tracer.start_as_current_span(f"turn {turn}"):
+            for agent in agents:
+                with (
+                    tracer.start_as_current_span(
+                        f"invoke_agent {agent}",
+                        attributes={"gen_ai.operation.name": "invoke_agent"},
+                    ),
+                    tracer.start_as_current_span(f"chat {index}"),
+                ):
+                    index += 1
+    provider.shutdown()
+    spans = records(exporter)
+    calls = [named(spans, f"chat {i}") for i in range(index)]
+    found = agent_steps(spans, [("conv", c.trace_id, c.span_id) for c in calls])
+    expected: list[str | None] = []
+    for agents in turns:
+        expected.extend([None] + [a if a != b else None for a, b in pairwise(agents)])
+    handed = [found[(c.trace_id, c.span_id)].handoff_from for c in calls]
+    assert [h.name if h else None for h in handed] == expected
