@@ -65,6 +65,10 @@ class Epoch:
     false_defaults: tuple[str, ...] = ()  # settings provider-defaults calls unset that were sent
     run: str | None = None  # the run the reader files the call under (af.run.id as written)
     trace: str | None = None
+    # The agent tree's: the call's agent, the one it was handed from, the tools run after it.
+    agent: str | None = None
+    handoff_from: str | None = None
+    tools_run: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,14 @@ def unnamed(
     )
 
 
+def _place(step: Any) -> tuple[str | None, str | None, tuple[str | None, ...]]:
+    if step is None:
+        return None, None, ()
+    agent = step.agent.name if step.agent is not None else None
+    handed = step.handoff_from.name if step.handoff_from is not None else None
+    return agent, handed, tuple(tool.name for tool in step.tools)
+
+
 def run_stack(stack: Stack, tmp: Path) -> Outcome:
     with stack.server() as server:
         result = run_agent(stack, tmp, server.port)
@@ -198,6 +210,7 @@ def run_stack(stack: Stack, tmp: Path) -> Outcome:
                 tuple(name for name in defaults if name in sent),
                 view.run_id,
                 view.trace_id,
+                *_place(view.agent),
             )
         )
     span_names = tuple(span.name for span in spans)

@@ -4,7 +4,8 @@ telemetry and af_otel's processor: one scenario of the Google ADK stack test, ru
 in its side venv.
 
     python adk_agent.py '<json config>'   # port, trace, store, run_id, run (wrap in af_otel.run),
-                                          # sessions (1: one conversation; 2: two of 2 questions)
+                                          # sessions (1: one conversation; 2: two of 2 questions),
+                                          # handoff (a router agent transfers to the weather agent)
 
 ADK's telemetry format is ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN's (the legacy scenarios set it):
 ``1`` writes a ``call_llm`` span around each ``generate_content`` span, with the whole request in
@@ -44,7 +45,7 @@ def get_time(city: str) -> dict[str, str]:
     return {"result": common.tool_output("get_time", TURN["n"])}
 
 
-async def converse(port: int, sessions: int) -> list[str]:
+async def converse(port: int, sessions: int, handoff: bool = False) -> list[str]:
     client = genai.Client(
         api_key="fake-gemini-key",
         http_options=types.HttpOptions(
@@ -59,6 +60,13 @@ async def converse(port: int, sessions: int) -> list[str]:
         tools=[get_weather, get_time],
         generate_content_config=types.GenerateContentConfig(temperature=0.2, max_output_tokens=300),
     )
+    if handoff:  # a router whose only tool is ADK's transfer to the weather agent
+        agent = LlmAgent(
+            name="router",
+            model=Gemini(model=MODEL, client=client),
+            instruction="Hand every question to weather_agent.",
+            sub_agents=[agent],
+        )
     runner = InMemoryRunner(agent=agent, app_name="stack")
     made = [
         await runner.session_service.create_session(app_name="stack", user_id="u")
@@ -81,7 +89,9 @@ def main(config: dict[str, Any]) -> None:
     scope = af_otel.run(config["run_id"]) if config.get("run", True) else contextlib.nullcontext()
     try:
         with scope:
-            sessions = asyncio.run(converse(config["port"], config.get("sessions", 1)))
+            sessions = asyncio.run(
+                converse(config["port"], config.get("sessions", 1), bool(config.get("handoff")))
+            )
     finally:
         provider.shutdown()
     versions = common.versions("google-adk", "google-genai")

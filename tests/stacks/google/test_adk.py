@@ -44,6 +44,9 @@ ADK_LEGACY_BARE_NO_WIRE = _stack(
     "google-adk-legacy-bare-no-wire", wire=False, legacy=True, content=False, run=False
 )
 
+# A router agent whose one tool is ADK's transfer_to_agent, to the weather agent.
+ADK_HANDOFF = _stack("google-adk-handoff", run=False, handoff=True)
+
 _OUTCOMES: dict[str, Outcome] = {}
 
 
@@ -142,3 +145,24 @@ def test_without_the_tap_adks_legacy_record_claims_nothing_it_lacks(
     assert not outcome.overclaims, account
     assert not outcome.unnamed, account
     assert not outcome.false_defaults, account
+
+
+@pytest.mark.instrumentation
+def test_an_adk_transfer_is_a_handoff_in_the_agent_tree(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ADK records a transfer as its ``transfer_to_agent`` tool run and the next call under the
+    other agent's span in the same invocation: the router's call ran the transfer, the weather
+    agent's next call is handed off from the router, and later turns (which ADK gives straight
+    to the weather agent, each its own trace) are none. 9 calls, each verified from the wire."""
+    outcome = _outcome(ADK_HANDOFF, tmp_path_factory)
+    account = outcome.describe()
+    assert len(outcome.requests) == len(outcome.epochs) == CALLS + 1, account
+    assert outcome.count(VerdictStatus.VERIFIED) == CALLS + 1, account
+    assert len(outcome.runs) == 1, account
+    places = [(e.agent, e.handoff_from, e.tools_run) for e in outcome.epochs]
+    assert places[:2] == [
+        ("router", None, ("transfer_to_agent",)),
+        ("weather_agent", "router", ("get_weather",)),
+    ], places
+    assert {(agent, handed) for agent, handed, _ in places[2:]} == {("weather_agent", None)}, places
