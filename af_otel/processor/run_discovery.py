@@ -3,9 +3,10 @@
 A call outside an `af_otel.run` block takes, in this order (docs/processor.md, "What a call gets"):
 
 1. the span's ``af.run.id`` (the explicit API, the completion hook, a processor of the user's);
-2. the conversation: the span's ``gen_ai.conversation.id``, else the one util-genai carries on the
-   context of an agent or workflow invocation (every span started inside it sees it, including a
-   provider instrumentation's chat span that knows nothing of the agent);
+2. the conversation: the span's ``gen_ai.conversation.id`` (on a span OpenInference wrote, its
+   ``session.id``: OpenInference's `using_session` stamps it on every span it makes), else the one
+   util-genai carries on the context of an agent or workflow invocation (every span started inside
+   it sees it, including a provider instrumentation's chat span that knows nothing of the agent);
 3. the enclosing agent span: the nearest open ``invoke_agent`` / ``invoke_workflow`` /
    ``handle_conversation_turn`` / ``invocation.internal`` span, or a framework's agent span
    (OpenInference ``AGENT``, OpenLLMetry ``agent`` / ``workflow``), above the call. Its conversation
@@ -30,6 +31,11 @@ from af_otel.model.agent_spans import is_agent_span
 
 SpanKey = tuple[int, int]
 CONVERSATION_ID: Final = "gen_ai.conversation.id"
+# OpenInference's conversation: read only on its own spans (the kind key marks them), since
+# `session.id` elsewhere is a user's session (OTel's session conventions), which holds many
+# conversations.
+OPENINFERENCE_SESSION: Final = "session.id"
+OPENINFERENCE_KIND: Final = "openinference.span.kind"
 # Open spans at or under an agent span: bounded like the engine's open calls (a span that never
 # ends must not hold memory forever; an evicted one's calls fall back to rule 2 or 4).
 MAX_ENCLOSED: Final = 65_536
@@ -39,9 +45,18 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def conversation(attributes: Mapping[str, Any]) -> str | None:
+    """The conversation a span records: ``gen_ai.conversation.id``, else OpenInference's
+    ``session.id`` on a span of OpenInference."""
+    found = _text(attributes.get(CONVERSATION_ID))
+    if found is None and OPENINFERENCE_KIND in attributes:
+        return _text(attributes.get(OPENINFERENCE_SESSION))
+    return found
+
+
 def recorded_run(attributes: Mapping[str, Any]) -> str | None:
     """Rules 1 and 2 as the span records them: its ``af.run.id``, else its conversation id."""
-    return _text(attributes.get(names.RUN_ID)) or _text(attributes.get(CONVERSATION_ID))
+    return _text(attributes.get(names.RUN_ID)) or conversation(attributes)
 
 
 def _ambient_reader() -> Callable[[], str | None]:
@@ -95,7 +110,7 @@ class Enclosing:
         opened = self._open
         inherited = opened.get(parent) if opened and parent is not None else None
         if is_agent_span(attributes, name):
-            own = _text(attributes.get(CONVERSATION_ID)) or ambient_conversation()
+            own = conversation(attributes) or ambient_conversation()
             found = own or inherited or span_run_id(key)
         elif inherited is not None:
             found = inherited

@@ -17,7 +17,7 @@ from typing import Final, Literal
 from af_otel.model.agent_spans import AGENT_OPERATIONS, OPERATION, is_agent_span
 from af_otel.reader.records import SpanRecord, StatusCode
 
-__all__ = ["Agent", "AgentStep", "ToolRun", "agent_steps", "enclosing_agent"]
+__all__ = ["Agent", "AgentStep", "ToolRun", "agent_steps", "enclosing_agent", "is_handoff_span"]
 
 SpanKey = tuple[str, str]  # trace id, span id
 CallKey = tuple[str | None, str, str]  # run id, trace id, span id
@@ -32,6 +32,13 @@ TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 TOOL_CALL_IDS: Final = (TOOL_CALL_ID, "tool.id")
 OPENINFERENCE_KIND: Final = "openinference.span.kind"
 ERROR_TYPE: Final = "error.type"
+# A handoff span: OpenInference writes the OpenAI Agents SDK's handoff as a TOOL span named
+# `handoff to <agent>` (or `handoff`, when the target is unknown) with no `tool.name` (a function
+# tool's span has one), the agent it left in `input.value` and the one it went to in
+# `output.value`. genai-openai-agents writes no span for a handoff.
+HANDOFF_NAME: Final = "handoff"
+HANDOFF_FROM: Final = "input.value"
+HANDOFF_TO: Final = "output.value"
 # The decision a runtime took before running a tool (allow, deny, require_approval): an event on
 # the tool's span, or on its agent's span naming the tool call, or the outcome as an attribute of
 # the tool span itself.
@@ -108,6 +115,15 @@ def agent_of(span: SpanRecord) -> Agent:
     return Agent(name, span.span_id, _text(span.attributes.get(AGENT_ID)))
 
 
+def is_handoff_span(span: SpanRecord) -> bool:
+    """Whether a span records a handoff between agents (OpenInference's, `HANDOFF_NAME`)."""
+    return (
+        span.attributes.get(OPENINFERENCE_KIND) == "TOOL"
+        and span.name.partition(" ")[0] == HANDOFF_NAME
+        and _first(span.attributes, TOOL_NAME) is None
+    )
+
+
 def is_tool_span(span: SpanRecord) -> bool:
     operation = span.attributes.get(OPERATION)
     if operation is not None:
@@ -172,6 +188,14 @@ class _Calls:
             pairs = sorted(zip(starts, keys, strict=True))
             self._by[where] = ([s for s, _ in pairs], [k for _, k in pairs])
 
+    def after(self, span: SpanRecord) -> SpanKey | None:
+        """The first call of ``span``'s trace that started after it."""
+        listed = self._by.get((span.trace_id, None))
+        if listed is None:
+            return None
+        at = bisect_right(listed[0], span.start_ns)
+        return listed[1][at] if at < len(listed[1]) else None
+
     def before(self, tool: SpanRecord, agent: SpanRecord | None) -> SpanKey | None:
         places: list[tuple[str, str | None]] = (
             [(tool.trace_id, agent.span_id)] if agent is not None else []
@@ -189,13 +213,14 @@ def agent_steps(spans: Iterable[SpanRecord], calls: Sequence[CallKey]) -> dict[S
     run's calls together in its order) that has an agent or tools on record, its `AgentStep`."""
     spans = spans if isinstance(spans, Sequence) else list(spans)
     tools: list[SpanRecord] = []
+    handoffs: list[SpanRecord] = []
     agents = False
     for span in spans:
         if is_tool_span(span):
-            tools.append(span)
+            (handoffs if is_handoff_span(span) else tools).append(span)
         elif not agents and is_agent_span(span.attributes, span.name):
             agents = True
-    if not agents and not tools:
+    if not agents and not tools and not handoffs:
         return {}  # the common record of plain SDK calls: no index of its spans is built
     index = {(span.trace_id, span.span_id): span for span in spans}
     found: dict[SpanKey, Agent | None] = {}
@@ -214,31 +239,52 @@ def agent_steps(spans: Iterable[SpanRecord], calls: Sequence[CallKey]) -> dict[S
         after = ordered.before(tool, agent)
         if after is not None:
             ran.setdefault(after, []).append((tool.start_ns, tool_run(tool, agent)))
-    return _steps(calls, found, ran)
+    handed: dict[SpanKey, SpanRecord] = {}
+    for handoff in sorted(handoffs, key=lambda span: span.start_ns):
+        target = ordered.after(handoff)
+        if target is not None:
+            handed.setdefault(target, handoff)
+    return _steps(calls, found, ran, handed)
+
+
+def _handoff(
+    agent: Agent | None, prior: Agent | None, same_place: bool, span: SpanRecord | None
+) -> Agent | None:
+    """The agent a call was handed from. A handoff span before it names the agent it left: the
+    previous call's agent when that is the one, else an agent of that name at the handoff span.
+    Without one, the previous call's agent when it is another and the two calls are of one run
+    and one trace (a new trace is a new turn, which may well start at another agent)."""
+    if span is not None:
+        source = _text(span.attributes.get(HANDOFF_FROM))
+        if source is None or (agent is not None and source == agent.name):
+            return None
+        return prior if prior is not None and prior.name == source else Agent(source, span.span_id)
+    if same_place and prior is not None and agent is not None and prior.name != agent.name:
+        return prior
+    return None
 
 
 def _steps(
     calls: Sequence[CallKey],
     found: Mapping[SpanKey, Agent | None],
     ran: Mapping[SpanKey, list[tuple[int, ToolRun]]],
+    handed: Mapping[SpanKey, SpanRecord],
 ) -> dict[SpanKey, AgentStep]:
     out: dict[SpanKey, AgentStep] = {}
-    previous: tuple[str | None, Agent | None] = (None, None)
+    previous: tuple[str | None, str | None, Agent | None] = (None, None, None)
     for run_id, trace_id, span_id in calls:
         key = (trace_id, span_id)
         agent = found.get(key)
-        prior_run, prior = previous
-        handoff = (
-            prior
-            if run_id is not None
-            and run_id == prior_run
-            and prior is not None
-            and agent is not None
-            and prior.name != agent.name
-            else None
+        prior_run, prior_trace, prior = previous
+        same_run = run_id is not None and run_id == prior_run
+        handoff = _handoff(
+            agent,
+            prior if same_run else None,
+            same_run and trace_id == prior_trace,
+            handed.get(key),
         )
-        previous = (run_id, agent)
+        previous = (run_id, trace_id, agent)
         tools = tuple(run for _, run in sorted(ran.get(key, ()), key=lambda item: item[0]))
-        if agent is not None or tools:
+        if agent is not None or tools or handoff is not None:
             out[key] = AgentStep(agent, tools, handoff)
     return out

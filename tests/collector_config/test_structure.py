@@ -298,6 +298,7 @@ def _strip_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]
     groups = stack.load_yaml(stack.OTELCOL_REDACT)["processors"][STRIP]["trace_statements"]
     (span_statement,) = groups[0]["statements"]
     (event_statement,) = groups[1]["statements"]
+    assert len(groups) == 3  # the third: LiteLLM's raw span (`_raw_span_pattern`)
     span = re.fullmatch(r'delete_matching_keys\(span\.attributes, "(.+)"\)', span_statement)
     event = re.fullmatch(
         r'delete_matching_keys\(spanevent\.attributes, "(.+)"\) '
@@ -313,7 +314,25 @@ def _strip_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]
     )
 
 
+def _raw_span_pattern() -> tuple[re.Pattern[str], str]:
+    """(attribute pattern, span name) of the step that empties LiteLLM's raw_gen_ai_request span."""
+    groups = stack.load_yaml(stack.OTELCOL_REDACT)["processors"][STRIP]["trace_statements"]
+    (statement,) = groups[2]["statements"]
+    found = re.fullmatch(
+        r'delete_matching_keys\(span\.attributes, "(.+)"\) where span\.name == "(.+)"', statement
+    )
+    assert found
+    return re.compile(stack.ottl_string(found[1])), found[2]
+
+
 SPAN_PATTERN, EVENT_PATTERN, EVENT_NAME = _strip_patterns()
+RAW_PATTERN, RAW_SPAN = _raw_span_pattern()
+# LiteLLM's provider names as its callback writes them in `llm.<provider>.<param>`, and keys of
+# the bodies it copies there (request and response alike).
+_LITELLM_PROVIDERS = st.sampled_from(["openai", "anthropic", "bedrock", "vertex_ai", "Unknown"])
+_BODY_KEYS = st.sampled_from(
+    ["messages", "model", "tools", "temperature", "system", "choices", "stringified_raw_response"]
+)
 _index = st.integers(min_value=0, max_value=999).map(str)
 _leaf = st.sampled_from(["content", "role", "tool_calls.0.tool_call.function.arguments", "name"])
 CONTENT_KEYS = st.one_of(
@@ -332,6 +351,22 @@ CONTENT_KEYS = st.one_of(
     st.builds(lambda i: f"llm.tools.{i}.tool.json_schema", _index),
     st.builds(lambda i, leaf: f"gen_ai.prompt.{i}.{leaf}", _index, _leaf),
     st.builds(lambda i, leaf: f"gen_ai.completion.{i}.{leaf}", _index, _leaf),
+    # pydantic-ai's own content keys; GenAI tool spans' arguments and results
+    st.sampled_from(
+        [
+            "model_request_parameters",
+            "pydantic_ai.all_messages",
+            "final_result",
+            "gen_ai.tool.call.arguments",
+            "gen_ai.tool.call.result",
+        ]
+    ),
+    # LiteLLM's tool definitions on its litellm_request span
+    st.builds(
+        lambda i, leaf: f"llm.request.functions.{i}.{leaf}",
+        _index,
+        st.sampled_from(["name", "description", "parameters"]),
+    ),
 )
 KEPT_METADATA = [
     "gen_ai.operation.name",
@@ -344,6 +379,12 @@ KEPT_METADATA = [
     "llm.invocation_parameters",
     "llm.model_name",
     "input.mime_type",
+    "gen_ai.tool.call.id",
+    "gen_ai.tool.name",
+    "llm.token_count.prompt",
+    "llm.provider",
+    "agent_name",
+    "model_name",
 ]
 
 
@@ -368,6 +409,18 @@ class TestStripPatterns:
     def test_metadata_is_kept(self, key: str) -> None:
         """Operation, model, token counts and content references survive for dashboards."""
         assert not SPAN_PATTERN.search(key)
+
+    @settings(max_examples=100)
+    @given(_LITELLM_PROVIDERS, _BODY_KEYS)
+    def test_litellms_raw_request_keys_are_deleted_on_its_raw_span_only(
+        self, provider: str, key: str
+    ) -> None:
+        """Every ``llm.<provider>.<param>`` key of LiteLLM's raw_gen_ai_request span goes; on
+        other spans the step does not run (OpenInference's ``llm.token_count.*`` stay)."""
+        assert RAW_SPAN == "raw_gen_ai_request"
+        assert RAW_PATTERN.fullmatch(f"llm.{provider}.{key}")
+        assert not RAW_PATTERN.search("llm.model_name")
+        assert not RAW_PATTERN.search("af.run.id")
 
     def test_commit_events_are_untouched(self) -> None:
         """The event step only applies to gen_ai.* events, never to af.commit."""

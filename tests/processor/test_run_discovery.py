@@ -22,7 +22,7 @@ from af_otel.processor import ReceiptSpanExporter, RunTagger, run, run_discovery
 from af_otel.processor.engine import trace_run_id
 from af_otel.store import LocalStore, Store
 from tests.processor.conftest import Pipeline, make_pipeline
-from tests.processor.fakes import instrumented_openai, weather_agent
+from tests.processor.fakes import instrumented_openai, openai_client, weather_agent
 from tests.processor.helpers import af, assistant, chat, llm_spans, user
 from tests.reader.recordings import file_recorder
 
@@ -335,3 +335,54 @@ def test_a_conversation_inside_an_agent_span_is_its_own_run(pipeline: Pipeline) 
     context = outer.get_span_context()
     mine = run_discovery.span_run_id((context.trace_id, context.span_id))
     assert runs_of(pipeline.spans()) == [mine, "inner-conv", mine]
+
+
+def test_an_openinference_session_is_the_conversation_and_another_session_id_is_not(
+    pipeline: Pipeline,
+) -> None:
+    """OpenInference's ``session.id`` on its AGENT spans (``using_session``) names the run over
+    two traces, so two sessions are two runs; ``session.id`` on a span of no OpenInference kind
+    (a user's session, OTel's session conventions) names none: that call takes its trace's run."""
+    tracer = pipeline.tracer
+    for session in ("s-1", "s-1", "s-2"):
+        agent = {"openinference.span.kind": "AGENT", "session.id": session}
+        with tracer.start_as_current_span("Agent workflow", attributes=agent):
+            chat(tracer, [user(session)])
+    with tracer.start_as_current_span("request", attributes={"session.id": "browser-9"}):
+        chat(tracer, [user("plain")])
+    calls = llm_spans(pipeline.spans())
+    assert calls[-1].context is not None
+    assert runs_of(pipeline.spans()) == [
+        "s-1",
+        "s-1",
+        "s-2",
+        trace_run_id(calls[-1].context.trace_id),
+    ]
+
+
+def test_the_exporter_form_finds_the_openinference_session(store: Store) -> None:
+    """The real OpenInference openai instrumentation stamps ``using_session``'s id on its LLM
+    span as ``session.id``: the exporter, which sees no span start, files two calls of one
+    session, each its own trace, under one run, and a call of another session under another."""
+    from openinference.instrumentation import using_session
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    exporting = ReceiptSpanExporter(exporter, store=store, wire=False)
+    provider.add_span_processor(RunTagger(SimpleSpanProcessor(exporting)))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        client = openai_client()
+        for session in ("sess-a", "sess-a", "sess-b"):
+            with using_session(session):
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": session}]
+                )
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    calls = llm_spans(exporter.get_finished_spans())
+    assert len({s.context.trace_id for s in calls if s.context is not None}) == 3
+    assert runs_of(calls) == ["sess-a", "sess-a", "sess-b"]

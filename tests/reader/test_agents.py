@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,8 @@ from tests.wire.server import WireServer
 @pytest.fixture
 def two_agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     """A planner agent asks the real genai-openai-instrumented client (against the loopback
-    server), runs the tool the model asked for; a writer agent of the same conversation answers.
-    Spans to an OTLP file; returns it and the store."""
+    server), runs the tool the model asked for; a writer agent of the same conversation answers,
+    in the same request (one trace). Spans to an OTLP file; returns it and the store."""
     from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "span_only")
@@ -49,20 +50,22 @@ def two_agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, P
             openai.OpenAI(api_key="t", base_url=f"http://127.0.0.1:{server.port}/v1") as client,
         ):
             messages: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
-            with handler.invoke_local_agent(agent_name="planner", conversation_id="conv-t"):
-                reply = client.chat.completions.create(
-                    model="gpt-4o-mini", messages=messages, tools=[WEATHER_TOOL]
-                )
-                asked = reply.choices[0].message
-                messages.append(asked.model_dump(exclude_none=True))
-                for call in asked.tool_calls or []:
-                    with handler.tool(call.function.name) as tool:
-                        tool.tool_call_id = call.id
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny"})
-            with handler.invoke_local_agent(agent_name="writer", conversation_id="conv-t"):
-                client.chat.completions.create(
-                    model="gpt-4o-mini", messages=messages, tools=[WEATHER_TOOL]
-                )
+            with provider.get_tracer("app").start_as_current_span("request"):
+                with handler.invoke_local_agent(agent_name="planner", conversation_id="conv-t"):
+                    reply = client.chat.completions.create(
+                        model="gpt-4o-mini", messages=messages, tools=[WEATHER_TOOL]
+                    )
+                    asked = reply.choices[0].message
+                    messages.append(asked.model_dump(exclude_none=True))
+                    for call in asked.tool_calls or []:
+                        with handler.tool(call.function.name) as tool:
+                            tool.tool_call_id = call.id
+                        answer = {"role": "tool", "tool_call_id": call.id, "content": "sunny"}
+                        messages.append(answer)
+                with handler.invoke_local_agent(agent_name="writer", conversation_id="conv-t"):
+                    client.chat.completions.create(
+                        model="gpt-4o-mini", messages=messages, tools=[WEATHER_TOOL]
+                    )
             assert len(server.requests) == 2
     finally:
         instrumentor.uninstrument()
@@ -402,3 +405,115 @@ def test_each_tool_goes_to_the_latest_call_before_it(
         assert [tool_starts[s - 101] for s in starts] == sorted(
             tool_starts[s - 101] for s in starts
         )
+
+
+def test_an_openinference_handoff_span_is_the_handoff_not_a_tool(
+    sdk: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    """OpenInference's ``handoff to travel`` TOOL span (no ``tool.name``; the agent left in
+    ``input.value``) is no tool run: the next call, the travel agent's, is handed off from the
+    triage agent of the call before, by that agent's span."""
+    provider, exporter = sdk
+    tracer = provider.get_tracer("t")
+    kind = "openinference.span.kind"
+    with tracer.start_as_current_span("Agent workflow", attributes={kind: "AGENT"}):
+        with tracer.start_as_current_span(
+            "triage", attributes={kind: "AGENT", "agent.name": "triage"}
+        ):
+            with tracer.start_as_current_span("response 1", attributes={kind: "LLM"}):
+                pass
+            with tracer.start_as_current_span(
+                "handoff to travel",
+                attributes={kind: "TOOL", "input.value": "triage", "output.value": "travel"},
+            ):
+                pass
+        with (
+            tracer.start_as_current_span(
+                "travel", attributes={kind: "AGENT", "agent.name": "travel"}
+            ),
+            tracer.start_as_current_span("response 2", attributes={kind: "LLM"}),
+        ):
+            pass
+    spans = records(exporter)
+    first, second = named(spans, "response 1"), named(spans, "response 2")
+    calls = [("r", c.trace_id, c.span_id) for c in (first, second)]
+    steps = agent_steps(spans, calls)
+    before, after = steps[(first.trace_id, first.span_id)], steps[(second.trace_id, second.span_id)]
+    assert before.tools == ()
+    assert before.handoff_from is None
+    assert after.agent is not None
+    assert after.agent.name == "travel"
+    assert after.handoff_from == before.agent
+
+
+def test_a_new_trace_starting_at_another_agent_is_no_handoff(
+    sdk: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    """Two turns of one conversation, each its own trace, each from the triage agent to the
+    travel agent: within a turn the change of agent is a handoff; the second turn starting at
+    triage after the first ended at travel is a new turn, not one."""
+    provider, exporter = sdk
+    tracer = provider.get_tracer("t")
+    for turn in (1, 2):
+        with tracer.start_as_current_span(f"turn {turn}"):
+            for agent in ("triage", "travel"):
+                with (
+                    tracer.start_as_current_span(
+                        f"invoke_agent {agent}",
+                        attributes={"gen_ai.operation.name": "invoke_agent"},
+                    ),
+                    tracer.start_as_current_span(f"chat {turn} {agent}"),
+                ):
+                    pass
+    spans = records(exporter)
+    assert len({span.trace_id for span in spans}) == 2
+    order = [named(spans, f"chat {t} {a}") for t in (1, 2) for a in ("triage", "travel")]
+    steps = agent_steps(spans, [("conv", c.trace_id, c.span_id) for c in order])
+    handoffs = [steps[(c.trace_id, c.span_id)].handoff_from for c in order]
+    assert [h.name if h else None for h in handoffs] == [None, "triage", None, "triage"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.sampled_from(["triage", "travel", "billing"])),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_a_change_of_agent_is_a_handoff_exactly_within_one_trace(
+    steps: list[tuple[bool, str]],
+) -> None:
+    """Calls of one run, each under its agent's span, some starting a new trace (a new turn):
+    a call is handed off from the previous call's agent exactly when both are in one trace and
+    their agents differ."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    turns: list[list[str]] = []
+    for new_turn, agent in steps:
+        if new_turn or not turns:
+            turns.append([])
+        turns[-1].append(agent)
+    index = 0
+    for turn, agents in enumerate(turns):
+        with tracer.start_as_current_span(f"turn {turn}"):
+            for agent in agents:
+                with (
+                    tracer.start_as_current_span(
+                        f"invoke_agent {agent}",
+                        attributes={"gen_ai.operation.name": "invoke_agent"},
+                    ),
+                    tracer.start_as_current_span(f"chat {index}"),
+                ):
+                    index += 1
+    provider.shutdown()
+    spans = records(exporter)
+    calls = [named(spans, f"chat {i}") for i in range(index)]
+    found = agent_steps(spans, [("conv", c.trace_id, c.span_id) for c in calls])
+    expected: list[str | None] = []
+    for agents in turns:
+        expected.extend([None] + [a if a != b else None for a, b in pairwise(agents)])
+    handed = [found[(c.trace_id, c.span_id)].handoff_from for c in calls]
+    assert [h.name if h else None for h in handed] == expected

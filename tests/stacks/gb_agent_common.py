@@ -58,6 +58,15 @@ def provider(config: dict[str, Any], service: str) -> TracerProvider:
     return made
 
 
+def conversation_scope(config: dict[str, Any], tracer_provider: TracerProvider) -> Any:
+    """Where the agent's calls run: an ``af_otel.run`` block (``run``, the default), else a plain
+    span of the application's, no agent span: these stacks record neither a conversation nor an
+    agent, so there the run is the trace."""
+    if config.get("run", True):
+        return af_otel.run(config["run_id"])
+    return tracer_provider.get_tracer("stack-app").start_as_current_span("conversation")
+
+
 def span_tag() -> str | None:
     context = trace.get_current_span().get_span_context()
     return format(context.span_id, "016x") if context.is_valid else None

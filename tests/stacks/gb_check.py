@@ -63,6 +63,12 @@ class Epoch:
     source: Any
     differs: Any  # af.record.differs
     false_defaults: tuple[str, ...] = ()  # settings provider-defaults calls unset that were sent
+    run: str | None = None  # the run the reader files the call under (af.run.id as written)
+    trace: str | None = None
+    # The agent tree's: the call's agent, the one it was handed from, the tools run after it.
+    agent: str | None = None
+    handoff_from: str | None = None
+    tools_run: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,12 @@ class Outcome:
     requests: tuple[Logged, ...]
     epochs: tuple[Epoch, ...]
     spans: int
+    span_names: tuple[str, ...] = ()  # every span the stack wrote, LLM call or not
+
+    @property
+    def runs(self) -> list[str | None]:
+        """The runs of the calls, each once, in the order of their first call."""
+        return list(dict.fromkeys(e.run for e in self.epochs))
 
     def count(self, status: str) -> int:
         return sum(1 for e in self.epochs if e.status == status)
@@ -95,6 +107,7 @@ class Outcome:
             f"### {self.stack.name}: wire {len(self.requests)}, epochs {len(self.epochs)}: "
             + ", ".join(f"{s} {self.count(s)}" for s in VerdictStatus)
             + f"; overclaims {len(self.overclaims)}, unnamed {len(self.unnamed)}"
+            + f"; runs {self.runs}"
         ]
         for label, items in (("OVERCLAIM", self.overclaims), ("UNNAMED", self.unnamed)):
             for epoch, d in items:
@@ -150,6 +163,14 @@ def unnamed(
     )
 
 
+def _place(step: Any) -> tuple[str | None, str | None, tuple[str | None, ...]]:
+    if step is None:
+        return None, None, ()
+    agent = step.agent.name if step.agent is not None else None
+    handed = step.handoff_from.name if step.handoff_from is not None else None
+    return agent, handed, tuple(tool.name for tool in step.tools)
+
+
 def run_stack(stack: Stack, tmp: Path) -> Outcome:
     with stack.server() as server:
         result = run_agent(stack, tmp, server.port)
@@ -187,6 +208,10 @@ def run_stack(stack: Stack, tmp: Path) -> Outcome:
                 attrs.get("af.receipt.source"),
                 attrs.get("af.record.differs"),
                 tuple(name for name in defaults if name in sent),
+                view.run_id,
+                view.trace_id,
+                *_place(view.agent),
             )
         )
-    return Outcome(stack, result, requests, tuple(epochs), len(spans))
+    span_names = tuple(span.name for span in spans)
+    return Outcome(stack, result, requests, tuple(epochs), len(spans), span_names)

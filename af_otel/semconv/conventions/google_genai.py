@@ -27,15 +27,19 @@ PROVIDERS: Final = frozenset({"gemini", "vertex_ai", "gcp.gemini", "gcp.vertex_a
 _PAIRED: Final = frozenset({"tool_call", "tool_call_response"})
 # ADK's legacy ``call_llm`` span: the whole request as ADK's JSON, not the GenAI keys.
 ADK_REQUEST: Final = "gcp.vertex.agent.llm_request"
+# What every ADK generate_content span carries: its legacy format's names no provider.
+ADK_INVOCATION: Final = "gcp.vertex.agent.invocation_id"
 
 
 def claims(attributes: Mapping[str, object], span_name: str) -> bool:
     """A generate-content span naming a Google provider: the instrumentation's, or Google ADK's
-    own (scope ``gcp.vertex.agent``, which writes the same keys and invents ids the same way)."""
+    own (scope ``gcp.vertex.agent``, which writes the same keys and invents ids the same way),
+    which in ADK's legacy format names no provider and is told by ADK's invocation id."""
     provider = text(attributes.get("gen_ai.provider.name") or attributes.get("gen_ai.system"))
+    google = provider in PROVIDERS or (provider is None and ADK_INVOCATION in attributes)
     return (
         text(attributes.get(genai.OPERATION)) == "generate_content"
-        and provider in PROVIDERS
+        and google
         and ADK_REQUEST not in attributes
     )
 

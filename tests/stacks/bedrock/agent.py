@@ -4,7 +4,7 @@ Messages body), under one real instrumentation (opentelemetry-instrumentation-bo
 opentelemetry-instrumentation-genai-bedrock), with af_otel's processor: one scenario of the
 Bedrock stack test, run as a subprocess in its side venv.
 
-    python agent.py '<json config>'   # port, trace, store, run_id, instrumentation
+    python agent.py '<json config>'   # port, trace, store, run_id, run, instrumentation
 
 The client keeps Bedrock's own regional host and fake credentials; its HTTP session is wrapped to
 send each request to the loopback server with the current span's id in a header (botocore has no
@@ -20,7 +20,6 @@ from typing import Any
 
 import boto3
 
-import af_otel
 from tests.stacks import gb_agent_common as common
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
@@ -179,7 +178,7 @@ def main(config: dict[str, Any]) -> None:
         config["port"],
     )
     try:
-        with af_otel.run(config["run_id"]):
+        with common.conversation_scope(config, provider):
             calls = converse_agent(client)
             if config.get("invoke"):
                 calls += invoke_agent(client)

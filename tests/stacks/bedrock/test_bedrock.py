@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[3]
 CALLS = 10
 
 
-def _stack(instrumentation: str, wire: bool = True) -> Stack:
-    name = f"bedrock-{instrumentation}" + ("" if wire else "-no-wire")
+def _stack(instrumentation: str, wire: bool = True, run: bool = True) -> Stack:
+    name = f"bedrock-{instrumentation}" + ("" if wire else "-no-wire") + ("" if run else "-no-run")
     env_vars = GENAI_CONTENT | ({} if wire else WIRE_OFF)
-    config = {"instrumentation": instrumentation, "invoke": True}
+    config = {"instrumentation": instrumentation, "invoke": True, "run": run}
     return Stack(name, gb_envs.BEDROCK, AGENT, server.server, from_bedrock, config, env_vars)
 
 
@@ -38,6 +38,8 @@ BOTOCORE = _stack("botocore")
 BOTOCORE_NO_WIRE = _stack("botocore", wire=False)
 GENAI_BEDROCK = _stack("genai-bedrock")
 GENAI_BEDROCK_NO_WIRE = _stack("genai-bedrock", wire=False)
+# No af_otel.run: the calls in a plain span of the application's.
+BOTOCORE_NO_RUN = _stack("botocore", run=False)
 
 _OUTCOMES: dict[str, Outcome] = {}
 
@@ -109,3 +111,18 @@ def test_the_botocore_tap_patches_botocore_when_the_application_imports_it() -> 
     ]
     assert found["after_uninstall"] == 0
     assert len(logged) == 2
+
+
+@pytest.mark.instrumentation
+def test_without_af_otel_run_the_run_is_the_trace(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """botocore's instrumentation records neither a conversation nor an agent span, so without
+    ``af_otel.run`` the run is the trace (rule 4): the 10 calls under the application's one span
+    are one run named by its trace id, each still verified from the tap."""
+    outcome = _outcome(BOTOCORE_NO_RUN, tmp_path_factory)
+    account = outcome.describe()
+    assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
+    (trace,) = {e.trace for e in outcome.epochs}
+    assert outcome.runs == [trace], account
+    assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account

@@ -3,7 +3,7 @@ function call and its answer; two of them streamed, one async), under the real
 opentelemetry-instrumentation-google-genai, with af_otel's processor: one scenario of the Google
 GenAI stack test, run as a subprocess in its side venv.
 
-    python genai_agent.py '<json config>'   # port, trace, store, run_id, instrument
+    python genai_agent.py '<json config>'   # port, trace, store, run_id, run, instrument
 
 The client keeps the Gemini API's own host; its httpx (2.x) or httpx2 (3.x) transport reroutes
 each request to the loopback server. Prints the versions that ran and the instrumentor's fate.
@@ -20,7 +20,6 @@ from typing import Any
 from google import genai
 from google.genai import types
 
-import af_otel
 from tests.stacks import gb_agent_common as common
 
 MODEL = "gemini-2.5-flash"
@@ -142,7 +141,7 @@ def main(config: dict[str, Any]) -> None:
         instrumentor.instrument(tracer_provider=provider, skip_dep_check=skip)
         instrumented = instrumentor.is_instrumented_by_opentelemetry
     try:
-        with af_otel.run(config["run_id"]):
+        with common.conversation_scope(config, provider):
             calls = run(Agent(config["port"]))
     finally:
         provider.shutdown()

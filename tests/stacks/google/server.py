@@ -1,6 +1,7 @@
 """Just enough of the Gemini API's ``generateContent`` and ``streamGenerateContent`` (SSE) for a
 two-tool agent: a user turn with tools allowed gets a ``functionCall`` (``get_time`` when the
-question asks the time, else ``get_weather``), anything else a text answer. Answers are a function
+question asks the time, else ``get_weather``; ADK's ``transfer_to_agent``, with the first agent it
+allows, when that is the agent's only function), anything else a text answer. Answers are a function
 of the request alone, so one agent sends the same requests in every run."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import json
 from typing import Any
 
 from tests.stacks.gb_server import LoggingServer
+
+TRANSFER = "transfer_to_agent"  # ADK's handoff: a function the model calls with the agent's name
 
 
 def _label(body: dict[str, Any]) -> str:
@@ -25,7 +28,8 @@ def _tool_names(body: dict[str, Any]) -> list[str]:
 
 
 def _wanted(body: dict[str, Any]) -> str | None:
-    names = _tool_names(body)
+    # ADK's transfer only when it is the agent's one function (a sub-agent may transfer back).
+    names = [name for name in _tool_names(body) if name != TRANSFER] or _tool_names(body)
     last = (body.get("contents") or [{}])[-1]
     texts = [p["text"] for p in last.get("parts") or [] if isinstance(p.get("text"), str)]
     config = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
@@ -35,12 +39,27 @@ def _wanted(body: dict[str, Any]) -> str | None:
     return "get_time" if "time" in " ".join(texts) and "get_time" in allowed else allowed[0]
 
 
+def _transfer_target(body: dict[str, Any]) -> str | None:
+    """The first agent ADK's ``transfer_to_agent`` declaration allows (its ``agent_name`` enum)."""
+    for tool in body.get("tools") or []:
+        for d in tool.get("functionDeclarations") or []:
+            if d.get("name") != TRANSFER:
+                continue
+            keys = ("parametersJsonSchema", "parameters_json_schema", "parameters")
+            schema = next((d[key] for key in keys if isinstance(d.get(key), dict)), {})
+            names = (schema.get("properties") or {}).get("agent_name", {}).get("enum") or []
+            return str(names[0]) if names else None
+    return None
+
+
 def reply(body: dict[str, Any], seq: int, model: str) -> dict[str, Any]:
     label = _label(body)
     tool = _wanted(body)
     if tool is not None:
         city = ["Paris", "Oslo", "Lima"][int(label, 16) % 3]
-        args = {"city": city} if tool == "get_weather" else {}
+        args: dict[str, Any] = {"city": city} if tool == "get_weather" else {}
+        if tool == TRANSFER:
+            args = {"agent_name": _transfer_target(body)}
         part: dict[str, Any] = {"functionCall": {"name": tool, "args": args}}
         finish = "STOP"
     else:

@@ -35,6 +35,10 @@ GENAI_3_FORCED_NO_WIRE = _stack(
     "google-genai-3-skip-dep-check-no-wire", gb_envs.GOOGLE_GENAI_3, wire=False, skip_dep_check=True
 )
 
+# No af_otel.run: the calls in a plain span of the application's (the instrumentation writes
+# no conversation and no agent span).
+GENAI_2_NO_RUN = _stack("google-genai-2-no-run", gb_envs.GOOGLE_GENAI, run=False)
+
 _OUTCOMES: dict[str, Outcome] = {}
 
 
@@ -96,3 +100,18 @@ def test_google_genai_3_is_outside_the_instrumentations_range(
     assert len(outcome.requests) == CALLS
     assert outcome.spans == 0
     assert not outcome.epochs
+
+
+@pytest.mark.instrumentation
+def test_without_af_otel_run_the_run_is_the_trace(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """google-genai's instrumentation records neither a conversation nor an agent span, so
+    without ``af_otel.run`` the run is the trace (rule 4): the 8 calls under the application's
+    one span are one run named by its trace id, each still verified from the wire."""
+    outcome = _outcome(GENAI_2_NO_RUN, tmp_path_factory)
+    account = outcome.describe()
+    assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
+    (trace,) = {e.trace for e in outcome.epochs}
+    assert outcome.runs == [trace], account
+    assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account

@@ -8,13 +8,15 @@ stack's side venv:
 genai-openai (the LLM spans of the openai client underneath); ``openinference``:
 openinference-instrumentation-openai-agents, which builds its LLM spans from the SDK's own
 response span data. The SDK sends through the Responses API (``api: responses``) or Chat
-Completions (``api: chat``). Four questions, each a tool call and an answer: 8 model calls. No
-``af_otel.run``: the run is whatever the stack records.
+Completions (``api: chat``). Four questions, each a tool call and an answer: 8 model calls (with
+``handoff``: each a handoff and an answer). No ``af_otel.run``: the run is whatever the stack
+records; it prints the conversations it held.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -24,12 +26,66 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "soa"))
 import common  # beside this folder, importable in the side venv
 
 
-async def _converse(agent: Any, runner: Any) -> int:
-    history: list[Any] = []
-    for question in common.QUESTIONS:
-        result = await runner.run(agent, [*history, {"role": "user", "content": question}])
-        history = result.to_input_list()
-    return len(common.QUESTIONS) * 2
+def _conversations(config: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
+    """The conversations the agent holds, each an id and its questions: one of the four
+    questions, or (``conversations: 2``) two of two each, one after the other."""
+    count = int(config.get("conversations", 1))
+    per = len(common.QUESTIONS) // count
+    return [
+        (f"conversation-{k + 1}", common.QUESTIONS[k * per : (k + 1) * per]) for k in range(count)
+    ]
+
+
+async def _converse(agent: Any, config: dict[str, Any]) -> list[str]:
+    """Each turn one ``Runner.run`` (one trace of the SDK's); a conversation is named the way
+    the SDK names one, its ``group_id``, and under OpenInference also with ``using_session``
+    (``session: true``), which OpenInference stamps on its spans as ``session.id``."""
+    import agents
+
+    held = []
+    for conversation, questions in _conversations(config):
+        history: list[Any] = []
+        run_config = agents.RunConfig(group_id=conversation)
+        scope: Any = contextlib.nullcontext()
+        if config.get("session"):
+            from openinference.instrumentation import using_session
+
+            scope = using_session(conversation)
+        with scope:
+            for question in questions:
+                turn = [*history, {"role": "user", "content": question}]
+                result = await agents.Runner.run(agent, turn, run_config=run_config)
+                history = result.to_input_list()
+        held.append(conversation)
+    return held
+
+
+def _agent(config: dict[str, Any]) -> Any:
+    """The travel agent with the two tools; with ``handoff: true`` behind a triage agent whose
+    only tool is the handoff to it (each turn: the triage agent's call hands off, the travel
+    agent's answers)."""
+    import agents
+
+    travel = agents.Agent(
+        name="travel",
+        instructions=common.INSTRUCTIONS,
+        model="gpt-4o-mini",
+        tools=[agents.function_tool(common.get_weather), agents.function_tool(common.get_time)],
+        model_settings=agents.ModelSettings(
+            temperature=common.TEMPERATURE, max_tokens=common.MAX_TOKENS
+        ),
+    )
+    if not config.get("handoff"):
+        return travel
+    return agents.Agent(
+        name="triage",
+        instructions="Hand every travel question to the travel agent.",
+        model="gpt-4o-mini",
+        handoffs=[travel],
+        model_settings=agents.ModelSettings(
+            temperature=common.TEMPERATURE, max_tokens=common.MAX_TOKENS
+        ),
+    )
 
 
 def main(config: dict[str, Any]) -> None:
@@ -64,22 +120,14 @@ def main(config: dict[str, Any]) -> None:
     )
     agents.set_default_openai_client(client, use_for_tracing=False)
     agents.set_default_openai_api("chat_completions" if config["api"] == "chat" else "responses")
-    agent = agents.Agent(
-        name="travel",
-        instructions=common.INSTRUCTIONS,
-        model="gpt-4o-mini",
-        tools=[agents.function_tool(common.get_weather), agents.function_tool(common.get_time)],
-        model_settings=agents.ModelSettings(
-            temperature=common.TEMPERATURE, max_tokens=common.MAX_TOKENS
-        ),
-    )
     try:
-        calls = asyncio.run(_converse(agent, agents.Runner))
+        conversations = asyncio.run(_converse(_agent(config), config))
     finally:
         for instrumentor in instrumentors:
             instrumentor.uninstrument()
         tracer_provider.shutdown()
-    common.report(calls, "openai-agents", *distributions)
+    calls = len(common.QUESTIONS) * 2
+    common.report(calls, "openai-agents", *distributions, conversations=conversations)
 
 
 if __name__ == "__main__":

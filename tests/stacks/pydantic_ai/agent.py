@@ -7,7 +7,8 @@ harness in the stack's side venv:
 
 ``api``: ``chat`` (OpenAIChatModel) or ``responses`` (OpenAIResponsesModel); ``version``: the
 instrumentation's data format version. Four questions, each a tool call and an answer: 8 model
-calls, the conversation carried by ``message_history``. No ``af_otel.run``.
+calls, the conversation carried by ``message_history``. No ``af_otel.run``; it prints the
+conversation ids pydantic-ai gave.
 """
 
 from __future__ import annotations
@@ -47,14 +48,21 @@ def main(config: dict[str, Any]) -> None:
     Agent.instrument_all(
         InstrumentationSettings(tracer_provider=tracer_provider, version=config.get("version", 5))
     )
-    history: list[Any] = []
+    # One conversation of the four questions, or (`conversations: 2`) two of two each, one
+    # after the other: a fresh message history starts a new one (pydantic-ai gives it a new id).
+    count = int(config.get("conversations", 1))
+    per = len(common.QUESTIONS) // count
+    conversations: list[str] = []
     try:
-        for question in common.QUESTIONS:
-            result = agent.run_sync(question, message_history=history)
-            history = result.all_messages()
+        for k in range(count):
+            history: list[Any] = []
+            for question in common.QUESTIONS[k * per : (k + 1) * per]:
+                result = agent.run_sync(question, message_history=history)
+                history = result.all_messages()
+            conversations.append(result.conversation_id)
     finally:
         tracer_provider.shutdown()
-    common.report(len(common.QUESTIONS) * 2, "pydantic-ai-slim")
+    common.report(len(common.QUESTIONS) * 2, "pydantic-ai-slim", conversations=conversations)
 
 
 if __name__ == "__main__":

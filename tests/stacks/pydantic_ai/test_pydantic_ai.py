@@ -12,7 +12,7 @@ import pytest
 from af_otel import names
 from af_otel.reader.verify import VerdictStatus
 from tests.stacks.soa import envs
-from tests.stacks.soa.harness import Stack, describe, run_stack
+from tests.stacks.soa.harness import Outcome, Stack, describe, run_stack
 
 AGENT: Final = Path(__file__).resolve().parent / "agent.py"
 CALLS: Final = 8
@@ -46,10 +46,28 @@ STACKS: Final = (
 )
 
 
+TWO_CONVERSATIONS: Final = Stack(
+    "pydantic-ai-chat-two-conversations",
+    envs.PYDANTIC_AI,
+    AGENT,
+    {"api": "chat", "conversations": 2},
+)
+
+_OUTCOMES: dict[str, Outcome] = {}
+
+
+def _outcome(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    if stack.name not in _OUTCOMES:
+        _OUTCOMES[stack.name] = run_stack(stack, tmp_path_factory.mktemp(stack.name))
+    return _OUTCOMES[stack.name]
+
+
 @pytest.mark.instrumentation
 @pytest.mark.parametrize("stack", STACKS, ids=lambda s: s.name)
-def test_one_truthful_epoch_per_model_call(stack: Stack, tmp_path: Path) -> None:
-    outcome = run_stack(stack, tmp_path)
+def test_one_truthful_epoch_per_model_call(
+    stack: Stack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outcome = _outcome(stack, tmp_path_factory)
     account = describe(outcome)
     assert outcome.wire_requests == CALLS, account
     assert sorted(e.wire_seq for e in outcome.epochs) == list(range(1, CALLS + 1)), account
@@ -59,3 +77,19 @@ def test_one_truthful_epoch_per_model_call(stack: Stack, tmp_path: Path) -> None
     if "AF_OTEL_WIRE" not in stack.env_vars:
         assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
         assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account
+
+
+@pytest.mark.instrumentation
+@pytest.mark.parametrize("stack", [STACKS[0], STACKS[3], TWO_CONVERSATIONS], ids=lambda s: s.name)
+def test_without_af_otel_run_each_conversation_is_one_run(
+    stack: Stack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """pydantic-ai records its conversation (``gen_ai.conversation.id``, carried over by the
+    message history): four ``run_sync`` turns, each its own trace, are one run named by it, with
+    the tap on and off; two conversations, two runs of 4 calls each."""
+    outcome = _outcome(stack, tmp_path_factory)
+    account = describe(outcome)
+    conversations = outcome.result["conversations"]
+    assert len(set(conversations)) == stack.config.get("conversations", 1), account
+    per = CALLS // len(conversations)
+    assert list(outcome.runs) == [c for c in conversations for _ in range(per)], account

@@ -64,6 +64,9 @@ class Epoch:
     unnamed: tuple[Difference, ...]
     source: object  # af.receipt.source: wire or instrumentation
     minted: bool
+    agent: str | None = None  # the agent tree's: the call's agent, and the one it was handed from
+    handoff_from: str | None = None
+    tools_run: tuple[str | None, ...] = ()
 
     @property
     def overclaims(self) -> tuple[Difference, ...]:
@@ -77,6 +80,7 @@ class Outcome:
     wire_requests: int
     epochs: tuple[Epoch, ...]
     runs: tuple[str | None, ...]  # the run of each epoch
+    result: Mapping[str, Any] = field(default_factory=dict)  # what the agent printed
 
     def count(self, status: str) -> int:
         return sum(1 for e in self.epochs if e.status == status)
@@ -242,10 +246,21 @@ def run_stack(stack: Stack, tmp: Path) -> Outcome:
                 unnamed_differences(found, gaps, verdict.status),
                 attributes[view.span_id].get(names.RECEIPT_SOURCE),
                 view.minted,
+                *_place(view.agent),
             )
         )
     runs = tuple(view.run_id for view in views)
-    return Outcome(stack, result["versions"], len(requests), tuple(epochs), runs)
+    return Outcome(stack, result["versions"], len(requests), tuple(epochs), runs, result)
+
+
+def _place(step: Any) -> tuple[str | None, str | None, tuple[str | None, ...]]:
+    """A view's place in the agent tree as names: its agent, the one it was handed from, the
+    tools run after it."""
+    if step is None:
+        return None, None, ()
+    agent = step.agent.name if step.agent is not None else None
+    handed = step.handoff_from.name if step.handoff_from is not None else None
+    return agent, handed, tuple(tool.name for tool in step.tools)
 
 
 def describe(outcome: Outcome) -> str:
@@ -254,7 +269,8 @@ def describe(outcome: Outcome) -> str:
     for e in outcome.epochs:
         lines.append(
             f"epoch {e.epoch} wire #{e.wire_seq} {e.status} source {e.source} "
-            f"gaps {[k for k, _ in e.gaps]}"
+            f"gaps {[k for k, _ in e.gaps]} agent {e.agent} from {e.handoff_from} "
+            f"tools {list(e.tools_run)}"
         )
         for kind, detail in e.gaps:
             lines.append(f"    gap {kind}: {detail[:200]}")
