@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from af_otel import names
-from af_otel.audit.rows import COLUMNS, JSON_COLUMNS, RUN_KEY, RUN_KEY_JSON
 from af_otel.errors import SourceError
+from af_otel.reader.sources.clickhouse_rows import COLUMNS, JSON_COLUMNS, RUN_KEY, RUN_KEY_JSON
 from af_otel.reader.sources.window import Window
 
 if TYPE_CHECKING:
