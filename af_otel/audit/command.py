@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from af_otel.audit.calls import CallResult, audit_batches, run_records
 from af_otel.audit.clickhouse import (
     Scan,
-    Shard,
     Table,
     connect,
     connect_embedded,
@@ -35,6 +34,7 @@ from af_otel.audit.clickhouse import (
 from af_otel.audit.inputs import open_files
 from af_otel.audit.results import ResultsWriter
 from af_otel.audit.summary import Tally
+from af_otel.cli.options import add_table_options
 from af_otel.cli.read import (
     _EXITS,
     EXIT_ERROR,
@@ -52,6 +52,7 @@ from af_otel.cli.read import (
 )
 from af_otel.errors import ReaderError
 from af_otel.reader.policy import Gate
+from af_otel.reader.sources.clickhouse import DEFAULT_DATABASE, DEFAULT_TABLE, Shard
 from af_otel.reader.sources.window import Window
 from af_otel.reader.verdict_json import SCHEMA, summary_json
 from af_otel.reader.verify import VerdictStatus
@@ -93,10 +94,8 @@ def register(subparsers: Any) -> None:
         metavar="URL",
         help="chdb:///dir (embedded chDB) or http(s)://host:8123 (a server or cluster)",
     )
-    audit.add_argument("--database", default="default", help="the database (default: default)")
-    audit.add_argument(
-        "--table", default="otel_traces", help="the spans table (default: otel_traces)"
-    )
+    add_table_options(audit)
+    audit.set_defaults(database=DEFAULT_DATABASE, table=DEFAULT_TABLE)
     audit.add_argument("--since", metavar="DURATION", help="the last DURATION (90s, 15m, 1h, 2d)")
     audit.add_argument("--start", metavar="TIME", help="window start, ISO 8601 or Unix seconds")
     audit.add_argument("--end", metavar="TIME", help="window end (default now; with --start)")
