@@ -53,6 +53,7 @@ from af_otel.cli.read import (
 from af_otel.errors import ReaderError
 from af_otel.reader.policy import Gate
 from af_otel.reader.sources.clickhouse import DEFAULT_DATABASE, DEFAULT_TABLE, Shard
+from af_otel.reader.sources.stream import SourceFormat, SpanStream
 from af_otel.reader.sources.window import Window
 from af_otel.reader.verdict_json import SCHEMA, summary_json
 from af_otel.reader.verify import VerdictStatus
@@ -162,9 +163,8 @@ def audit_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         fail(str(exc))
     with ExitStack() as clients:
-        # Files: what is at the path says how to read it (a temporary folder for protobuf lives
-        # as long as the clients); a table's variant (plain or JSON) is asked of ClickHouse.
-        scan: Scan = open_files(args.files, clients) if table is None else table
+        # A table's variant (plain or JSON) is asked of ClickHouse below.
+        scan, unread = _input_scan(args, table, clients)
         where = (
             str(scan) + (f" ({window})" if window else "") + (f" shard {shard}" if shard else "")
         )
@@ -183,6 +183,7 @@ def audit_command(args: argparse.Namespace) -> int:
         runs: Iterator[RunRows] = stream_runs(opened(), scan, window, shard)
         first = next(runs, None)
         if first is None:
+            _say_skipped(unread.skipped, 0, where)
             raise NothingToRead(f"no span of {where} carries af.* attributes: nothing to verify")
         store = open_checked_store(
             args.store,
@@ -196,13 +197,11 @@ def audit_command(args: argparse.Namespace) -> int:
             tally, skipped, gate = _verify_runs(
                 args, chain((first,), runs), store, where, writer, tick
             )
+        skipped += unread.skipped
         if writer is not None:
             writer.close()
     out = sys.stderr if args.json else sys.stdout
-    if skipped:
-        print(f"af-otel audit: skipped {skipped} unreadable row(s) in {where}", file=sys.stderr)
-        if not tally.calls:  # what could not be read may have held the calls: not "nothing"
-            raise ReaderError(f"no LLM call left in {where} after skipping {skipped} row(s)")
+    _say_skipped(skipped, tally.calls, where)
     for line in tally.lines():
         print(line, file=out)
     if writer is not None:
@@ -214,6 +213,35 @@ def audit_command(args: argparse.Namespace) -> int:
         sys.stdout.write(_json_line(summary_json(outcome, read=where, store=store.url)) + "\n")
     print_outcome(outcome, out)
     return outcome.exit_code
+
+
+def _input_scan(
+    args: argparse.Namespace, table: Table | None, clients: ExitStack
+) -> tuple[Scan, SpanStream]:
+    """The table, or the files FILES names (what is at the path says how to read it; a temporary
+    folder for protobuf lives as long as ``clients``), and the stream that holds what their
+    protobuf held and could not be read (a record cut short): raised, or when lenient skipped,
+    named on stderr now and counted with the rows."""
+    unread = SpanStream(str(args.files), SourceFormat.OTLP_PROTO, lenient=args.lenient)
+    if table is not None:
+        return table, unread
+    scan = open_files(args.files, clients, unread)
+    for problem in unread.problems[:_PROBLEMS_SHOWN]:
+        print(f"af-otel audit: skipped {problem}", file=sys.stderr)
+    return scan, unread
+
+
+def _say_skipped(skipped: int, calls: int, where: str) -> None:
+    """Say how many rows or records were skipped; with no call left, what could not be read may
+    have held the calls: an error, not "nothing to verify"."""
+    if not skipped:
+        return
+    print(
+        f"af-otel audit: skipped {skipped} unreadable row(s) or record(s) in {where}",
+        file=sys.stderr,
+    )
+    if not calls:
+        raise ReaderError(f"no LLM call left in {where} after skipping {skipped} row(s)")
 
 
 def _verify_runs(
