@@ -5,6 +5,7 @@ verdicts ``verify`` gives on the day's OTLP JSON lines, call for call, exit code
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -223,6 +224,26 @@ def test_a_protobuf_file_cut_at_its_edges(
     """The edges of a record: in its length, just past it, and a cut between records (whole
     records only, read as the lines they were made from, nothing skipped)."""
     _audit_cut(capsys, loaded, tmp_path, whole_proto, at(_record_starts(whole_proto)))
+
+
+def test_a_gzip_protobuf_file_cut_short_is_named(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded, tmp_path: Path, whole_proto: bytes
+) -> None:
+    """A gzipped protobuf file that lost its last bytes: strict, exit 2 naming the file;
+    lenient, every request that decompressed is audited as verify reads the day."""
+    cut = tmp_path / "cut.pb.gz"
+    cut.write_bytes(gzip.compress(whole_proto)[:-3])
+    store = str(loaded.day.store)
+    assert main(["audit", str(cut), "--store", store]) == 2
+    assert f"{cut}: the compressed file is cut short" in capsys.readouterr().err
+    code = main(["audit", str(cut), "--store", store, "--json", "--lenient"])
+    out, err = capsys.readouterr()
+    rows = [row for row in map(json.loads, out.splitlines()) if row.get("type") != "summary"]
+    assert f"af-otel audit: skipped {cut}: the compressed file is cut short" in err
+    verify_code, verdicts = run(
+        capsys, "verify", str(loaded.day.traces), "--store", store, "--json"
+    )
+    assert (code, sorted(map(key, rows))) == (verify_code, sorted(map(key, verdicts)))
 
 
 def test_a_block_of_another_format_is_refused(
