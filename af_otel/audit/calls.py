@@ -18,10 +18,10 @@ from typing import Any, Final
 from af_otel import forksafe, names
 from af_otel.audit.clickhouse import JsonTable, RunRows, Table
 from af_otel.audit.files import Files, span_from_otlp_row
-from af_otel.audit.rows import span_from_json_row, span_from_row
 from af_otel.audit.tempo import TempoBlocks, span_from_tempo_row
 from af_otel.errors import SourceError
 from af_otel.reader.records import SpanRecord
+from af_otel.reader.sources.clickhouse_rows import span_from_json_row, span_from_row
 from af_otel.reader.sources.decoders import Problem
 from af_otel.reader.verify import KeyArg, Verdict, verify
 from af_otel.reader.view import ServedView, served_views

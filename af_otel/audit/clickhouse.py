@@ -11,79 +11,56 @@ ordered by run, in blocks, and is handed on one run at a time, so the Python sid
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from af_otel import names
-from af_otel.audit.rows import COLUMNS, JSON_COLUMNS, RUN_KEY, RUN_KEY_JSON
 from af_otel.errors import SourceError
+from af_otel.reader.sources.clickhouse import (
+    BLOCK_ROWS,
+    DEFAULT_TABLE,
+    Shard,
+    check_identifiers,
+    connect,
+    is_json_table,
+    shard_clause,
+)
+from af_otel.reader.sources.clickhouse_rows import (
+    COLUMNS,
+    JSON_COLUMNS,
+    LLM_SPANS,
+    LLM_SPANS_JSON,
+    RUN_KEY,
+    RUN_KEY_JSON,
+)
 from af_otel.reader.sources.window import Window
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
 
 __all__ = [
-    "DEFAULT_TABLE",
-    "LLM_SPANS",
     "JsonTable",
     "RunRows",
     "Scan",
-    "Shard",
     "Table",
     "connect",
     "connect_embedded",
     "count_runs",
     "referencing_rows",
     "run_ranges",
-    "shard_clause",
     "stream_runs",
     "table_scan",
 ]
 
-DEFAULT_TABLE: Final = "otel_traces"
-# A block of rows as ClickHouse sends it: an LLM span's row is about 2.5 KB in the table and
-# several times that decoded, so 512 rows are a few MiB on each side (2,048 were some 50 MiB of
-# Python objects), and per-block overhead still vanishes.
-BLOCK_ROWS: Final = 512
+# The connection, the table's names, its shards and the decoding of its rows are the reader's
+# (`af_otel.reader.sources.clickhouse`, whose `ClickHouseSource` reads the same table for
+# `verify`); `connect` is named here too, as the audit's way in. What is the audit's own is how a
+# day is cut into runs and streamed.
+
 # Rows one query of `stream_runs` sorts (ClickHouse holds them while it sorts): some 25 MB of the
 # exporter's rows, and a scan of the window per 10,000 rows, a few percent of the audit's time.
 SORT_ROWS: Final = 10_000
-_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-# The spans the reader counts as LLM calls (`af_otel.reader.runs.is_enriched_call`, plus the spans
-# merged into a call, which carry the run): the first three test keys the exporter's bloom index
-# on `mapKeys(SpanAttributes)` covers; the last two keep a span whose state a backend dropped.
-LLM_SPANS: Final = (
-    f"(mapContains(SpanAttributes, '{names.RECEIPT_STATE}')"
-    f" OR mapContains(SpanAttributes, '{names.RUN_ID}')"
-    f" OR mapContains(SpanAttributes, '{names.EPOCH}')"
-    f" OR has(`Events.Name`, '{names.COMMIT_EVENT}')"
-    " OR arrayExists(k -> startsWith(k, 'af.receipt.'), mapKeys(SpanAttributes)))"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Shard:
-    """``K/N``: the runs whose ``cityHash64`` of the run key is K modulo N."""
-
-    index: int
-    count: int
-
-    def __post_init__(self) -> None:
-        if self.count < 1 or not 0 <= self.index < self.count:
-            raise ValueError(f"shard {self.index}/{self.count}: need 0 <= K < N and N >= 1")
-
-    @classmethod
-    def parse(cls, text: str) -> Shard:
-        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-        if match is None:
-            raise ValueError(f"{text!r} is not K/N (e.g. 0/4)")
-        return cls(int(match[1]), int(match[2]))
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +72,7 @@ class Table:
     table: str = DEFAULT_TABLE
 
     def __post_init__(self) -> None:
-        for what, name in (("--database", self.database), ("--table", self.table)):
-            if not _IDENTIFIER.fullmatch(name):
-                raise ValueError(f"{what} {name!r} is not a plain ClickHouse identifier")
+        check_identifiers(self.database, self.table)
 
     kind: ClassVar[str] = "table"
     llm: ClassVar[str] = LLM_SPANS
@@ -142,13 +117,7 @@ class JsonTable(Table):
     the attribute columns of ClickHouse type ``JSON`` (typed values, keys as paths)."""
 
     kind: ClassVar[str] = "table-json"
-    llm: ClassVar[str] = (
-        f"(has(JSONAllPaths(SpanAttributes), '{names.RECEIPT_STATE}')"
-        f" OR has(JSONAllPaths(SpanAttributes), '{names.RUN_ID}')"
-        f" OR has(JSONAllPaths(SpanAttributes), '{names.EPOCH}')"
-        f" OR has(`Events.Name`, '{names.COMMIT_EVENT}')"
-        " OR arrayExists(k -> startsWith(k, 'af.receipt.'), JSONAllPaths(SpanAttributes)))"
-    )
+    llm: ClassVar[str] = LLM_SPANS_JSON
     run_key: ClassVar[str] = RUN_KEY_JSON
     row_columns: ClassVar[str] = ", ".join(JSON_COLUMNS)
     refers: ClassVar[str] = (
@@ -161,17 +130,11 @@ def table_scan(client: Client, url: str, database: str, table: str) -> Table:
     """The scan of ``database.table``: `JsonTable` when its ``SpanAttributes`` is of type
     ``JSON``, else `Table` (a table that does not exist is named when the audit queries it)."""
     plain = Table(url, database, table)
-    sql = (
-        "SELECT type FROM system.columns WHERE database = {database:String}"
-        " AND table = {table:String} AND name = 'SpanAttributes'"
-    )
     try:
-        found = client.query(sql, parameters={"database": database, "table": table}).result_rows
+        json_typed = is_json_table(client, database, table)
     except Exception as exc:
         raise _failed(plain, exc) from exc
-    if found and str(found[0][0]).startswith("JSON"):
-        return JsonTable(url, database, table)
-    return plain
+    return JsonTable(url, database, table) if json_typed else plain
 
 
 class Scan(Protocol):
@@ -188,14 +151,6 @@ class Scan(Protocol):
     def sql(
         self, window: Window | None, shard: Shard | None, select: str, tail: str = ""
     ) -> tuple[str, dict[str, Any]]: ...
-
-
-def shard_clause(shard: Shard | None, run_key: str, parameters: dict[str, Any]) -> list[str]:
-    """The condition that keeps ``shard``'s runs (none for the whole), its parameters added."""
-    if shard is None or shard.count == 1:
-        return []
-    parameters.update(count=shard.count, index=shard.index)
-    return [f"cityHash64({run_key}) % {{count:UInt64}} = {{index:UInt64}}"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,29 +170,6 @@ def connect_embedded() -> Client:
         return clickhouse_connect.get_client(interface="chdb")
     except Exception as exc:
         raise SourceError(f"audit: the embedded chDB engine could not start: {exc}") from exc
-
-
-def connect(url: str, database: str | None = None) -> Client:
-    """A clickhouse-connect client for ``url`` (``chdb:///dir`` or ``http(s)://...``). Raises
-    `SourceError` naming ``--clickhouse`` when the URL is of another kind or cannot be opened."""
-    import clickhouse_connect  # noqa: PLC0415 - the optional audit extra
-
-    if url.startswith("chdb://"):
-        if not url.removeprefix("chdb://"):
-            raise SourceError(f"--clickhouse {url}: name the directory (chdb:///path/to/dir)")
-    elif not url.startswith(("http://", "https://")):
-        raise SourceError(
-            f"--clickhouse {url}: expected chdb:///dir (embedded) or http(s)://host:8123"
-        )
-    try:
-        return clickhouse_connect.get_client(dsn=url, database=database)
-    except ImportError as exc:  # chdb:// without chDB installed
-        raise SourceError(
-            f"--clickhouse {url}: the embedded engine needs the chdb package "
-            f"(pip install 'af-otel[audit]'): {exc}"
-        ) from exc
-    except Exception as exc:  # the client's errors have no common root with ours
-        raise SourceError(f"--clickhouse {url}: {exc}") from exc
 
 
 def _failed(scan: Scan, exc: Exception) -> SourceError:

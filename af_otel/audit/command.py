@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from af_otel.audit.calls import CallResult, audit_batches, run_records
 from af_otel.audit.clickhouse import (
     Scan,
-    Shard,
     Table,
     connect,
     connect_embedded,
@@ -35,6 +34,7 @@ from af_otel.audit.clickhouse import (
 from af_otel.audit.inputs import open_files
 from af_otel.audit.results import ResultsWriter
 from af_otel.audit.summary import Tally
+from af_otel.cli.options import add_table_options
 from af_otel.cli.read import (
     _EXITS,
     EXIT_ERROR,
@@ -52,6 +52,8 @@ from af_otel.cli.read import (
 )
 from af_otel.errors import ReaderError
 from af_otel.reader.policy import Gate
+from af_otel.reader.sources.clickhouse import DEFAULT_DATABASE, DEFAULT_TABLE, Shard
+from af_otel.reader.sources.stream import SourceFormat, SpanStream
 from af_otel.reader.sources.window import Window
 from af_otel.reader.verdict_json import SCHEMA, summary_json
 from af_otel.reader.verify import VerdictStatus
@@ -93,10 +95,8 @@ def register(subparsers: Any) -> None:
         metavar="URL",
         help="chdb:///dir (embedded chDB) or http(s)://host:8123 (a server or cluster)",
     )
-    audit.add_argument("--database", default="default", help="the database (default: default)")
-    audit.add_argument(
-        "--table", default="otel_traces", help="the spans table (default: otel_traces)"
-    )
+    add_table_options(audit)
+    audit.set_defaults(database=DEFAULT_DATABASE, table=DEFAULT_TABLE)
     audit.add_argument("--since", metavar="DURATION", help="the last DURATION (90s, 15m, 1h, 2d)")
     audit.add_argument("--start", metavar="TIME", help="window start, ISO 8601 or Unix seconds")
     audit.add_argument("--end", metavar="TIME", help="window end (default now; with --start)")
@@ -163,9 +163,8 @@ def audit_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         fail(str(exc))
     with ExitStack() as clients:
-        # Files: what is at the path says how to read it (a temporary folder for protobuf lives
-        # as long as the clients); a table's variant (plain or JSON) is asked of ClickHouse.
-        scan: Scan = open_files(args.files, clients) if table is None else table
+        # A table's variant (plain or JSON) is asked of ClickHouse below.
+        scan, unread = _input_scan(args, table, clients)
         where = (
             str(scan) + (f" ({window})" if window else "") + (f" shard {shard}" if shard else "")
         )
@@ -184,6 +183,7 @@ def audit_command(args: argparse.Namespace) -> int:
         runs: Iterator[RunRows] = stream_runs(opened(), scan, window, shard)
         first = next(runs, None)
         if first is None:
+            _say_skipped(unread.skipped, 0, where)
             raise NothingToRead(f"no span of {where} carries af.* attributes: nothing to verify")
         store = open_checked_store(
             args.store,
@@ -197,13 +197,11 @@ def audit_command(args: argparse.Namespace) -> int:
             tally, skipped, gate = _verify_runs(
                 args, chain((first,), runs), store, where, writer, tick
             )
+        skipped += unread.skipped
         if writer is not None:
             writer.close()
     out = sys.stderr if args.json else sys.stdout
-    if skipped:
-        print(f"af-otel audit: skipped {skipped} unreadable row(s) in {where}", file=sys.stderr)
-        if not tally.calls:  # what could not be read may have held the calls: not "nothing"
-            raise ReaderError(f"no LLM call left in {where} after skipping {skipped} row(s)")
+    _say_skipped(skipped, tally.calls, where)
     for line in tally.lines():
         print(line, file=out)
     if writer is not None:
@@ -215,6 +213,35 @@ def audit_command(args: argparse.Namespace) -> int:
         sys.stdout.write(_json_line(summary_json(outcome, read=where, store=store.url)) + "\n")
     print_outcome(outcome, out)
     return outcome.exit_code
+
+
+def _input_scan(
+    args: argparse.Namespace, table: Table | None, clients: ExitStack
+) -> tuple[Scan, SpanStream]:
+    """The table, or the files FILES names (what is at the path says how to read it; a temporary
+    folder for protobuf lives as long as ``clients``), and the stream that holds what their
+    protobuf held and could not be read (a record cut short): raised, or when lenient skipped,
+    named on stderr now and counted with the rows."""
+    unread = SpanStream(str(args.files), SourceFormat.OTLP_PROTO, lenient=args.lenient)
+    if table is not None:
+        return table, unread
+    scan = open_files(args.files, clients, unread)
+    for problem in unread.problems[:_PROBLEMS_SHOWN]:
+        print(f"af-otel audit: skipped {problem}", file=sys.stderr)
+    return scan, unread
+
+
+def _say_skipped(skipped: int, calls: int, where: str) -> None:
+    """Say how many rows or records were skipped; with no call left, what could not be read may
+    have held the calls: an error, not "nothing to verify"."""
+    if not skipped:
+        return
+    print(
+        f"af-otel audit: skipped {skipped} unreadable row(s) or record(s) in {where}",
+        file=sys.stderr,
+    )
+    if not calls:
+        raise ReaderError(f"no LLM call left in {where} after skipping {skipped} row(s)")
 
 
 def _verify_runs(

@@ -19,8 +19,8 @@ from typing import Any, ClassVar, Final
 import orjson
 
 from af_otel import names
-from af_otel.audit.clickhouse import Shard, shard_clause
 from af_otel.reader.records import SpanRecord, freeze_attributes
+from af_otel.reader.sources.clickhouse import Shard, shard_clause
 from af_otel.reader.sources.decoders import Problem, attributes
 from af_otel.reader.sources.otlp import span_record
 from af_otel.reader.sources.window import Window

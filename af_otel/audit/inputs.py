@@ -23,6 +23,7 @@ import glob
 import gzip
 import os
 import tempfile
+import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -34,12 +35,18 @@ from af_otel.audit.clickhouse import Table
 from af_otel.audit.files import Files, _quoted
 from af_otel.audit.tempo import FORMAT, TempoBlocks, find_blocks
 from af_otel.errors import SourceError
-from af_otel.reader.sources.protobuf import looks_length_prefixed
+from af_otel.reader.sources.protobuf import framed_records, looks_length_prefixed
+from af_otel.reader.sources.stream import SpanStream
 
 __all__ = ["ParquetFiles", "open_files", "proto_requests"]
 
 _GZIP: Final = b"\x1f\x8b"
 _PREFIX: Final = 4
+# A bare request's first byte: field 1 (resource_spans), wire type 2. A length-prefixed file
+# opens with it only for a first record over 160 MiB, which no exporter writes; so any other
+# binary start is read as the file exporter's framing, which names a record cut short, even one
+# cut inside its first length prefix.
+_REQUEST_TAG: Final = b"\x0a"
 _JSON_START: Final = b" \t\r\n{"
 # The object names awss3exporter gives traces (partition.go: ``<file prefix>traces_<n>.<ext>``).
 _S3_JSON: Final = (".json", ".json.gz")
@@ -63,25 +70,28 @@ class ParquetFiles(Table):
         return self.url
 
 
-def open_files(pattern: str, stack: ExitStack) -> Files | ParquetFiles | TempoBlocks:
+def open_files(
+    pattern: str, stack: ExitStack, stream: SpanStream
+) -> Files | ParquetFiles | TempoBlocks:
     """The scan of ``pattern`` (see the module's list); a temporary folder it needs is removed
-    when ``stack`` closes. Raises `SourceError` naming the path when nothing can be read."""
+    when ``stack`` closes. Raises `SourceError` naming the path when nothing can be read; a
+    protobuf record that cannot be read is a problem of ``stream`` (strict or lenient)."""
     if os.path.isdir(pattern):
         blocks = find_blocks(pattern)
         if blocks:
             return TempoBlocks(pattern, tuple(blocks))
-        return _s3_prefix(pattern, stack)
+        return _s3_prefix(pattern, stack, stream)
     matches = sorted(glob.glob(pattern, recursive=True))
     if not matches:
         raise SourceError(f"{pattern}: no such file")
     if pattern.endswith(".parquet"):
         return ParquetFiles(pattern, "")
     if any(_is_proto(path) for path in matches):
-        return Files(pattern, (_proto_lines(matches, stack),))
+        return Files(pattern, (_proto_lines(matches, stack, stream),))
     return Files(pattern)
 
 
-def _s3_prefix(directory: str, stack: ExitStack) -> Files:
+def _s3_prefix(directory: str, stack: ExitStack, stream: SpanStream) -> Files:
     """The traces objects under an awss3exporter prefix: JSON read in place by one glob each
     suffix, protobuf decoded into JSON lines first."""
     found: dict[str, list[str]] = {suffix: [] for suffix in (*_S3_JSON, *_S3_PROTO)}
@@ -97,7 +107,7 @@ def _s3_prefix(directory: str, stack: ExitStack) -> Files:
     ]
     protos = [path for suffix in _S3_PROTO for path in found[suffix]]
     if protos:
-        paths.append(_proto_lines(protos, stack))
+        paths.append(_proto_lines(protos, stack, stream))
     if not paths:
         raise SourceError(
             f"{directory}: no Tempo block (meta.json) and no awss3exporter traces object "
@@ -130,27 +140,25 @@ def _size(path: str) -> int:
         return int.from_bytes(file.read(4), "little")
 
 
-def proto_requests(path: str) -> Iterator[tuple[str, bytes]]:
+def proto_requests(path: str, stream: SpanStream) -> Iterator[tuple[str, bytes]]:
     """Each serialized ``ExportTraceServiceRequest`` in ``path`` with where it is
-    (``file:record``), read one at a time: length-prefixed records (the file exporter), or the
-    whole file as one request (an ``otlp_proto`` object). Raises `SourceError` on a record cut
-    short."""
+    (``file:record``), read one at a time: length-prefixed records (the file exporter, framed as
+    the reader frames them: `framed_records`), or the whole file as one request (an
+    ``otlp_proto`` object, which opens with the first field's tag). A record cut short is a
+    problem of ``stream`` naming the file, the record and its byte offset: raised, or when
+    lenient skipped after the whole records before it."""
     size = _size(path)
     with _open(path) as file:
-        head = file.read(_PREFIX + 1)
-        if not looks_length_prefixed(head, size):
-            yield f"{path}:1", head + file.read()
-            return
-        prefix, pending, number, offset = head[:_PREFIX], head[_PREFIX:], 0, 0
-        while prefix:
-            number += 1
-            length = int.from_bytes(prefix, "big")
-            body = pending + file.read(length - len(pending))
-            if len(prefix) < _PREFIX or len(body) < length:
-                raise SourceError(f"{path}:{number}: a record cut short at byte {offset}")
-            yield f"{path}:{number}", body
-            offset += _PREFIX + length
-            prefix, pending = file.read(_PREFIX), b""
+        try:
+            head = file.read(_PREFIX + 1)
+            if head[:1] == _REQUEST_TAG and not looks_length_prefixed(head, size):
+                yield f"{path}:1", head + file.read()
+                return
+            # A file exporter's file, possibly cut inside its first record.
+            file.seek(0)
+            yield from framed_records(file, path, size, stream)
+        except (EOFError, zlib.error) as exc:  # a gzip file cut short
+            stream.problem(f"{path}: the compressed file is cut short ({exc})", unit="line")
 
 
 def _hex_ids(span: dict[str, Any]) -> None:
@@ -162,9 +170,10 @@ def _hex_ids(span: dict[str, Any]) -> None:
         _hex_ids(link)
 
 
-def _proto_lines(paths: list[str], stack: ExitStack) -> str:
+def _proto_lines(paths: list[str], stack: ExitStack, stream: SpanStream) -> str:
     """Decode every request of ``paths`` into one OTLP JSON line each, in a temporary folder
-    removed with ``stack``; returns the glob of the lines written."""
+    removed with ``stack``; returns the glob of the lines written. A request that cannot be read
+    is a problem of ``stream`` (raised, or skipped when lenient)."""
     # Imported here: only protobuf input needs protobuf (it comes with the OTLP exporters).
     from google.protobuf import json_format, message  # type: ignore[import-untyped] # noqa: PLC0415
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: PLC0415
@@ -172,14 +181,15 @@ def _proto_lines(paths: list[str], stack: ExitStack) -> str:
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="af-otel-audit-proto-"))
     for index, path in enumerate(paths):
         with open(os.path.join(folder, f"{index:06d}.jsonl"), "wb") as out:
-            for where, body in proto_requests(path):
+            for where, body in proto_requests(path, stream):
                 request = trace_service_pb2.ExportTraceServiceRequest()
                 try:
                     request.ParseFromString(body)
                 except message.DecodeError as exc:
-                    raise SourceError(
-                        f"{where}: not a protobuf ExportTraceServiceRequest ({exc})"
-                    ) from None
+                    stream.problem(
+                        f"{where}: not a protobuf ExportTraceServiceRequest ({exc})", unit="line"
+                    )
+                    continue
                 doc = json_format.MessageToDict(request)
                 for batch in doc.get("resourceSpans") or ():
                     for block in batch.get("scopeSpans") or ():

@@ -23,7 +23,6 @@ from typing import Any, ClassVar, Final
 import orjson
 
 from af_otel import names
-from af_otel.audit.clickhouse import Shard
 from af_otel.audit.files import span_rows_sql
 from af_otel.errors import SourceError
 from af_otel.reader.records import (
@@ -34,6 +33,7 @@ from af_otel.reader.records import (
     StatusCode,
     freeze_attributes,
 )
+from af_otel.reader.sources.clickhouse import Shard
 from af_otel.reader.sources.decoders import (
     Problem,
     any_value,

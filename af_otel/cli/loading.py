@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NoReturn, TextIO
+from typing import Final, NoReturn, TextIO
 
 from af_otel import names
 from af_otel.cli.progress import Progress
@@ -24,6 +24,7 @@ from af_otel.reader.records import SpanRecord
 from af_otel.reader.sources import (
     AllSpans,
     Ask,
+    ClickHouseSource,
     FileSource,
     InWindow,
     JaegerSource,
@@ -36,12 +37,14 @@ from af_otel.reader.sources import (
     TempoSource,
     Window,
 )
+from af_otel.reader.sources.clickhouse import DEFAULT_DATABASE, DEFAULT_TABLE
 from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT as SEARCH_LIMIT
 from af_otel.reader.verify import KeyArg, Verdict, verify
 from af_otel.reader.view import ServedView, served_views
 from af_otel.store import Store, open_store
 
 __all__ = [
+    "BACKENDS",
     "Loaded",
     "NothingToRead",
     "backend_source",
@@ -67,39 +70,58 @@ def _spans(args: argparse.Namespace) -> tuple[Iterable[SpanRecord], str, SpanStr
     return Progress("reading spans").over(stream), stream.source, stream
 
 
+# The backends, by option; a window needs the one of these that has a search limit.
+BACKENDS: Final = ("tempo", "jaeger", "phoenix", "clickhouse")
+_LIMITED: Final = ("tempo", "jaeger", "clickhouse")
+# Options that belong to one backend.
+_OWNED: Final = (
+    ("project", "phoenix"),
+    ("service", "jaeger"),
+    ("query", "tempo"),
+    ("database", "clickhouse"),
+    ("table", "clickhouse"),
+)
+
+
 def _asked(args: argparse.Namespace) -> tuple[Source, Ask]:
     """The source the arguments name and what they ask of it; options that do not go together
     are a usage error (argparse's: usage, message, exit 2) before anything is read."""
     fail: Callable[[str], NoReturn] = args.source_parser.error
-    backend = next(
-        (flag for flag in ("tempo", "jaeger", "phoenix") if getattr(args, flag, None)), None
-    )
+    backend = next((flag for flag in BACKENDS if getattr(args, flag, None)), None)
     window = _window(args, backend, fail)
-    for option, owner in (("project", "phoenix"), ("service", "jaeger"), ("query", "tempo")):
-        if getattr(args, option) is not None and backend != owner:
+    for option, owner in _OWNED:
+        if getattr(args, option, None) is not None and backend != owner:
             fail(f"--{option} goes with --{owner}")
-    if args.limit is not None and (backend not in ("tempo", "jaeger") or window is None):
-        fail("--limit goes with a --tempo or --jaeger window (--since, or --start/--end)")
+    if args.limit is not None and (backend not in _LIMITED or window is None):
+        fail(
+            "--limit goes with a --tempo, --jaeger or --clickhouse window "
+            "(--since, or --start/--end)"
+        )
     if args.limit is not None and args.limit < 1:
         fail(f"--limit must be at least 1, got {args.limit}")
     if backend is None:
         if args.trace:
-            fail("--trace needs --tempo, --jaeger or --phoenix URL")
+            fail("--trace needs --tempo, --jaeger, --phoenix or --clickhouse URL")
         if not args.file:
             fail(
-                "give a FILE to read, or --tempo/--jaeger/--phoenix URL with --trace ID or --since"
+                "give a FILE to read, --tempo/--jaeger/--phoenix URL with --trace ID or "
+                "--since, or --clickhouse URL"
             )
         return FileSource(args.file), AllSpans()
     if args.file:
         fail(f"give a FILE or --{backend} URL, not both")
     if args.trace and window is not None:
         fail("--trace fetches one trace; leave out --since/--start/--end, or --trace")
-    if not args.trace and window is None:
-        fail(f"--{backend} needs --trace ID or a window (--since DURATION, or --start/--end)")
-    source = backend_source(args, backend)
+    try:
+        source = backend_source(args, backend)
+    except ReaderError as exc:
+        fail(str(exc))
     if args.trace:
         return source, OneTrace(args.trace)
-    assert window is not None
+    if window is None:
+        if backend == "clickhouse":  # a table, like a file, can be read whole
+            return source, AllSpans()
+        fail(f"--{backend} needs --trace ID or a window (--since DURATION, or --start/--end)")
     if backend == "jaeger" and not args.service:
         fail("a --jaeger window needs --service NAME (Jaeger searches one service)")
     search = {"tempo": args.query, "jaeger": args.service}.get(backend)
@@ -114,7 +136,10 @@ def _window(
         return None
     if backend is None:
         option = "--since" if args.since is not None else ("--start" if args.start else "--end")
-        fail(f"{option} reads a window from a backend: add --tempo, --jaeger or --phoenix URL")
+        fail(
+            f"{option} reads a window from a backend: add --tempo, --jaeger, --phoenix or "
+            "--clickhouse URL"
+        )
     if args.since is not None and (args.start is not None or args.end is not None):
         fail("--since and --start/--end are two ways to give a window; use one")
     if args.since is None and args.start is None:
@@ -129,11 +154,21 @@ def _window(
 
 
 def backend_source(args: argparse.Namespace, backend: str) -> Source:
-    """The source of ``backend`` (``tempo``, ``jaeger`` or ``phoenix``) at the URL its option gives."""
+    """The source of ``backend`` (``tempo``, ``jaeger``, ``phoenix`` or ``clickhouse``) at the
+    URL its option gives. Raises `ReaderError` naming the option a value is wrong for."""
     if backend == "tempo":
         return TempoSource(args.tempo)
     if backend == "jaeger":
         return JaegerSource(args.jaeger)
+    if backend == "clickhouse":
+        try:
+            return ClickHouseSource(
+                args.clickhouse,
+                args.database or DEFAULT_DATABASE,
+                args.table or DEFAULT_TABLE,
+            )
+        except ValueError as exc:
+            raise ReaderError(str(exc)) from None
     return PhoenixSource(args.phoenix, project=args.project or "default")
 
 

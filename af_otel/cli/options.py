@@ -12,6 +12,7 @@ from af_otel import names
 from af_otel.errors import ReaderError
 from af_otel.keys import KeyProblem, KeyRing, find_keys
 from af_otel.reader.policy import Policy, parse_fail_on, parse_percent
+from af_otel.reader.sources.clickhouse import DEFAULT_DATABASE, DEFAULT_TABLE
 from af_otel.reader.sources.tempo import DEFAULT_QUERY as TEMPO_QUERY
 from af_otel.reader.sources.window import DEFAULT_SEARCH_LIMIT as SEARCH_LIMIT
 from af_otel.reader.verify import VerdictStatus
@@ -22,6 +23,7 @@ __all__ = [
     "add_policy_options",
     "add_source_options",
     "add_store_options",
+    "add_table_options",
     "key_from_args",
     "policy_from_args",
 ]
@@ -54,7 +56,7 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         "--limit",
         metavar="N",
         type=int,
-        help=f"most traces one --tempo/--jaeger search returns (default {SEARCH_LIMIT})",
+        help=f"most traces one --tempo/--jaeger/--clickhouse window reads (default {SEARCH_LIMIT})",
     )
     add_upload_option(parser)
     parser.set_defaults(source_parser=parser)
@@ -74,12 +76,35 @@ def add_upload_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_backend_options(parser: argparse.ArgumentParser, urls: Any) -> None:
-    """``--tempo``, ``--jaeger``, ``--phoenix`` (added to ``urls``: the parser or a group of
-    options that exclude each other) and ``--project``, as `backend_source` reads them."""
+    """``--tempo``, ``--jaeger``, ``--phoenix``, ``--clickhouse`` (added to ``urls``: the parser
+    or a group of options that exclude each other), ``--project``, ``--database`` and
+    ``--table``, as `backend_source` reads them."""
     for flag, backend in (("--tempo", "Tempo"), ("--jaeger", "Jaeger"), ("--phoenix", "Phoenix")):
         urls.add_argument(flag, metavar="URL", help=f"read traces from {backend} at URL")
+    urls.add_argument(
+        "--clickhouse",
+        metavar="URL",
+        help="read spans from the Collector ClickHouse exporter's table: chdb:///dir (embedded "
+        "chDB) or http(s)://host:8123 (needs the audit extra)",
+    )
     parser.add_argument(
         "--project", metavar="NAME", help="the Phoenix project (default 'default'; --phoenix)"
+    )
+    add_table_options(parser)
+
+
+def add_table_options(parser: argparse.ArgumentParser) -> None:
+    """``--database`` and ``--table``: where the exporter's spans are in ClickHouse (None when
+    not given: `DEFAULT_DATABASE`, `DEFAULT_TABLE`; ``audit`` sets them as its defaults)."""
+    parser.add_argument(
+        "--database",
+        metavar="NAME",
+        help=f"the ClickHouse database (default {DEFAULT_DATABASE}; --clickhouse)",
+    )
+    parser.add_argument(
+        "--table",
+        metavar="NAME",
+        help=f"the spans table (default {DEFAULT_TABLE}, the exporter's; --clickhouse)",
     )
 
 

@@ -12,7 +12,7 @@ import ipaddress
 import sys
 from typing import Any, Final
 
-from af_otel.cli.loading import backend_source
+from af_otel.cli.loading import BACKENDS, backend_source
 from af_otel.cli.options import (
     add_backend_options,
     add_key_options,
@@ -64,11 +64,18 @@ def register(subparsers: Any) -> None:
 
 def evidence_from(args: argparse.Namespace) -> Evidence:
     """The `Evidence` the arguments name; `AfOtelError` when they name no single backend."""
-    chosen = [name for name in ("file", "tempo", "jaeger", "phoenix") if getattr(args, name, None)]
+    chosen = [name for name in ("file", *BACKENDS) if getattr(args, name, None)]
     if len(chosen) != 1:
-        raise AfOtelError("give one of: a trace FILE, --tempo URL, --jaeger URL, --phoenix URL")
+        raise AfOtelError(
+            "give one of: a trace FILE, --tempo URL, --jaeger URL, --phoenix URL, --clickhouse URL"
+        )
     if args.project and not args.phoenix:
         raise AfOtelError("--project names a Phoenix project: add --phoenix URL")
+    for option in ("database", "table"):
+        if getattr(args, option) is not None and not args.clickhouse:
+            raise AfOtelError(
+                f"--{option} names where ClickHouse keeps spans: add --clickhouse URL"
+            )
     options: dict[str, Any] = {
         "store": args.store,
         "key": key_from_args(args),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import clickhouse_connect
 import pytest
@@ -24,9 +25,9 @@ class Loaded:
     rows: int
 
 
-@pytest.fixture(scope="session")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> Loaded:
-    folder = tmp_path_factory.mktemp("audit-day")
+def load_day(folder: Path) -> Loaded:
+    """Record the day into ``folder`` and write it into chDB there (`Loaded`); the client is
+    closed again. Other rooms' tests (the reader's ClickHouse source) build their day with it."""
     day = record_day(folder)
     url = f"chdb://{folder / 'clickhouse'}"
     client = clickhouse_connect.get_client(dsn=url)
@@ -37,6 +38,11 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Loaded:
     finally:
         client.close()
     return Loaded(day, url, rows)
+
+
+@pytest.fixture(scope="session")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> Loaded:
+    return load_day(tmp_path_factory.mktemp("audit-day"))
 
 
 @pytest.fixture

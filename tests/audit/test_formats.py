@@ -5,12 +5,16 @@ verdicts ``verify`` gives on the day's OTLP JSON lines, call for call, exit code
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import clickhouse_connect
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from af_otel import names
 from af_otel.audit.tempo import find_blocks
@@ -123,6 +127,123 @@ def test_a_protobuf_record_cut_short_is_named(
     code = main(["audit", str(cut), "--store", str(loaded.day.store)])
     assert code == 2
     assert f"{cut}:" in capsys.readouterr().err
+
+
+def _record_starts(data: bytes) -> list[int]:
+    """The byte offset of each length-prefixed record of ``data``, and its end."""
+    starts, offset = [], 0
+    while offset < len(data):
+        starts.append(offset)
+        offset += 4 + int.from_bytes(data[offset : offset + 4], "big")
+    return [*starts, offset]
+
+
+@pytest.fixture
+def whole_proto(loaded: Loaded, tmp_path: Path) -> bytes:
+    return write_file_exporter_proto(loaded.day.traces, tmp_path / "day.pb").read_bytes()
+
+
+def _audit_cut(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded, folder: Path, whole: bytes, cut_at: int
+) -> None:
+    """Audit the file ``whole`` cut after ``cut_at`` bytes, strict and lenient, and hold what it
+    says to where the cut is."""
+    starts = _record_starts(whole)
+    whole_records = sum(1 for start in starts[1:] if start <= cut_at)
+    cut = folder / "cut.pb"
+    cut.write_bytes(whole[:cut_at])
+    store = str(loaded.day.store)
+    lines = [line for line in loaded.day.traces.read_text("utf-8").splitlines() if line.strip()]
+    before = folder / "before.jsonl"
+    before.write_text("".join(f"{line}\n" for line in lines[:whole_records]), encoding="utf-8")
+    verify_code, verdicts = run(capsys, "verify", str(before), "--store", store, "--json")
+    capsys.readouterr()
+    if cut_at in starts:  # whole records only: nothing is cut
+        code, rows = run(capsys, "audit", str(cut), "--store", store, "--json")
+        assert (code, sorted(map(key, rows))) == (verify_code, sorted(map(key, verdicts)))
+        return
+    record, offset = whole_records + 1, starts[whole_records]
+    named = f"{cut}:{record}: truncated "
+    assert main(["audit", str(cut), "--store", store]) == 2
+    err = capsys.readouterr().err
+    assert named in err
+    assert f" at byte {offset}" in err
+    code = main(["audit", str(cut), "--store", store, "--json", "--lenient"])
+    out, err = capsys.readouterr()
+    rows = [row for row in map(json.loads, out.splitlines()) if row.get("type") != "summary"]
+    assert f"af-otel audit: skipped {named}" in err
+    assert f" at byte {offset}" in err
+    assert "skipped 1 unreadable row(s) or record(s)" in err
+    if not whole_records:  # nothing whole before the cut: not "nothing to verify"
+        assert code == 2
+        assert "no LLM call left" in err
+        return
+    assert (code, sorted(map(key, rows))) == (verify_code, sorted(map(key, verdicts)))
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_a_protobuf_file_cut_anywhere_is_named_strict_and_read_to_the_cut_lenient(
+    capsys: pytest.CaptureFixture[str],
+    loaded: Loaded,
+    tmp_path: Path,
+    whole_proto: bytes,
+    data: st.DataObject,
+) -> None:
+    """A file exporter's protobuf file cut at any byte inside a record: strict, exit 2 naming
+    the file, the record and its offset; lenient, the whole records before it are audited as
+    ``verify`` reads their lines, and the cut one is named as skipped."""
+    starts = _record_starts(whole_proto)
+    record = data.draw(st.integers(0, len(starts) - 2), label="record")
+    cut_at = data.draw(st.integers(starts[record] + 1, starts[record + 1] - 1), label="cut at")
+    _audit_cut(capsys, loaded, tmp_path, whole_proto, cut_at)
+
+
+@pytest.mark.parametrize(
+    ("where", "at"),
+    [
+        ("inside the first length prefix", lambda starts: 2),
+        ("inside the first record", lambda starts: starts[1] - 1),
+        ("inside a later length prefix", lambda starts: starts[1] + 3),
+        ("just after a later prefix", lambda starts: starts[1] + 4),
+        ("at a record's end", lambda starts: starts[1]),
+    ],
+)
+def test_a_protobuf_file_cut_at_its_edges(
+    capsys: pytest.CaptureFixture[str],
+    loaded: Loaded,
+    tmp_path: Path,
+    whole_proto: bytes,
+    where: str,
+    at: Callable[[list[int]], int],
+) -> None:
+    """The edges of a record: in its length, just past it, and a cut between records (whole
+    records only, read as the lines they were made from, nothing skipped)."""
+    _audit_cut(capsys, loaded, tmp_path, whole_proto, at(_record_starts(whole_proto)))
+
+
+def test_a_gzip_protobuf_file_cut_short_is_named(
+    capsys: pytest.CaptureFixture[str], loaded: Loaded, tmp_path: Path, whole_proto: bytes
+) -> None:
+    """A gzipped protobuf file that lost its last bytes: strict, exit 2 naming the file;
+    lenient, every request that decompressed is audited as verify reads the day."""
+    cut = tmp_path / "cut.pb.gz"
+    cut.write_bytes(gzip.compress(whole_proto)[:-3])
+    store = str(loaded.day.store)
+    assert main(["audit", str(cut), "--store", store]) == 2
+    assert f"{cut}: the compressed file is cut short" in capsys.readouterr().err
+    code = main(["audit", str(cut), "--store", store, "--json", "--lenient"])
+    out, err = capsys.readouterr()
+    rows = [row for row in map(json.loads, out.splitlines()) if row.get("type") != "summary"]
+    assert f"af-otel audit: skipped {cut}: the compressed file is cut short" in err
+    verify_code, verdicts = run(
+        capsys, "verify", str(loaded.day.traces), "--store", store, "--json"
+    )
+    assert (code, sorted(map(key, rows))) == (verify_code, sorted(map(key, verdicts)))
 
 
 def test_a_block_of_another_format_is_refused(

@@ -12,7 +12,6 @@ from rich.console import Console
 from af_otel.audit.calls import CallResult
 from af_otel.audit.clickhouse import (
     JsonTable,
-    Shard,
     Table,
     connect_embedded,
     count_runs,
@@ -22,6 +21,7 @@ from af_otel.audit.clickhouse import (
 from af_otel.audit.files import Files
 from af_otel.audit.progress import Progress
 from af_otel.audit.summary import WORST, Tally
+from af_otel.reader.sources.clickhouse import Shard
 from tests.audit.conftest import Loaded
 
 

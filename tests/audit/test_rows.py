@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from af_otel import names
-from af_otel.audit.rows import (
+from af_otel.reader.sources import ARRAY_KEYS, read_spans
+from af_otel.reader.sources.clickhouse_rows import (
     BOOL_KEYS,
     COLUMNS,
     INT_KEYS,
@@ -21,7 +22,6 @@ from af_otel.audit.rows import (
     span_from_row,
     typed_attributes,
 )
-from af_otel.reader.sources import ARRAY_KEYS, read_spans
 from af_otel.reader.sources.decoders import Problem
 from tests.audit.conftest import Loaded
 from tests.audit.exporter import as_string, go_float, go_json

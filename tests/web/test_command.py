@@ -12,7 +12,7 @@ from af_otel import names
 from af_otel.cli import build_parser, main
 from af_otel.cli.options import key_from_args
 from af_otel.keys import KeyRing
-from af_otel.reader.sources import JaegerSource, PhoenixSource, TempoSource
+from af_otel.reader.sources import ClickHouseSource, JaegerSource, PhoenixSource, TempoSource
 from af_otel.web.command import DEFAULT_HOST, evidence_from
 
 
@@ -37,6 +37,11 @@ def test_serve_is_an_af_otel_command() -> None:
             PhoenixSource,
             "Phoenix at http://p:6006 (project agents)",
         ),
+        (
+            ["--clickhouse", "chdb:///d", "--table", "spans"],
+            ClickHouseSource,
+            "ClickHouse at chdb:///d (default.spans)",
+        ),
     ],
 )
 def test_each_backend_becomes_its_source(argv: list[str], kind: type, label: str) -> None:
@@ -52,6 +57,8 @@ def test_each_backend_becomes_its_source(argv: list[str], kind: type, label: str
         ([], "give one of"),
         (["f.jsonl", "--tempo", "http://t"], "give one of"),
         (["--tempo", "http://t", "--project", "p"], "--project names a Phoenix project"),
+        (["f.jsonl", "--database", "d"], "--database names where ClickHouse keeps spans"),
+        (["--clickhouse", "chdb:///d", "--table", "a b"], "--table 'a b' is not a plain"),
     ],
 )
 def test_wrong_arguments_exit_2_with_one_line(

@@ -2,8 +2,9 @@
 
 ``read_spans`` takes whatever the user has (a file path, a parsed document, the SDK's in-memory
 spans) and works out the format from the content; ``TempoSource``, ``JaegerSource`` and
-``PhoenixSource`` fetch a trace by id, or every trace of a time ``Window``. Each of those and
-``FileSource`` is a ``Source``: asked for ``AllSpans``, ``OneTrace`` or ``InWindow``, it answers with
+``PhoenixSource`` fetch a trace by id, or every trace of a time ``Window``; ``ClickHouseSource``
+reads the Collector ClickHouse exporter's table (every span, a trace, or a window). Each of those
+and ``FileSource`` is a ``Source``: asked for ``AllSpans``, ``OneTrace`` or ``InWindow``, it answers with
 a ``SpanStream`` (``source.py``). This package and ``store/`` are the only places that do I/O.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from itertools import chain
 
 from af_otel.errors import UnknownFormatError
+from af_otel.reader.sources.clickhouse import ClickHouseSource
 from af_otel.reader.sources.documents import open_document
 from af_otel.reader.sources.files import read_file
 from af_otel.reader.sources.jaeger import ARRAY_KEYS, JaegerSource
@@ -35,6 +37,7 @@ __all__ = [
     "ARRAY_KEYS",
     "AllSpans",
     "Ask",
+    "ClickHouseSource",
     "FileSource",
     "InWindow",
     "JaegerSource",

@@ -8,7 +8,7 @@ too. Records are read one at a time, so memory follows the largest record, not t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import BinaryIO, Final
+from typing import IO, BinaryIO, Final
 
 import orjson
 
@@ -17,7 +17,7 @@ from af_otel.reader.sources.documents import document_records
 from af_otel.reader.sources.otlp import resource_spans_records
 from af_otel.reader.sources.stream import SpanStream
 
-__all__ = ["looks_length_prefixed", "proto_records"]
+__all__ = ["framed_records", "looks_length_prefixed", "proto_records"]
 
 _PREFIX: Final = 4
 # A record's first byte: field 1 (resource_spans), wire type 2 (length-delimited) = 0x0A; or `{`
@@ -33,19 +33,14 @@ def looks_length_prefixed(head: bytes, size: int) -> bool:
     return 0 < length <= size - _PREFIX and head[_PREFIX] in _FIRST_BYTES
 
 
-def proto_records(file: BinaryIO, name: str, size: int, stream: SpanStream) -> Iterator[SpanRecord]:
-    """Yield the records of every length-prefixed request in ``file`` (``size`` bytes long).
-
-    Origins and messages number the records like lines: ``spans.pb:3`` is the third record. A
-    record cut short ends the reading (no later boundary can be trusted); an undecodable record
-    whose length is intact is skipped when lenient.
-    """
-    # Imported here, not at the top (PLC0415): only this format needs protobuf, which comes with
-    # the OTLP exporter, and the JSON sources must load without OpenTelemetry. protobuf ships no
-    # type information (import-untyped).
-    from google.protobuf import json_format, message  # type: ignore[import-untyped] # noqa: PLC0415
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: PLC0415
-
+def framed_records(
+    file: IO[bytes], name: str, size: int, stream: SpanStream
+) -> Iterator[tuple[str, bytes]]:
+    """Each whole length-prefixed record of ``file`` (``size`` bytes long) with where it is
+    (``spans.pb:3``, numbered like lines). A record cut short (a file still being written, or
+    copied part way) is a problem of ``stream`` naming the file, the record and its byte offset,
+    and ends the reading: no later boundary can be trusted. The one reading of the framing, for
+    the reader and for ``af-otel audit``."""
     offset = 0
     number = 0
     while True:
@@ -70,7 +65,31 @@ def proto_records(file: BinaryIO, name: str, size: int, stream: SpanStream) -> I
             )
             return
         body = file.read(length)
+        if len(body) < length:  # the file shrank, or its size was a compressed one's guess
+            stream.problem(
+                f"{origin}: truncated record at byte {offset}: the prefix announces {length} "
+                f"bytes, {len(body)} remain",
+                unit="line",
+            )
+            return
         offset += _PREFIX + length
+        yield origin, body
+
+
+def proto_records(file: BinaryIO, name: str, size: int, stream: SpanStream) -> Iterator[SpanRecord]:
+    """Yield the records of every length-prefixed request in ``file`` (``size`` bytes long).
+
+    Origins and messages number the records like lines: ``spans.pb:3`` is the third record. A
+    record cut short ends the reading (`framed_records`); an undecodable record whose length is
+    intact is skipped when lenient.
+    """
+    # Imported here, not at the top (PLC0415): only this format needs protobuf, which comes with
+    # the OTLP exporter, and the JSON sources must load without OpenTelemetry. protobuf ships no
+    # type information (import-untyped).
+    from google.protobuf import json_format, message  # type: ignore[import-untyped] # noqa: PLC0415
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: PLC0415
+
+    for origin, body in framed_records(file, name, size, stream):
         if body[:1] == b"{":
             try:
                 doc = orjson.loads(body)

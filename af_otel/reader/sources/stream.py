@@ -44,6 +44,7 @@ class SourceFormat(Enum):
     TEMPO_SEARCH = "Tempo GET /api/search, then each trace by id"
     JAEGER_SEARCH = 'Jaeger GET /api/v3/traces?query.service_name=... {"result": {...}}'
     PHOENIX = 'Phoenix GET /v1/projects/<project>/spans/otlpv1 {"data": [spans], "next_cursor"}'
+    CLICKHOUSE = "the Collector ClickHouse exporter's otel_traces table (plain or JSON columns)"
 
 
 class NoteKind(Enum):

@@ -322,7 +322,7 @@ def test_progress_counts_traces_on_a_terminal() -> None:
         (["--jaeger", "http://j", "--since", "1h", "--query", "{}"], "--query goes with --tempo"),
         (["--phoenix", "http://p", "--since", "1h", "--limit", "5"], "--limit goes with a --tempo"),
         (["--tempo", "http://t", "--since", "1h", "--limit", "0"], "--limit must be at least 1"),
-        (["--trace", "ab"], "--trace needs --tempo, --jaeger or --phoenix"),
+        (["--trace", "ab"], "--trace needs --tempo, --jaeger, --phoenix or --clickhouse"),
         (
             ["x.jsonl", "--tempo", "http://t", "--trace", "ab"],
             "give a FILE or --tempo URL, not both",

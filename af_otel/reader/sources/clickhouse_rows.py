@@ -34,6 +34,8 @@ __all__ = [
     "COLUMNS",
     "INT_KEYS",
     "JSON_COLUMNS",
+    "LLM_SPANS",
+    "LLM_SPANS_JSON",
     "RUN_KEY",
     "RUN_KEY_JSON",
     "flat_json",
@@ -66,6 +68,17 @@ RUN_KEY: Final = (
     "concat('span:', TraceId, ':', SpanId))"
 )
 
+# The spans the reader counts as LLM calls (`af_otel.reader.runs.is_enriched_call`, plus the spans
+# merged into a call, which carry the run): the first three test keys the exporter's bloom index
+# on `mapKeys(SpanAttributes)` covers; the last two keep a span whose state a backend dropped.
+LLM_SPANS: Final = (
+    f"(mapContains(SpanAttributes, '{names.RECEIPT_STATE}')"
+    f" OR mapContains(SpanAttributes, '{names.RUN_ID}')"
+    f" OR mapContains(SpanAttributes, '{names.EPOCH}')"
+    f" OR has(`Events.Name`, '{names.COMMIT_EVENT}')"
+    " OR arrayExists(k -> startsWith(k, 'af.receipt.'), mapKeys(SpanAttributes)))"
+)
+
 # The columns `span_from_row` reads, as SELECT expressions over the exporter's table; times as
 # integer nanoseconds so that no client's datetime conversion (time zones, microseconds) is
 # involved.
@@ -93,6 +106,13 @@ COLUMNS: Final = (
 RUN_KEY_JSON: Final = (
     f"if(ifNull(SpanAttributes.`{names.RUN_ID}`::Nullable(String), '') != '',"
     f" SpanAttributes.`{names.RUN_ID}`::String, concat('span:', TraceId, ':', SpanId))"
+)
+LLM_SPANS_JSON: Final = (
+    f"(has(JSONAllPaths(SpanAttributes), '{names.RECEIPT_STATE}')"
+    f" OR has(JSONAllPaths(SpanAttributes), '{names.RUN_ID}')"
+    f" OR has(JSONAllPaths(SpanAttributes), '{names.EPOCH}')"
+    f" OR has(`Events.Name`, '{names.COMMIT_EVENT}')"
+    " OR arrayExists(k -> startsWith(k, 'af.receipt.'), JSONAllPaths(SpanAttributes)))"
 )
 JSON_COLUMNS: Final = (
     f"{RUN_KEY_JSON} AS run_key",
