@@ -12,8 +12,11 @@ its digest, so that a reader can tell a run cut at the end from a shorter one.
 span (``chat {model}``, kind CLIENT) through the global tracer provider and hands the request to
 af_otel directly, so no content attribute is written unless ``capture_content=True``; without it,
 the default ``content=auto`` writes the call's commits to the store, so the span holds no prompt
-text at all. The receipt is minted on the span when the block exits, before the span ends: it needs no processor,
-and a processor or exporter passes it through. ``call.set_response(...)`` records the answer.
+text at all. The request is read as the block is entered (copies of it: the caller's dicts may
+change later), and the receipt minted on the span when the block exits, before the span ends: it
+needs no processor, and a processor or exporter passes it through. ``call.set_response(...)``
+records the answer. ``messages`` may be an `af_otel.Conversation`, the append-only history, which
+is read in time flat in the run's length (`af_otel.processor.explicit_memo`).
 """
 
 from __future__ import annotations

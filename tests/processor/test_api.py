@@ -152,3 +152,16 @@ def test_llm_call_takes_a_conversation(global_pipeline: Pipeline) -> None:
     assert af(spans[1])[names.RECEIPT_MESSAGES_KEPT] == 1
     found = states(global_pipeline.spans(), global_pipeline.store)
     assert found[2]["messages"] == [user("q1"), assistant("a1"), user("q2")]
+
+
+def test_a_conversation_captured_writes_the_content_a_list_writes(
+    global_pipeline: Pipeline,
+) -> None:
+    """capture_content=True with a Conversation writes the content attributes a list writes."""
+    messages = [user("q1"), assistant("a1"), user("q2")]
+    for given in (messages, Conversation(messages)):
+        with llm_call(model="m", provider="openai", messages=given, capture_content=True):
+            pass
+    listed, conversed = global_pipeline.spans()
+    key = "gen_ai.input.messages"
+    assert (conversed.attributes or {})[key] == (listed.attributes or {})[key]
