@@ -14,7 +14,8 @@ writing OTLP JSON. Printed, each with its target:
    spans carry the whole history as ``gen_ai.input.messages`` (as content-capturing
    instrumentations write it), medians over a window of calls, both pipelines side by side in one
    process; the ratio turn-1,000 / turn-10 (target <= 2x); the same for a run of one-line turns
-   (many more messages per byte: target <= 2x), and for `llm_call`'s whole call (target <= 2x).
+   (many more messages per byte: target <= 2x), and for `llm_call`'s whole call, handed the
+   history as a list of dicts and as a `Conversation` (target <= 2x each).
 6. Memory per open run at 10, 30 and 120 turns as a ratio of the run's unique history
    (tracemalloc; target <= 2x at 120 turns), and the heap the run table keeps under a byte
    budget with many concurrent runs (target: within the budget).
