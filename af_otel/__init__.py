@@ -26,6 +26,7 @@ from af_otel.errors import (
     UnknownFormatError,
 )
 from af_otel.model import Request
+from af_otel.model.conversation import Conversation
 from af_otel.model.gap_kinds import SERVED_GAPS
 from af_otel.reader.policy import Policy, judge
 from af_otel.reader.replay import replay_request
@@ -64,6 +65,7 @@ __all__ = [
     "BlobNotFoundError",
     "BlobShapeError",
     "CanonicalJSONError",
+    "Conversation",
     "InvalidAddressError",
     "MalformedReceipt",
     "Policy",

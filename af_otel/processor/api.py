@@ -12,8 +12,11 @@ its digest, so that a reader can tell a run cut at the end from a shorter one.
 span (``chat {model}``, kind CLIENT) through the global tracer provider and hands the request to
 af_otel directly, so no content attribute is written unless ``capture_content=True``; without it,
 the default ``content=auto`` writes the call's commits to the store, so the span holds no prompt
-text at all. The receipt is minted on the span when the block exits, before the span ends: it needs no processor,
-and a processor or exporter passes it through. ``call.set_response(...)`` records the answer.
+text at all. The request is read as the block is entered (copies of it: the caller's dicts may
+change later), and the receipt minted on the span when the block exits, before the span ends: it
+needs no processor, and a processor or exporter passes it through. ``call.set_response(...)``
+records the answer. ``messages`` may be an `af_otel.Conversation`, the append-only history, which
+is read in time flat in the run's length (`af_otel.processor.explicit_memo`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from opentelemetry import trace
 
 from af_otel import names
 from af_otel.model import Request
+from af_otel.model.conversation import Conversation
 from af_otel.processor import explicit_memo
 from af_otel.processor.closing import close_run
 from af_otel.processor.context import current_run, declare_base, run_entered
@@ -43,7 +47,7 @@ def run(run_id: str, *, base: Mapping[str, Any] | None = None) -> Iterator[str]:
 
     A base that is not a GenAI-shaped request raises `RequestShapeError` here, in the caller's
     code, where the mistake can be fixed (it is not telemetry failing)."""
-    request = Request.from_dict(base) if base is not None else None
+    request = Request.from_dict(explicit_memo.detached(base)) if base is not None else None
     if request is not None:
         declare_base(run_id, request)
     token = current_run.set(run_id)
@@ -114,7 +118,8 @@ def llm_call(
     """Open one LLM call's span; its receipt is minted when the block exits."""
     request: dict[str, Any] = {
         "system": system,
-        "messages": list(messages),
+        # A Conversation is read as one: only what was added since the run's last call is new.
+        "messages": messages if isinstance(messages, Conversation) else list(messages),
         "tools": list(tools) if tools is not None else None,
         "params": dict(params) if params is not None else None,
         "model": model,
@@ -143,35 +148,49 @@ def llm_call(
     with tracer.start_as_current_span(
         f"chat {model}", kind=trace.SpanKind.CLIENT, attributes=attributes
     ) as span:
+        # The request is read as the block is entered, the call being made: what the caller
+        # changes in its dicts later is not this call's.
+        supplied = None if sdk_disabled() else _read(span, request, capture_content)
         try:
             yield LLMCall(span, capture_content)
         finally:
-            if not sdk_disabled():
-                _mint(span, request, capture_content)
+            if supplied is not None and not sdk_disabled():
+                _mint(span, supplied)
 
 
-def _mint(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -> None:
-    failure: Exception | None = None
-    try:
+def _read(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -> Supplied | None:
+    """The call's request as the engine takes it, with only the messages that are new since the
+    run's last call normalized (`explicit_memo`); None when the span does not record."""
+    with guard("llm_call.read"):
         if not span.is_recording():
-            return
+            return None
         facts = live_facts(span, dict(getattr(span, "attributes", None) or {}), "af_otel")
         engine = engine_for(facts.key)
-        # Only the messages that are new since the run's last call are normalized.
         run_state = engine.runs.get(engine.run_of(facts.key, facts.attributes, pop=False))
         found = explicit_memo.read(request, run_state)
         # af_otel sees what the caller says it sends, not the wire: cache-transform stays raised.
         # With content capture off (the default) the request is not on the span, so the default
         # content mode writes its commits to the store: no prompt text on the trace.
-        supplied = Supplied(
-            found.request if found is not None else request,
+        if found is None:
+            return Supplied(explicit_memo.detached(request), direct=False, on_span=capture_content)
+        return Supplied(
+            found.request,
             direct=False,
             on_span=capture_content,
-            sealed=found.sealed if found is not None else None,
-            scan=found.scan if found is not None else None,
-            prefix=found.prefix if found is not None else None,
+            sealed=found.sealed,
+            scan=found.scan,
+            prefix=found.prefix,
         )
-        write_on_span(span, engine.enrich(facts, supplied))
+    return None
+
+
+def _mint(span: trace.Span, supplied: Supplied) -> None:
+    failure: Exception | None = None
+    try:
+        if not span.is_recording():
+            return
+        facts = live_facts(span, dict(getattr(span, "attributes", None) or {}), "af_otel")
+        write_on_span(span, engine_for(facts.key).enrich(facts, supplied))
     except Exception as exc:
         failure = exc
     if failure is not None:

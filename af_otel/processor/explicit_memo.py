@@ -1,25 +1,35 @@
 """`llm_call` in time proportional to what is new since the run's last call.
 
-The explicit API is handed the request as the caller's own dicts, every call the whole history
-again. Their identity proves nothing (a caller may change a message in place between calls), so
-each call's messages are serialized (orjson, in C: a fraction of a millisecond for a 1,000-turn
-history) and the bytes compared with the run's last call's (`Explicit`, one per run): when they
-start with all of those bytes, the first messages serialize exactly as last call's did, and the
-request is last call's normalized messages, the very objects, followed by the new ones normalized
-from the caller's own dicts. System, tools and dials are normalized from the caller's values every
-call, as on the full path (`Request.from_dict`), so only the messages are taken from the memo.
+The explicit API is handed the history every call again, in one of two forms.
+
+A `Conversation` (af_otel/model/conversation.py) is append-only and frozen: a message object is
+made once, where it was added, so when last call's last message is the object at its place in
+this call's, all of last call's messages are, and only the ones after them are read. One
+identity test: the call costs the same at turn 1,000 as at turn 10.
+
+A list of the caller's own dicts proves nothing by identity (a caller may change a message in
+place between calls), so each call's messages are serialized (orjson, in C: a fraction of a
+millisecond for a 1,000-turn history) and the bytes compared with the run's last call's
+(`Explicit`, one per run): when they start with all of those bytes, the first messages serialize
+exactly as last call's did, and the request is last call's normalized messages, the very
+objects, followed by the new ones. Those are normalized from deep copies of the caller's dicts,
+never from the dicts themselves: a request holding them would change when the caller changes
+them, and the receipts memo would take last call's digest for content that is no longer what it
+hashed. System, tools and dials are copied and normalized every call, as on the full path
+(`Request.from_dict`), so only the messages are taken from the memo.
 
 Exact where the serialization is one to one on what normalization tells apart: types orjson would
 write as something else (datetimes, dataclasses, subclasses of the JSON types but af_otel's own
-frozen dict) make it refuse, and the call takes the full path; orjson writes a non-finite float as
-``null``, so a memo whose messages hold ``null`` anywhere is not used (the full path decides,
-where such a float makes the request unreadable). Enum members and UUIDs orjson writes by value
-without asking: a caller that swaps one for its value in place between calls is not seen (the
-full path would find the request unreadable; the memo mints it).
+frozen dict) make it refuse, and the call takes the full path (over a deep copy of the request);
+orjson writes a non-finite float as ``null``, so a memo whose messages hold ``null`` anywhere is
+not used (the full path decides, where such a float makes the request unreadable). Enum members
+and UUIDs orjson writes by value without asking: a caller that swaps one for its value in place
+between calls is not seen (the memo mints the value, which is how canonical JSON writes either).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -27,6 +37,7 @@ from typing import Any, Final, Protocol
 import orjson
 
 from af_otel.model import FrozenDict, Request
+from af_otel.model.conversation import Conversation
 from af_otel.model.gap_rules import sealed_messages
 from af_otel.model.request import normalize_message
 from af_otel.semconv import responses
@@ -41,13 +52,15 @@ _NULL: Final = b"null"
 
 @dataclass(frozen=True, slots=True)
 class Explicit:
-    """A run's last `llm_call` messages: their bytes, normalized form and what the engine needs."""
+    """A run's last `llm_call` messages: what they are recognized by, their normalized form and
+    what the engine needs."""
 
-    body: bytes  # orjson of the message list
+    body: bytes  # orjson of the message list; empty for a Conversation
     messages: tuple[FrozenDict, ...]
     null: bool  # the bytes hold ``null``
     sealed: bool  # a message replays sealed reasoning
     scan: responses.Scan  # the server-held-history tell-tales in the messages
+    conversation: bool = False  # handed a Conversation: recognized by identity, not bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,39 +83,86 @@ def _default(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
+def detached(request: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A deep copy of a request, so that what the engine holds cannot change when the caller's
+    dicts do; the request itself where it cannot be copied (it is then refused or read as it
+    is)."""
+    try:
+        return copy.deepcopy(request)
+    except Exception:
+        return request
+
+
 def read(request: Mapping[str, Any], run: Holder) -> Read | None:
     """The normalized request, using and updating the run's memo; None when the caller's values
-    do not serialize or normalize (the engine then reads the dict itself). Raises nothing."""
+    do not serialize or normalize (the engine then reads a copy itself). Raises nothing."""
     try:
-        messages: Sequence[Any] = request.get("messages") or ()
-        body = orjson.dumps(messages, default=_default, option=_OPTIONS)
-        base = Request.from_dict({**request, "messages": []})
+        given: Sequence[Any] = request.get("messages") or ()
+        rest = copy.deepcopy({key: value for key, value in request.items() if key != "messages"})
+        base = Request.from_dict({**rest, "messages": []})
         before = run.explicit
-        end = len(before.body) - 1 if before is not None else 0
-        reused: tuple[FrozenDict, ...] = ()
-        if (
-            before is not None
-            and not before.null
-            and before.messages
-            and len(body) > end
-            and body.startswith(memoryview(before.body)[:end])
-            and body[end : end + 1] in (b",", b"]")
-        ):
-            reused = before.messages
-        added = tuple(normalize_message(m, "messages") for m in messages[len(reused) :])
-        if reused:
-            assert before is not None
-            null = before.null or body.find(_NULL, max(0, end - len(_NULL))) >= 0
-            sealed = before.sealed or sealed_messages(added)
-            scan = responses.scan(added, before.scan)
+        if type(given) is Conversation:
+            now, extended = _conversation(given, before)
         else:
-            null, sealed, scan = _NULL in body, sealed_messages(added), responses.scan(added)
-        whole = reused + added
-        run.explicit = Explicit(body, whole, null, sealed, scan)
+            now, extended = _listed(given, before)
+        run.explicit = now
+        # Last call's messages, the very tuple, when this call's were built to start with them.
+        reused = before.messages if before is not None and extended else None
         request_out = Request(
-            base.system, whole, base.tools, base.params, base.model, base.provider
+            base.system, now.messages, base.tools, base.params, base.model, base.provider
         )
-        return Read(request_out, sealed, scan, reused if reused else None)
+        return Read(request_out, now.sealed, now.scan, reused)
     except Exception:
         run.explicit = None
         return None
+
+
+def _listed(messages: Sequence[Any], before: Explicit | None) -> tuple[Explicit, bool]:
+    """The memo after a call handed a list, and whether it extends ``before``: last call's
+    messages where this call's bytes start with all of theirs, then the rest normalized from
+    copies."""
+    body = orjson.dumps(messages, default=_default, option=_OPTIONS)
+    end = len(before.body) - 1 if before is not None else 0
+    extends = (
+        before is not None
+        and not before.conversation
+        and not before.null
+        and before.messages
+        and len(body) > end
+        and body.startswith(memoryview(before.body)[:end])
+        and body[end : end + 1] in (b",", b"]")
+    )
+    if not extends or before is None:
+        added = _normalized(messages)
+        return Explicit(
+            body, added, _NULL in body, sealed_messages(added), responses.scan(added)
+        ), False
+    added = _normalized(messages[len(before.messages) :])
+    null = body.find(_NULL, max(0, end - len(_NULL))) >= 0
+    sealed = before.sealed or sealed_messages(added)
+    scan = responses.scan(added, before.scan)
+    return Explicit(body, before.messages + added, null, sealed, scan), True
+
+
+def _normalized(messages: Sequence[Any]) -> tuple[FrozenDict, ...]:
+    return tuple(normalize_message(m, "messages") for m in copy.deepcopy(list(messages)))
+
+
+def _conversation(conversation: Conversation, before: Explicit | None) -> tuple[Explicit, bool]:
+    """The memo after a call handed a `Conversation`, and whether it extends ``before``: when
+    last call's last message is the object at its place here, all of last call's messages are
+    (see `Conversation`), and only the ones after them are new. The messages are held as a plain
+    tuple (one copy of the pointers, at C speed), as every request's are."""
+    messages = tuple(conversation)
+    kept = len(before.messages) if before is not None and before.conversation else 0
+    if not (
+        before is not None
+        and 0 < kept <= len(messages)
+        and messages[kept - 1] is before.messages[kept - 1]
+    ):
+        scan = responses.scan(messages)
+        return Explicit(b"", messages, False, sealed_messages(messages), scan, True), False
+    added = messages[kept:]
+    sealed = before.sealed or sealed_messages(added)
+    scan = responses.scan(added, before.scan)
+    return Explicit(b"", messages, False, sealed, scan, True), True

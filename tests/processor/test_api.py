@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from opentelemetry import trace
 
-from af_otel import names
+from af_otel import Conversation, names
 from af_otel.errors import RequestShapeError
 from af_otel.processor import llm_call, run
 from af_otel.store import Store
@@ -123,3 +123,45 @@ def test_content_none_opens_no_store(store: Store) -> None:
     """content='none' keeps no store: nothing of the conversation leaves the process."""
     made = make_pipeline(store, content="none")
     assert made.processor.engine.settings.store is None
+
+
+def test_llm_call_reads_the_request_as_the_block_is_entered(global_pipeline: Pipeline) -> None:
+    """What the caller changes in its dicts inside the block (after the call was made) is not
+    the call's request: the receipt and the state are those of the request handed over."""
+    message = user("as sent")
+    with run("entered"), llm_call(model="m", provider="openai", messages=[message]):
+        message["content"] = "changed later"
+    (span,) = llm_spans(global_pipeline.spans())
+    assert af(span)[names.RECEIPT_STATE] == names.STATE_MINTED
+    assert states(global_pipeline.spans(), global_pipeline.store)[1]["messages"] == [
+        user("as sent")
+    ]
+
+
+def test_llm_call_takes_a_conversation(global_pipeline: Pipeline) -> None:
+    """A Conversation added to between calls records the run a list of the same dicts does."""
+    conversation = Conversation([user("q1")])
+    with run("conversation"):
+        with llm_call(model="m", provider="openai", messages=conversation):
+            pass
+        conversation = conversation.add(assistant("a1"), user("q2"))
+        with llm_call(model="m", provider="openai", messages=conversation):
+            pass
+    spans = llm_spans(global_pipeline.spans())
+    assert [af(s)[names.RECEIPT_STATE] for s in spans] == [names.STATE_MINTED] * 2
+    assert af(spans[1])[names.RECEIPT_MESSAGES_KEPT] == 1
+    found = states(global_pipeline.spans(), global_pipeline.store)
+    assert found[2]["messages"] == [user("q1"), assistant("a1"), user("q2")]
+
+
+def test_a_conversation_captured_writes_the_content_a_list_writes(
+    global_pipeline: Pipeline,
+) -> None:
+    """capture_content=True with a Conversation writes the content attributes a list writes."""
+    messages = [user("q1"), assistant("a1"), user("q2")]
+    for given in (messages, Conversation(messages)):
+        with llm_call(model="m", provider="openai", messages=given, capture_content=True):
+            pass
+    listed, conversed = global_pipeline.spans()
+    key = "gen_ai.input.messages"
+    assert (conversed.attributes or {})[key] == (listed.attributes or {})[key]

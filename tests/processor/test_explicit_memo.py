@@ -1,7 +1,8 @@
 """The explicit API's memo (af_otel/processor/explicit_memo.py): over drawn runs of `llm_call`
 requests whose caller appends, edits messages in place, slips in non-finite floats or changes the
-system and tools, the memo's request is the one `Request.from_dict` reads, and `llm_call` mints
-the very receipts and commits it mints without the memo."""
+system and tools, the memo's request is the one `Request.from_dict` reads, `llm_call` mints
+the very receipts and commits it mints without the memo and those a caller handing fresh copies
+gets, and a `Conversation` of the same messages mints them too."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from af_otel import names
+from af_otel import Conversation, names
 from af_otel.model import Request
 from af_otel.processor import ReceiptSpanProcessor, explicit_memo, llm_call, run
 
@@ -107,7 +108,11 @@ def test_an_appended_call_reuses_the_last_messages_and_an_edit_does_not() -> Non
     assert third.request.messages[0]["parts"][0]["content"] == "z"
 
 
-def _minted(steps: list[Any], patch: pytest.MonkeyPatch) -> list[Any]:
+def _minted(steps: list[Any], patch: pytest.MonkeyPatch, form: str = "list") -> list[Any]:
+    """The af.* attributes and commit events of each call of the run ``steps`` make, the
+    requests handed as the caller's own dicts (``list``), as deep copies made at each call
+    (``copies``: nothing af_otel holds can be changed later), or as a `Conversation`
+    (``conversation``: added to while the caller appends, built anew when it edits)."""
     patch.setattr("af_otel.processor.run_table.secrets.token_hex", lambda n: "cd" * n)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -115,7 +120,14 @@ def _minted(steps: list[Any], patch: pytest.MonkeyPatch) -> list[Any]:
     patch.setattr(trace, "get_tracer", provider.get_tracer)
     try:
         with run("memo"):
-            for request in requests_of(copy.deepcopy(steps)):
+            conversation = Conversation()
+            for made in requests_of(copy.deepcopy(steps)):
+                request = made
+                if form == "copies":
+                    request = copy.deepcopy(made)
+                elif form == "conversation":
+                    conversation = _conversation(conversation, made["messages"])
+                    request = {**made, "messages": conversation}
                 with llm_call(**request):
                     pass
     finally:
@@ -162,3 +174,84 @@ def test_a_null_turned_nan_in_place_is_not_taken_from_the_memo() -> None:
     assert found is not None
     assert found.prefix is None
     assert math.isnan(found.request.messages[0]["parts"][0]["arguments"]["a"])
+
+
+def _conversation(before: Conversation, messages: list[dict[str, Any]]) -> Conversation:
+    """``before`` with the messages appended since, or built anew when an earlier one changed."""
+    fresh = Conversation(messages)
+    if repr(fresh[: len(before)]) == repr(tuple(before)):  # repr tells True from 1
+        return before.add(*messages[len(before) :])
+    return fresh
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(drawn=calls())
+def test_a_request_changed_in_place_mints_what_fresh_copies_mint(
+    drawn: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller that edits the dicts it handed an earlier call (a message, a tool call's
+    arguments) gets the receipts and commits of a caller handing a fresh copy every call."""
+    with monkeypatch.context() as patch:
+        kept = _minted(drawn, patch)
+    with monkeypatch.context() as patch:
+        fresh = _minted(drawn, patch, "copies")
+    assert repr(kept) == repr(fresh)
+
+
+def test_arguments_changed_in_place_are_fingerprinted_as_they_are_now(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tool call's arguments dict changed in place after the call that was handed it: the next
+    call's receipt names the message as changed, with the hash of its new content."""
+    part = {"type": "tool_call", "id": "c", "name": "f", "arguments": {"a": 1}}
+    steps = [("append", {"role": "assistant", "parts": [part]}), ("call",)]
+    steps += [("edit", 0, 2), ("append", {"role": "user", "content": "b"}), ("call",)]
+    with monkeypatch.context() as patch:
+        kept = _minted(steps, patch)
+    with monkeypatch.context() as patch:
+        fresh = _minted(steps, patch, "copies")
+    assert kept[1][0][names.RECEIPT_MESSAGES_KEPT] == 0
+    assert kept == fresh
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(drawn=calls())
+def test_a_conversation_mints_what_a_list_mints(
+    drawn: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Handed as a `Conversation` (the fast path), a run's calls get byte for byte the receipts
+    and commits (or the unreadable verdicts) the same messages get as a list of dicts."""
+    with monkeypatch.context() as patch:
+        listed = _minted(drawn, patch, "copies")
+    with monkeypatch.context() as patch:
+        conversed = _minted(drawn, patch, "conversation")
+    assert repr(conversed) == repr(listed)
+
+
+def test_a_conversation_added_to_reuses_the_last_messages_by_identity() -> None:
+    """A Conversation added to since the last call reuses its messages, the very objects; one
+    built anew from equal messages is read whole, and a list after it is too."""
+    holder = _Run()
+    first = Conversation([{"role": "user", "content": "a"}])
+    second = first.add({"role": "assistant", "content": "b"}, {"role": "user", "content": "c"})
+    found = [explicit_memo.read({"messages": given}, holder) for given in (first, second)]
+    assert found[0] is not None
+    assert found[1] is not None
+    assert found[0].prefix is None
+    assert found[1].prefix is found[0].request.messages
+    assert found[1].request.messages == tuple(second)
+    again = explicit_memo.read({"messages": Conversation(list(second))}, holder)
+    assert again is not None
+    assert again.prefix is None
+    listed = explicit_memo.read({"messages": [dict(m) for m in second]}, holder)
+    assert listed is not None
+    assert listed.prefix is None
+    assert repr(listed.request) == repr(Request.from_dict({"messages": list(second)}))
