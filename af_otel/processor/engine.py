@@ -230,7 +230,8 @@ class Engine:
         # The body the client sent, where the wire tap saw it, stands in for the record.
         named = minting.call.model  # the record's model, if any
         take = wire_source.take
-        sent = take(self.settings, facts, named, run, minting.call) if self._wire else None
+        calling = self._llm_scope.__contains__  # an open call keeps what was filed under it
+        sent = take(self.settings, facts, named, run, minting.call, calling) if self._wire else None
         differs: tuple[str, ...] = ()
         if sent is not None:
             prefixes = (minting.call.prefix, sent.prefix)

@@ -143,19 +143,21 @@ def take(
     model: str | None = None,
     run: Layouts | None = None,
     recorded: Call | None = None,
+    calling: Callable[[tuple[int, int]], bool] | None = None,
 ) -> FromWire | None:
     """The request sent under the call's span (module rule), or None; the tap forgets it.
 
     A body filed under the call because its span was the one started last where it was sent
     (not current) counts only when sent within the span's window (`window_of`), and only
     when the ``model`` the instrumentation recorded, where it did, is the body's (`same_model`).
-    A call with no body under its span may claim one kept by its trace (`late`). ``run``: the
+    A call with no body under its span may claim one kept by its trace (`late`; ``calling``
+    says which spans are LLM calls still open, whose bodies wait for them). ``run``: the
     call's run, whose layouts let a body that extends an earlier one be read from its tail
     (`af_otel.wire.tail`), and which keeps this body's."""
     start, end = window_of(facts)
     sent = tuple(s for s in SENT.take(facts.key) if s.via == VIA_CURRENT or start <= s.at <= end)
     if not sent:
-        return late(settings, facts, model, run, recorded)
+        return late(settings, facts, model, run, recorded, calling)
     last = sent[-1]
     paired = all(attempt.via == VIA_CURRENT for attempt in sent)
     differ = any(a.body != last.body or a.endpoint != last.endpoint for a in sent)
@@ -184,13 +186,15 @@ def late(
     model: str | None,
     run: Layouts | None = None,
     call: Call | None = None,
+    calling: Callable[[tuple[int, int]], bool] | None = None,
 ) -> FromWire | None:
     """A body kept by its trace (`af_otel.wire.loose`) claimed by a call that got none under
     its span (docs/processor.md, Late pairing): sent in the call's trace (or, for a root span,
     in none), within the call's window, asking for the model the record names, and saying
     what the record's instructions and messages say (the record must hold some). Exactly one
     such body (retries of the same bytes are one request), else none: two fit, whose is which
-    is unknown, and the record stands."""
+    is unknown, and the record stands. A body filed under an LLM call still open (``calling``:
+    the span started last where it was sent) waits for that call."""
     recorded = call.request if call is not None else None
     if model is None or recorded is None or not recorded.messages:
         return None
@@ -199,7 +203,8 @@ def late(
     groups: dict[tuple[str, bytes], list[tuple[int, Kept]]] = {}
     for trace_id in traces:
         for kept in LOOSE.waiting(trace_id):
-            if start <= kept.sent.at <= end:
+            mine = kept.key is None or calling is None or not calling(kept.key)
+            if mine and start <= kept.sent.at <= end:
                 groups.setdefault((kept.sent.endpoint, kept.sent.body), []).append((trace_id, kept))
     before = run.layouts if run is not None else ()
     fits = []

@@ -226,3 +226,27 @@ def test_a_forked_child_starts_with_no_waiting_body() -> None:
         assert os.waitstatus_to_exitcode(status) == 0
     finally:
         LOOSE.reset()
+
+
+def test_a_body_filed_under_an_open_call_waits_for_it(tmp_path: Path) -> None:
+    """A callback-based call's span (started, never current) has a body filed under it; a span
+    written after the fact whose record asks the same ends first: it does not take the open
+    call's body, which the call takes at its own end (processor form: it sees the call open)."""
+    pipeline = make_pipeline(LocalStore(tmp_path / "store"))
+    try:
+        body = _body("Weather in Oslo?")
+        start = time.time_ns()
+        open_call = pipeline.tracer.start_span(
+            "callback", attributes=start_attributes("gpt-4o", provider="openai")
+        )
+        _send(body)
+        _written_after(pipeline, "written-after", start, "Weather in Oslo?")
+        open_call.end()
+        found = _by_name(pipeline)
+        assert found["written-after"][0] == names.SOURCE_INSTRUMENTATION
+        source, view = found["callback"]
+        assert source == names.SOURCE_WIRE
+        assert _served_is(view, body)
+    finally:
+        pipeline.provider.shutdown()
+        uninstall()
