@@ -228,14 +228,18 @@ class Engine:
         run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=True))
         minting = self._read(facts, supplied, run)
         # The body the client sent, where the wire tap saw it, stands in for the record.
-        window = (facts.start_time, facts.end_time)
         named = minting.call.model  # the record's model, if any
         take = wire_source.take
-        sent = take(self.settings, facts.key, window, named, run) if self._wire else None
+        calling = self._llm_scope.__contains__  # an open call keeps what was filed under it
+        sent = take(self.settings, facts, named, run, minting.call, calling) if self._wire else None
         differs: tuple[str, ...] = ()
         if sent is not None:
             prefixes = (minting.call.prefix, sent.prefix)
-            differs = wire_source.record_differs(minting.call.request, sent.request, run, prefixes)
+            differs = (
+                sent.differs
+                if sent.differs is not None
+                else wire_source.record_differs(minting.call.request, sent.request, run, prefixes)
+            )
             minting = _from_wire(minting, sent)
         facts, call = minting.facts, minting.call
         with self._open_lock:

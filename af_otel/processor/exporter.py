@@ -16,7 +16,9 @@ What the exporter cannot know, it is told or it says:
   marks the exporter of the processor it wraps, and a tagged span marks it too) cannot tell,
   once an `af_otel.run` block has been entered, which calls were in it: such a call is filed
   under its trace, carries ``no-run-log``, and the exporter logs a warning once.
-* It sees no ``on_start``, so it numbers each batch's LLM calls by their start time. A call that
+* It sees no ``on_start``, so it numbers each batch's LLM calls by their start time (the tagger
+  hands the wire tap each span's start, so a body pairs with a span that is not current as in
+  the processor form; with no tagger only a current LLM span or a late claim pairs). A call that
   started before one already numbered in an earlier batch (overlapping calls split across
   batches) is numbered after it, and its span carries ``no-run-log``: the epoch order is not the
   start order there.
@@ -38,7 +40,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from af_otel import forksafe, names
-from af_otel.processor import closing, dedupe
+from af_otel.processor import closing, dedupe, wire_source
 from af_otel.processor import context as run_context
 from af_otel.processor.context import current_run
 from af_otel.processor.engine import Engine
@@ -196,8 +198,10 @@ class ReceiptSpanExporter(SpanExporter):
 
 class RunTagger(ForwardingProcessor):
     """Pass-through around the exporter form's batch processor: records the `af_otel.run` block
-    each span starts in, for `ReceiptSpanExporter` to read. Every call reaches ``inner`` with the
-    very span it was given; outside a run block ``on_start`` costs one context-variable read."""
+    each span starts in, for `ReceiptSpanExporter` to read, and, when that exporter taps the
+    wire, notes each span's start for the tap's pairing as the processor does. Every call
+    reaches ``inner`` with the very span it was given; outside a run block ``on_start`` costs one
+    context-variable read (and one context-variable set with the tap on)."""
 
     def __init__(self, inner: SpanProcessor) -> None:
         super().__init__(inner)
@@ -206,8 +210,12 @@ class RunTagger(ForwardingProcessor):
         # Close records go only to an exporter that fills them in (and drops one with nothing
         # to close): any other inner gets the very spans it was given, and nothing more.
         self._closes = isinstance(exporter, ReceiptSpanExporter)
+        # The wire tap pairs a body with the span started last where it is sent: the tagger is
+        # the one part of the exporter form that sees span starts (docs/processor.md, Pairing).
+        self._starts = False
         if isinstance(exporter, ReceiptSpanExporter):
             exporter.tagged = True
+            self._starts = wire_source.wanted(exporter._settings)
         # The runs this tagger saw spans of (bounded, latest kept) and their spans' resource,
         # for the close records it hands on (`af_otel.processor.closing`).
         self._runs: OrderedDict[str, tuple[Resource, tuple[int, int]]] = OrderedDict()
@@ -216,6 +224,12 @@ class RunTagger(ForwardingProcessor):
         closing.register(self)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if self._starts:
+            try:  # not `guard`: a context manager would cost more than the note itself
+                context = span.get_span_context()
+                wire_source.started((context.trace_id, context.span_id))
+            except Exception as exc:
+                settle("RunTagger.on_start", exc)
         run_id = current_run.get()
         if run_id is not None:
             with guard("RunTagger.on_start"):

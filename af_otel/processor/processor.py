@@ -180,6 +180,7 @@ def facts_of(
         limits=limits_of(span),
         parent=parent_key(span),
         recorded=recorded,
+        seen_until=max((event.timestamp for event in span.events), default=0),
     )
 
 

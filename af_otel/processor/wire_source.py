@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
 from opentelemetry import trace
 
@@ -25,14 +25,15 @@ from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.processor import commits
 from af_otel.processor.export_gaps import PROVIDER_HOSTS
 from af_otel.processor.settings import Settings
-from af_otel.semconv import is_llm_call
+from af_otel.semconv import Call, is_llm_call
 from af_otel.wire import SENT
 from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
 from af_otel.wire.hosts import provider_host
+from af_otel.wire.loose import Kept
 from af_otel.wire.spelling import Spelling
 from af_otel.wire.tail import Layout, read_sent
-from af_otel.wire.tap import VIA_CURRENT, VIA_STARTED, Owner
+from af_otel.wire.tap import LOOSE, VIA_CURRENT, VIA_STARTED, Owner
 
 # The span started last in this context (thread, task), set by the engine at every span start:
 # a callback-based instrumentation starts its LLM span in the context that then sends the request,
@@ -50,18 +51,21 @@ def owner() -> tuple[int, int] | Owner | None:
     """The span a request sent now belongs to (docs/processor.md, Pairing): the current span
     when it is an LLM call or was the last started here (instrumentations of provider SDKs make
     their LLM span current); else the span started last in this context, when it is of the same
-    trace as the current span or none is current (a callback-based framework's LLM span)."""
+    trace as the current span or none is current (a callback-based framework's LLM span). A body
+    no current LLM span owns is kept by its trace too (0: sent in none), for a span that ends
+    later (Late pairing); a body sent in an unsampled trace is no span's we will see."""
     span = trace.get_current_span()
     context = span.get_span_context()
-    current = None
-    if context.is_valid and context.trace_flags.sampled:
-        current = (context.trace_id, context.span_id)
     hint = _started.get()
-    if hint is None or hint == current:
+    if context.is_valid and not context.trace_flags.sampled:
+        return Owner(hint, VIA_STARTED) if hint is not None else None
+    current = (context.trace_id, context.span_id) if context.is_valid else None
+    if current is not None and _is_llm(span):
         return current
-    if current is not None and (hint[0] != current[0] or _is_llm(span)):
-        return current
-    return Owner(hint, VIA_STARTED)
+    loose = current[0] if current is not None else 0
+    if hint is None or hint == current or (current is not None and hint[0] != current[0]):
+        return Owner(current, VIA_CURRENT, loose)
+    return Owner(hint, VIA_STARTED, loose)
 
 
 def _is_llm(span: Any) -> bool:
@@ -71,9 +75,14 @@ def _is_llm(span: Any) -> bool:
     return is_llm_call(attributes if isinstance(attributes, Mapping) else {}, str(name))
 
 
+def wanted(settings: Settings) -> bool:
+    """Whether an engine of these settings switches the tap on."""
+    return settings.wire and not settings.disabled
+
+
 def activate(settings: Settings) -> bool:
     """Switch the tap on for one engine when its settings want it; whether they did."""
-    if not settings.wire or settings.disabled:
+    if not wanted(settings):
         return False
     install_tap(owner)
     return True
@@ -98,6 +107,8 @@ class FromWire:
     # `af_otel.wire.tail`), so that prefix needs no comparing again; None when read whole.
     prefix: tuple[Any, ...] | None = None
     spelling: Spelling | None = None  # how the body spelled it (af_otel.wire.spelling)
+    # Where the record was already held against the body (`late`): what `record_differs` said.
+    differs: tuple[str, ...] | None = None
 
 
 class Layouts(Protocol):
@@ -106,26 +117,49 @@ class Layouts(Protocol):
     layouts: tuple[Layout, ...]
 
 
+class Finished(Protocol):
+    """What `take` reads of a finished call's span (`CallFacts`)."""
+
+    @property
+    def key(self) -> tuple[int, int]: ...
+    @property
+    def start_time(self) -> int: ...
+    @property
+    def end_time(self) -> int: ...
+    @property
+    def seen_until(self) -> int: ...
+    @property
+    def parent(self) -> tuple[int, int] | None: ...
+
+
+def window_of(facts: Finished) -> tuple[int, int]:
+    """The times a span says its call was live: its start to its end, or to its last event when
+    that comes later (OpenInference's LlamaIndex span records a streamed call's end when the
+    stream is handed out, before its request is sent, and its first token as an event)."""
+    return facts.start_time, max(facts.end_time, facts.seen_until)
+
+
 def take(
     settings: Settings,
-    key: tuple[int, int],
-    window: tuple[int, int] | None = None,
+    facts: Finished,
     model: str | None = None,
     run: Layouts | None = None,
+    recorded: Call | None = None,
+    calling: Callable[[tuple[int, int]], bool] | None = None,
 ) -> FromWire | None:
-    """The request sent under ``key`` (module rule), or None; the tap forgets it either way.
+    """The request sent under the call's span (module rule), or None; the tap forgets it.
 
     A body filed under the call because its span was the one started last where it was sent
-    (not current) counts only when sent within the span's ``window`` (start, end), and only
+    (not current) counts only when sent within the span's window (`window_of`), and only
     when the ``model`` the instrumentation recorded, where it did, is the body's (`same_model`).
-    ``run``: the call's run, whose layouts let a body that extends an earlier one be read from
-    its tail (`af_otel.wire.tail`), and which keeps this body's."""
-    sent = SENT.take(key)
-    if window is not None:
-        start, end = window
-        sent = tuple(s for s in sent if s.via == VIA_CURRENT or start <= s.at <= end)
+    A call with no body under its span may claim one kept by its trace (`late`; ``calling``
+    says which spans are LLM calls still open, whose bodies wait for them). ``run``: the
+    call's run, whose layouts let a body that extends an earlier one be read from its tail
+    (`af_otel.wire.tail`), and which keeps this body's."""
+    start, end = window_of(facts)
+    sent = tuple(s for s in SENT.take(facts.key) if s.via == VIA_CURRENT or start <= s.at <= end)
     if not sent:
-        return None
+        return late(settings, facts, model, run, recorded, calling)
     last = sent[-1]
     paired = all(attempt.via == VIA_CURRENT for attempt in sent)
     differ = any(a.body != last.body or a.endpoint != last.endpoint for a in sent)
@@ -135,12 +169,85 @@ def take(
     found, layouts = read_sent(last.endpoint, last.body, kept, last.path)
     if found is None:
         return None
-    request = found.request
-    if not paired and model is not None and not same_model(model, request.model):
+    if not paired and model is not None and not same_model(model, found.request.model):
         return None  # another call's body: its span was not the one that sent it
     if run is not None:
         run.layouts = layouts
-    host = last.host.lower()
+    if any(s.loose for s in sent):
+        LOOSE.drop(last.trace, sent)
+    return _made(settings, found, last.host, len(sent), differ)
+
+
+# What the record must not say otherwise than a body for the body to be claimed late.
+_VOUCHED: Final = frozenset({"instructions", "messages"})
+
+
+def late(
+    settings: Settings,
+    facts: Finished,
+    model: str | None,
+    run: Layouts | None = None,
+    call: Call | None = None,
+    calling: Callable[[tuple[int, int]], bool] | None = None,
+) -> FromWire | None:
+    """A body kept by its trace (`af_otel.wire.loose`) claimed by a call that got none under
+    its span (docs/processor.md, Late pairing): sent in the call's trace (or, for a root span,
+    in none), within the call's window, asking for the model the record names, and saying
+    what the record's instructions and messages say (the record must hold some). Exactly one
+    such body (retries of the same bytes are one request), else none: two fit, whose is which
+    is unknown, and the record stands. A body filed under an LLM call still open (``calling``:
+    the span started last where it was sent) waits for that call."""
+    recorded = call.request if call is not None else None
+    if model is None or recorded is None or not recorded.messages:
+        return None
+    start, end = window_of(facts)
+    traces = (facts.key[0], 0) if facts.parent is None else (facts.key[0],)
+    groups: dict[tuple[str, bytes], list[tuple[int, Kept]]] = {}
+    for trace_id in traces:
+        for kept in LOOSE.waiting(trace_id):
+            mine = kept.key is None or calling is None or not calling(kept.key)
+            if mine and start <= kept.sent.at <= end:
+                groups.setdefault((kept.sent.endpoint, kept.sent.body), []).append((trace_id, kept))
+    before = run.layouts if run is not None else ()
+    fits = []
+    for group in groups.values():
+        last = group[-1][1].sent
+        found, layouts = read_sent(last.endpoint, last.body, before, last.path)
+        if found is not None and same_model(model, found.request.model):
+            fits.append((group, found, layouts))
+    # One fit is held against the record with the run's memo (the engine then keeps it).
+    compares = run if len(fits) == 1 and isinstance(run, Compares) else None
+    vouched = []
+    for group, found, layouts in fits:
+        prefixes = (call.prefix if call is not None else None, found.prefix)
+        differs = record_differs(recorded, found.request, compares, prefixes)
+        if not _VOUCHED.intersection(differs):
+            vouched.append((group, found, layouts, differs))
+    if len(vouched) != 1:
+        return None
+    group, found, layouts, differs = vouched[0]
+    for trace_id in traces:
+        taken = tuple(kept for t, kept in group if t == trace_id)
+        if taken and not LOOSE.claim(trace_id, taken):
+            return None  # another call claimed it first
+    for _, kept in group:
+        if kept.key is not None:
+            SENT.discard(kept.key, kept.sent)
+    if run is not None:
+        run.layouts = layouts
+    return _made(settings, found, group[-1][1].sent.host, len(group), False, differs)
+
+
+def _made(
+    settings: Settings,
+    found: Any,
+    host: str,
+    attempts: int,
+    differ: bool,
+    differs: tuple[str, ...] | None = None,
+) -> FromWire:
+    request = found.request
+    host = host.lower()
     direct = host in PROVIDER_HOSTS.get(request.provider or "", frozenset()) or (
         host in settings.trusted_hosts or provider_host(request.provider, host)
     )
@@ -149,11 +256,12 @@ def take(
         found.unread,
         direct,
         found.held,
-        len(sent),
+        attempts,
         differ,
         found.sealed,
         found.prefix,
         found.spelling,
+        differs,
     )
 
 
@@ -207,6 +315,7 @@ class Compared:
     within: bool
 
 
+@runtime_checkable
 class Compares(Protocol):
     """Where a run keeps its last `Compared` (`RunState.compared`)."""
 

@@ -1,6 +1,6 @@
 """The wire tap (docs/processor.md): the exact request body an LLM client sends over ``httpx`` or
-``httpx2``, paired with its LLM span (the current one, or the one started last where it was
-sent), and read by a per-endpoint reader into the normalized request that receipts are minted
+``httpx2``, paired with its LLM span (the current one, the one started last where it was
+sent, or one of its trace that claims it when it ends: `af_otel.wire.loose`), and read by a per-endpoint reader into the normalized request that receipts are minted
 from. Nothing here imports OpenTelemetry: the processor hands the tap the span's key."""
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 ``httpx2``, the same API under another name, which the ``openai`` 3.x and ``anthropic`` 2.x clients
 send through), kept a short while under its span: the span current when it was sent, or, for
 instrumentations that never make their LLM span current, the span the processor says was started
-last in the sending context (`Owner`, docs/processor.md "Pairing").
+last in the sending context (`Owner`, docs/processor.md "Pairing"). A body no current LLM span
+owns is also kept by its trace (`af_otel.wire.loose`) for an LLM span that ends later.
 
 Why ``Client.send`` / ``AsyncClient.send``: every request a client makes passes there once per
 attempt (``Client.request``, ``post`` and the provider SDKs' own retry loops all call it), whatever
@@ -28,6 +29,7 @@ from typing import Any, Final
 from af_otel import forksafe
 from af_otel.wire import botocore_tap
 from af_otel.wire.endpoints import endpoint_of
+from af_otel.wire.loose import LooseTable
 
 Key = tuple[int, int]
 
@@ -50,8 +52,9 @@ VIA_STARTED: Final = "started"
 @dataclass(frozen=True, slots=True)
 class Sent:
     """One HTTP attempt at an LLM endpoint: which endpoint, to which host, with which body; when
-    it was sent (wall clock, ns, as span times are), how it came under its span, and the path
-    (which names the model for Gemini and Bedrock)."""
+    it was sent (wall clock, ns, as span times are), how it came under its span, the path
+    (which names the model for Gemini and Bedrock), and the trace it was sent in when no LLM
+    span was current (``loose``: kept by that trace too, 0 for none)."""
 
     endpoint: str
     host: str
@@ -59,15 +62,19 @@ class Sent:
     at: int = field(default=0, compare=False)
     via: str = field(default=VIA_CURRENT, compare=False)
     path: bytes = field(default=b"", compare=False)  # the endpoint says what the call is
+    trace: int = field(default=0, compare=False)
+    loose: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Owner:
-    """The span a body is filed under and how it was chosen (``VIA_*``); a bare key means the
-    current span."""
+    """The span a body is filed under (None: none) and how it was chosen (``VIA_*``); ``loose``:
+    the trace (0: none) the body is also kept by, when no LLM span was current. A bare key means
+    the current span, an LLM call."""
 
-    key: Key
+    key: Key | None
     via: str
+    loose: int | None = None
 
 
 @dataclass(slots=True)
@@ -123,6 +130,18 @@ class SentTable:
             return ()
         return tuple(entry.sent)
 
+    def discard(self, key: Key, sent: Sent) -> None:
+        """Forget one body filed under ``key`` (another span claimed it, by identity)."""
+        with self._lock:
+            entry = self._table.get(key)
+            if entry is None or not any(s is sent for s in entry.sent):
+                return
+            entry.sent = [s for s in entry.sent if s is not sent]
+            entry.size -= len(sent.body)
+            self._bytes -= len(sent.body)
+            if not entry.sent:
+                del self._table[key]
+
     def __len__(self) -> int:
         return len(self._table)
 
@@ -137,6 +156,7 @@ class SentTable:
 
 
 SENT: Final = SentTable()
+LOOSE: Final = LooseTable()
 # The span a request sent now is filed under, as (trace id, span id) (the current span) or an
 # `Owner`, or None: handed in by the processor (only processor/ touches OpenTelemetry).
 _current: Callable[[], Key | Owner | None] | None = None
@@ -156,15 +176,29 @@ def note(request: Any) -> None:
         owner = _current()
         if owner is None:
             return
-        key, via = (owner.key, owner.via) if isinstance(owner, Owner) else (owner, VIA_CURRENT)
         try:
             body = request.content  # raises for a streamed body that was not read: not ours to read
         except Exception:
             return
         if isinstance(body, bytes) and body:
-            SENT.add(key, Sent(endpoint, url.host, body, time.time_ns(), via, url.raw_path))
+            _file(owner, endpoint, url.host, body, url.raw_path)
     except Exception:  # the tap never raises into the client
         return
+
+
+def _file(owner: Key | Owner, endpoint: str, host: str, body: bytes, path: bytes) -> None:
+    """Keep a body under its span, and by its trace when no LLM span owns it for certain."""
+    if not isinstance(owner, Owner):
+        SENT.add(owner, Sent(endpoint, host, body, time.time_ns(), VIA_CURRENT, path))
+        return
+    trace = owner.loose
+    sent = Sent(
+        endpoint, host, body, time.time_ns(), owner.via, path, trace or 0, trace is not None
+    )
+    if owner.key is not None:
+        SENT.add(owner.key, sent)
+    if trace is not None:
+        LOOSE.add(trace, sent, owner.key)
 
 
 def keep(endpoint: str, host: str, body: bytes, path: bytes) -> None:
@@ -174,10 +208,8 @@ def keep(endpoint: str, host: str, body: bytes, path: bytes) -> None:
         if not _users or _current is None or not body:
             return
         owner = _current()
-        if owner is None:
-            return
-        key, via = (owner.key, owner.via) if isinstance(owner, Owner) else (owner, VIA_CURRENT)
-        SENT.add(key, Sent(endpoint, host, body, time.time_ns(), via, path))
+        if owner is not None:
+            _file(owner, endpoint, host, body, path)
     except Exception:  # the tap never raises into the client
         return
 
@@ -242,6 +274,7 @@ def uninstall() -> None:
         botocore_tap.unpatch()
         _users = 0
         SENT.reset()
+        LOOSE.reset()
 
 
 def installed() -> tuple[str, ...]:

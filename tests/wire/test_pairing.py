@@ -1,7 +1,8 @@
 """Pairing a sent body with an LLM span that is not current (docs/processor.md, Pairing): the
 body goes to the span started last in the context that sent it, within that span's window, and
-every case that rule cannot settle falls back to the instrumentation's record. Real SDK spans, a
-real httpx client (its MockTransport answers), the processor's own tap."""
+every case that rule cannot settle falls back to the instrumentation's record. Each scenario runs
+under the processor and under the exporter form (`RunTagger` around its processor hands the tap
+the span starts). Real SDK spans, a real httpx client (its MockTransport answers), the tap."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ import orjson
 import pytest
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from af_otel import names, read_spans, served_views, verify
+from af_otel import ReceiptSpanExporter, RunTagger, names, read_spans, served_views, verify
 from af_otel.reader.verify import VerdictStatus
 from af_otel.store import LocalStore
 from af_otel.wire import uninstall
@@ -27,9 +31,25 @@ from tests.wire.convert import differences, from_openai, from_view
 CHAT = "https://api.openai.com/v1/chat/completions"
 
 
-@pytest.fixture
-def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
-    made = make_pipeline(LocalStore(tmp_path / "store"))
+FORMS = ("processor", "exporter")
+
+
+def exporter_pipeline(store: LocalStore, *, tagged: bool = True) -> Pipeline:
+    """The exporter form: `ReceiptSpanExporter` behind a SimpleSpanProcessor, in a `RunTagger`
+    unless ``tagged`` is False."""
+    memory = InMemorySpanExporter()
+    processor: Any = SimpleSpanProcessor(ReceiptSpanExporter(memory, store=store))
+    if tagged:
+        processor = RunTagger(processor)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    return Pipeline(provider, provider.get_tracer("test"), memory, processor, store)
+
+
+@pytest.fixture(params=FORMS)
+def pipeline(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pipeline]:
+    store = LocalStore(tmp_path / "store")
+    made = make_pipeline(store) if request.param == "processor" else exporter_pipeline(store)
     yield made
     made.provider.shutdown()
     uninstall()
@@ -194,3 +214,28 @@ def test_under_a_remote_parent_the_span_started_where_it_sends_gets_the_body(
     source, view = _by_name(pipeline)["chat"]
     assert source == names.SOURCE_WIRE
     assert _served_is(view, body)
+
+
+def test_a_streamed_span_holds_the_body_sent_before_its_first_token(pipeline: Pipeline) -> None:
+    """A streamed span that records its end when the stream is handed out, before the request
+    goes out, and its first token as an event (OpenInference's LlamaIndex one): its window runs
+    to that event, so the body sent in between is its."""
+    body = _body("Weather in Oslo?")
+    span = _llm_span(pipeline, "astream_chat")
+    recorded_end = time.time_ns()
+    _send(body)
+    span.add_event("First Token Stream Event", timestamp=time.time_ns())
+    span.end(end_time=recorded_end)
+    source, view = _by_name(pipeline)["astream_chat"]
+    assert source == names.SOURCE_WIRE
+    assert _served_is(view, body)
+
+
+def test_an_event_before_the_send_does_not_stretch_the_window_to_it(pipeline: Pipeline) -> None:
+    """A span whose recorded end and every event come before the body was sent: not its body."""
+    span = _llm_span(pipeline, "astream_chat")
+    span.add_event("First Token Stream Event", timestamp=time.time_ns())
+    recorded_end = time.time_ns()
+    _send(_body("Weather in Oslo?"))
+    span.end(end_time=recorded_end)
+    assert _by_name(pipeline)["astream_chat"][0] == names.SOURCE_INSTRUMENTATION

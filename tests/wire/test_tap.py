@@ -17,11 +17,13 @@ from hypothesis import strategies as st
 from af_otel import wire
 from af_otel.model import Request
 from af_otel.processor import wire_source
+from af_otel.processor.facts import CallFacts
 from af_otel.processor.settings import resolve_settings
 from af_otel.wire import tap
 from tests.wire.convert import differences, from_anthropic, from_openai, from_view
 
 KEY = (0xABC, 0xDEF)
+FACTS = CallFacts(KEY, "chat", 0, 2**62, {})  # the finished call whose span was current
 CHAT = "https://api.openai.com/v1/chat/completions"
 BODY = orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
 
@@ -162,7 +164,7 @@ def test_retries_of_one_body_are_one_request_and_different_bodies_the_last(tappe
     with _client() as client:
         client.post(CHAT, content=BODY)
         client.post(CHAT, content=BODY)
-    found = wire_source.take(settings, KEY)
+    found = wire_source.take(settings, FACTS)
     assert found is not None
     assert found.request.model == "gpt-4o"
     assert found.direct  # api.openai.com is OpenAI's own host
@@ -171,7 +173,7 @@ def test_retries_of_one_body_are_one_request_and_different_bodies_the_last(tappe
     with _client() as client:
         client.post(CHAT, content=BODY)
         client.post(CHAT, content=other)
-    found = wire_source.take(settings, KEY)
+    found = wire_source.take(settings, FACTS)
     assert found is not None
     assert (found.attempts, found.differ) == (2, True)
     assert found.request.messages[0]["parts"][0]["content"] == "bye"

@@ -34,6 +34,23 @@ STACKS: Final = (
         {"instrumentation": "callback"},
         GENAI_CONTENT,
     ),
+    # The exporter form: the spans written after the call claim their body at export.
+    Stack(
+        "litellm-callback-exporter",
+        envs.LITELLM,
+        AGENT,
+        {"instrumentation": "callback", "form": "exporter"},
+        {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
+    ),
+    # Content capture off: the callback's record holds no messages to vouch for a body, so its
+    # spans claim none and keep their record (docs/processor.md, Late pairing).
+    Stack(
+        "litellm-callback-no-content",
+        envs.LITELLM,
+        AGENT,
+        {"instrumentation": "callback"},
+        {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "NO_CONTENT"},
+    ),
     Stack("litellm-openinference", envs.LITELLM, AGENT, {"instrumentation": "openinference"}),
     # LiteLLM's own clients: its openai client (httpx2) and its httpx handler (Anthropic).
     Stack(
@@ -58,6 +75,9 @@ STACKS: Final = (
     ),
 )
 
+# The record alone: the tap is off, or the span has no content to claim its body by.
+RECORD_ONLY: Final = frozenset({"litellm-openinference-no-wire", "litellm-callback-no-content"})
+
 
 @pytest.mark.instrumentation
 @pytest.mark.parametrize("stack", STACKS, ids=lambda s: s.name)
@@ -68,5 +88,10 @@ def test_one_truthful_epoch_per_model_call(stack: Stack, tmp_path: Path) -> None
     assert sorted(e.wire_seq for e in outcome.epochs) == list(range(1, CALLS + 1)), account
     assert not outcome.overclaims, account
     assert not outcome.unnamed, account
-    if {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}:
+    if stack.name in RECORD_ONLY:
+        assert outcome.from_wire == 0, account
+    else:
+        # Every call from the wire, the callback's spans too: they are written after the call,
+        # so their body waits by its trace until the span claims it (Late pairing).
+        assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
         assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account

@@ -19,6 +19,12 @@ CALLS: Final = 8
 
 STACKS: Final = (
     Stack("llama-index-openinference", envs.LLAMA_INDEX, AGENT, {"streaming": True}),
+    Stack(
+        "llama-index-openinference-exporter",
+        envs.LLAMA_INDEX,
+        AGENT,
+        {"streaming": True, "form": "exporter"},
+    ),
     Stack("llama-index-openinference-unstreamed", envs.LLAMA_INDEX, AGENT, {"streaming": False}),
 )
 
@@ -32,5 +38,7 @@ def test_one_truthful_epoch_per_model_call(stack: Stack, tmp_path: Path) -> None
     assert sorted(e.wire_seq for e in outcome.epochs) == list(range(1, CALLS + 1)), account
     assert not outcome.overclaims, account
     assert not outcome.unnamed, account
-    if {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}:
-        assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account
+    # Streamed too: the span records its end before the request goes out, and its first token as
+    # an event, which its window runs to (wire_source.window_of).
+    assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
+    assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account

@@ -47,18 +47,22 @@ def get_time() -> str:
 
 
 def provider(config: dict[str, Any]) -> TracerProvider:
-    """A tracer provider with af_otel's processor in front of a JSON-lines file exporter; span
-    limits raised so that no call of the agent reaches them."""
+    """A tracer provider with af_otel's processor in front of a JSON-lines file exporter (with
+    ``form: exporter``, the exporter form: `RunTagger` around a processor of af_otel's exporter);
+    span limits raised so that no call of the agent reaches them."""
     limits = SpanLimits(max_span_attributes=100_000, max_events=100_000)
     tracer_provider = TracerProvider(
         resource=Resource.create({"service.name": "stack-agent"}), span_limits=limits
     )
-    tracer_provider.add_span_processor(
-        af_otel.ReceiptSpanProcessor(
-            SimpleSpanProcessor(FileSpanExporter(config["trace"])),
-            store=LocalStore(config["store"]),
+    exporter = FileSpanExporter(config["trace"])
+    store = LocalStore(config["store"])
+    if config.get("form") == "exporter":
+        processor: Any = af_otel.RunTagger(
+            SimpleSpanProcessor(af_otel.ReceiptSpanExporter(exporter, store=store))
         )
-    )
+    else:
+        processor = af_otel.ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=store)
+    tracer_provider.add_span_processor(processor)
     trace.set_tracer_provider(tracer_provider)
     return tracer_provider
 
