@@ -44,8 +44,9 @@ from af_otel.processor.context import current_run
 from af_otel.processor.engine import Engine
 from af_otel.processor.facts import CallFacts
 from af_otel.processor.guard import guard, settle
-from af_otel.processor.processor import ForwardingProcessor, enrich_span, error_copy, facts_of
+from af_otel.processor.processor import ForwardingProcessor, enrich_span, facts_of
 from af_otel.processor.settings import Options, resolve_settings
+from af_otel.processor.spancopy import error_copy
 from af_otel.semconv import Recorded, record_of
 
 _logger = logging.getLogger("af_otel")
@@ -150,9 +151,13 @@ class ReceiptSpanExporter(SpanExporter):
             span = spans[index]
             key = _key_of(span)
             try:
+                # A run's close record gets this engine's lane, known only now.
+                lane = self.engine.closing(_run_closed(span)) if _is_close(span) else None
                 done[index] = enrich_span(
                     self.engine, span, run_unknown=key in unplaced, recorded=records.get(key)
                 )
+                if lane is not None:
+                    done[index] = closing.merged_close(done[index], lane)
             except Exception as exc:
                 failures.append(exc)
                 done[index] = error_copy(span)
@@ -247,6 +252,10 @@ class RunTagger(ForwardingProcessor):
 
 def _is_close(span: ReadableSpan) -> bool:
     return closing.is_run_close(span.name, span.attributes or {})
+
+
+def _run_closed(span: ReadableSpan) -> str:
+    return str((span.attributes or {})[names.RUN_ID])
 
 
 def _empty_close(span: ReadableSpan) -> bool:
