@@ -171,7 +171,7 @@ def _mint(span: trace.Span, request: Mapping[str, Any], capture_content: bool) -
             scan=found.scan if found is not None else None,
             prefix=found.prefix if found is not None else None,
         )
-        write_on_span(span, engine.enrich(facts, supplied))
+        write_on_span(span, engine.enrich_handed(facts, supplied))
     except Exception as exc:
         failure = exc
     if failure is not None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
@@ -50,7 +50,6 @@ from af_otel.semconv import (
     handed_call,
     is_llm_call,
     read_call,
-    record_of,
 )
 from af_otel.store.items import StoredItems
 
@@ -223,10 +222,39 @@ class Engine:
 
     # -- finish ------------------------------------------------------------------------------
 
-    def enrich(self, facts: CallFacts, supplied: Supplied | None = None) -> Enrichment:
-        """The evidence for one finished LLM call; the run's state moves on by this call."""
+    def enrich(self, facts: CallFacts) -> Enrichment:
+        """The evidence for one finished LLM call as its span's record holds it (semconv reads it
+        once, only what is new since the run's last call); the run's state moves on by this call."""
         run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=True))
-        minting = self._read(facts, supplied, run)
+        call = read_call(
+            facts.recorded or facts.attributes,
+            facts.name,
+            scope=facts.scope,
+            limits=facts.limits,
+            seen=run.seen,
+        )
+        run.seen = call.seen
+        if call.cut is not None and call.limits is not None:
+            warn_cut(call.cut, call.limits)
+        # Whether nothing but the provider SDK stood between is the record's: told with the gaps.
+        return self._enrich(run, Minting(facts, call, None, self.settings.write_mode(True)))
+
+    def enrich_handed(self, facts: CallFacts, supplied: Supplied) -> Enrichment:
+        """`enrich` for a request handed over (the hook, the explicit API) instead of read."""
+        run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=True))
+        call = supplied.call or handed_call(
+            supplied.request,
+            facts.attributes,
+            facts.name,
+            sealed=supplied.sealed,
+            scan=supplied.scan,
+            prefix=supplied.prefix,
+        )
+        mode = self.settings.write_mode(supplied.on_span)
+        return self._enrich(run, Minting(facts, call, supplied.direct, mode))
+
+    def _enrich(self, run: RunState, minting: Minting) -> Enrichment:
+        facts = minting.facts
         # The body the client sent, where the wire tap saw it, stands in for the record.
         window = (facts.start_time, facts.end_time)
         named = minting.call.model  # the record's model, if any
@@ -236,7 +264,8 @@ class Engine:
         if sent is not None:
             prefixes = (minting.call.prefix, sent.prefix)
             differs = wire_source.record_differs(minting.call.request, sent.request, run, prefixes)
-            minting = _from_wire(minting, sent)
+            keep = wire_source.inline_only_recorded(minting.call.request)
+            minting = _from_wire(minting, sent, keep)
         facts, call = minting.facts, minting.call
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
@@ -280,33 +309,6 @@ class Engine:
         )
         return enrichment
 
-    def _read(self, facts: CallFacts, supplied: Supplied | None, run: RunState) -> Minting:
-        """The call as its span's record holds it (semconv reads it once, only what is new since
-        the run's last call), or as it was handed over."""
-        if supplied is not None:
-            call = supplied.call or handed_call(
-                supplied.request,
-                facts.attributes,
-                facts.name,
-                sealed=supplied.sealed,
-                scan=supplied.scan,
-                prefix=supplied.prefix,
-            )
-            return Minting(facts, call, supplied.direct, supplied.on_span)
-        call = read_call(
-            facts.recorded or record_of(facts.attributes, facts.name),
-            scope=facts.scope,
-            limits=facts.limits,
-            seen=run.seen,
-        )
-        run.seen = call.seen
-        if call.cut is not None and call.limits is not None:
-            warn_cut(call.cut, call.limits)
-        direct = export_gaps.captured_at_sdk(
-            facts.scope, facts.attributes, call.provider, self.settings.trusted_hosts
-        )
-        return Minting(facts, call, direct)  # read off the span's own attributes
-
     def _finish(self, run: RunState, minting: Minting) -> Enrichment:
         facts, call = minting.facts, minting.call
         request, reason, prefix = call.request, call.absent_reason, call.prefix
@@ -340,18 +342,9 @@ class Engine:
         minted = receipt.minted
         events, lost = self._commits(run, minting, parent_state) if minted else ([], False)
         unrecorded = call.unrecorded if minted else ()
-        found = export_gaps.gaps_of(
-            receipt=receipt,
-            request=request,
-            dropped=facts.dropped,
-            direct_capture=minting.direct,
-            order_unknown=out_of_order or lost or facts.run_unknown,
-            unrecorded=unrecorded,
-            cut=reason == names.REASON_CUT,
-            held=call.held is not None,
-            sealed=call.sealed,
-            attempts_differ=facts.attempts_differ,
-        )
+        order_unknown = out_of_order or lost or facts.run_unknown
+        trusted = self.settings.trusted_hosts
+        found = export_gaps.minting_gaps(minting, receipt, unrecorded, order_unknown, trusted)
         receipt = seal_receipt(receipt, key=self.settings.key, gaps=found, unrecorded=unrecorded)
         # The sealed receipt is kept: the next epoch of the lane binds its digest.
         kept = (request, receipt) if minted else (None, None)
@@ -396,8 +389,7 @@ class Engine:
         request = minting.call.request
         assert request is not None  # a minted receipt has its request
         events: list[tuple[str, dict[str, Any]]] = []
-        mode = self.settings.write_mode(minting.on_span)
-        keep_inline = minting.keep_inline
+        mode, keep_inline = minting.mode, minting.keep_inline
         for change in commits.changes(parent_state, request, prefix=minting.call.prefix):
             seq = run.next_seq()
             how = mode
@@ -486,7 +478,9 @@ class Engine:
             self.runs.release(run_id)
 
 
-def _from_wire(minting: Minting, sent: wire_source.FromWire) -> Minting:
+def _from_wire(
+    minting: Minting, sent: wire_source.FromWire, keep: Callable[[commits.Change], bool]
+) -> Minting:
     """The call as its client sent it (the af-2 digest binds the wire as its source)."""
     was = minting.call
     call = Call(
@@ -502,8 +496,7 @@ def _from_wire(minting: Minting, sent: wire_source.FromWire) -> Minting:
     )
     # The af-2 digest binds the source and the gaps.
     facts = replace(minting.facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
-    keep = wire_source.inline_only_recorded(minting.call.request)
-    return Minting(facts, call, sent.direct, minting.on_span, keep)
+    return Minting(facts, call, sent.direct, minting.mode, keep)
 
 
 def _bounded_put(table: OrderedDict[SpanKey, Any], key: SpanKey, value: Any) -> None:
