@@ -237,7 +237,8 @@ class Engine:
         if call.cut is not None and call.limits is not None:
             warn_cut(call.cut, call.limits)
         # Whether nothing but the provider SDK stood between is the record's: told with the gaps.
-        return self._enrich(run, Minting(facts, call, None, self.settings.write_mode(True)))
+        mode = self.settings.write_mode(True)
+        return self._enrich(run, Minting(facts, call, None, mode))
 
     def enrich_handed(self, facts: CallFacts, supplied: Supplied) -> Enrichment:
         """`enrich` for a request handed over (the hook, the explicit API) instead of read."""
@@ -496,7 +497,7 @@ def _from_wire(
     )
     # The af-2 digest binds the source and the gaps.
     facts = replace(minting.facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
-    return Minting(facts, call, sent.direct, minting.mode, keep)
+    return replace(minting, facts=facts, call=call, direct=sent.direct, keep_inline=keep)
 
 
 def _bounded_put(table: OrderedDict[SpanKey, Any], key: SpanKey, value: Any) -> None:

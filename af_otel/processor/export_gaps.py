@@ -75,6 +75,8 @@ def gaps_of(
     if not direct_capture:
         found.add(names.GAP_CACHE_TRANSFORM)
     if minted and request is not None:
+        if sealed is None:
+            sealed = sealed_messages(request.messages)
         found.update(
             kind
             for kind, _ in request_gaps(
@@ -82,7 +84,7 @@ def gaps_of(
                 request.tools,
                 provider=request.provider,
                 model=request.model,
-                sealed=sealed if sealed is not None else sealed_messages(request.messages),
+                sealed=sealed,
                 minted=True,
                 unrecorded=unrecorded,
             )

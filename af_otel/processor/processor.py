@@ -146,7 +146,8 @@ def enrich_span(
     if minted:
         drop = content_keys(recorded.attributes) if recorded is not None else ()
     elif recorded is not None and recorded.llm_call:
-        enrichment = engine.enrich(facts_of(span, key, recorded, run_unknown=run_unknown))
+        facts = facts_of(span, key, recorded, run_unknown=run_unknown)
+        enrichment = engine.enrich(facts)
         drop = enrichment.content_keys if strip else ()
     if enrichment is None:
         engine.forget(key)
