@@ -349,7 +349,8 @@ class Engine:
         receipt = seal_receipt(receipt, key=self.settings.key, gaps=found, unrecorded=unrecorded)
         # The sealed receipt is kept: the next epoch of the lane binds its digest.
         kept = (request, receipt) if minted else (None, None)
-        run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
+        record = Finished(facts.end_time, epoch, *kept)
+        run.finish(facts.key, record, prefix)
         run.finished_call(epoch, receipt.digest if minted else None, _place(facts))
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,

@@ -134,14 +134,14 @@ def take(
     if found is None:
         return None
     request = found.request
-    if not paired and model is not None and not same_model(model, request.model):
-        return None  # another call's body: its span was not the one that sent it
-    if run is not None:
-        run.layouts = layouts
     host = last.host.lower()
     direct = host in PROVIDER_HOSTS.get(request.provider or "", frozenset()) or (
         host in settings.trusted_hosts or provider_host(request.provider, host)
     )
+    if not paired and model is not None and not same_model(model, request.model):
+        return None  # another call's body: its span was not the one that sent it
+    if run is not None:
+        run.layouts = layouts
     return FromWire(
         request, found.unread, direct, found.held, len(sent), differ, found.sealed, found.prefix
     )
