@@ -50,6 +50,7 @@ from af_otel.semconv import (
     handed_call,
     is_llm_call,
     read_call,
+    with_held,
 )
 from af_otel.store.items import StoredItems
 
@@ -232,6 +233,7 @@ class Engine:
             scope=facts.scope,
             limits=facts.limits,
             seen=run.seen,
+            held=not self._wire,  # a call minted from the wire has the wire's word on it
         )
         run.seen = call.seen
         if call.cut is not None and call.limits is not None:
@@ -267,6 +269,9 @@ class Engine:
             differs = wire_source.record_differs(minting.call.request, sent.request, run, prefixes)
             keep = wire_source.inline_only_recorded(minting.call.request)
             minting = _from_wire(minting, sent, keep)
+        elif not minting.call.held_read:  # minted from the record after all
+            found = with_held(minting.call, facts.recorded or facts.attributes, facts.name)
+            minting = replace(minting, call=found)
         facts, call = minting.facts, minting.call
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
