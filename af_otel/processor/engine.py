@@ -239,8 +239,7 @@ class Engine:
         if call.cut is not None and call.limits is not None:
             warn_cut(call.cut, call.limits)
         # Whether nothing but the provider SDK stood between is the record's: told with the gaps.
-        mode = self.settings.write_mode(True)
-        return self._enrich(run, Minting(facts, call, None, mode))
+        return self._enrich(run, Minting(facts, call, None, self.settings.write_mode(True)))
 
     def enrich_handed(self, facts: CallFacts, supplied: Supplied) -> Enrichment:
         """`enrich` for a request handed over (the hook, the explicit API) instead of read."""
@@ -257,21 +256,7 @@ class Engine:
         return self._enrich(run, Minting(facts, call, supplied.direct, mode))
 
     def _enrich(self, run: RunState, minting: Minting) -> Enrichment:
-        facts = minting.facts
-        # The body the client sent, where the wire tap saw it, stands in for the record.
-        window = (facts.start_time, facts.end_time)
-        named = minting.call.model  # the record's model, if any
-        take = wire_source.take
-        sent = take(self.settings, facts.key, window, named, run) if self._wire else None
-        differs: tuple[str, ...] = ()
-        if sent is not None:
-            prefixes = (minting.call.prefix, sent.prefix)
-            differs = wire_source.record_differs(minting.call.request, sent.request, run, prefixes)
-            keep = wire_source.inline_only_recorded(minting.call.request)
-            minting = _from_wire(minting, sent, keep)
-        elif not minting.call.held_read:  # minted from the record after all
-            found = with_held(minting.call, facts.recorded or facts.attributes, facts.name)
-            minting = replace(minting, call=found)
+        minting, sent, differs = self._sent(run, minting)
         facts, call = minting.facts, minting.call
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
@@ -314,6 +299,26 @@ class Engine:
             enrichment.state, enrichment.attributes.get(names.RECEIPT_ABSENT_REASON)
         )
         return enrichment
+
+    def _sent(
+        self, run: RunState, minting: Minting
+    ) -> tuple[Minting, wire_source.FromWire | None, tuple[str, ...]]:
+        """The call as its client sent it where the wire tap saw the body (and the fields its
+        record says otherwise), else as read, with the server-held history its record shows."""
+        facts = minting.facts
+        window = (facts.start_time, facts.end_time)
+        named = minting.call.model  # the record's model, if any
+        take = wire_source.take
+        sent = take(self.settings, facts.key, window, named, run) if self._wire else None
+        if sent is None and minting.call.held_read:
+            return minting, None, ()
+        if sent is None:
+            found = with_held(minting.call, facts.recorded or facts.attributes, facts.name)
+            return replace(minting, call=found), None, ()
+        prefixes = (minting.call.prefix, sent.prefix)
+        differs = wire_source.record_differs(minting.call.request, sent.request, run, prefixes)
+        keep = wire_source.inline_only_recorded(minting.call.request)
+        return _from_wire(minting, sent, keep), sent, differs
 
     def _finish(self, run: RunState, minting: Minting) -> Enrichment:
         facts, call = minting.facts, minting.call

@@ -151,13 +151,7 @@ class ReceiptSpanExporter(SpanExporter):
             span = spans[index]
             key = _key_of(span)
             try:
-                # A run's close record gets this engine's lane, known only now.
-                lane = self.engine.closing(_run_closed(span)) if _is_close(span) else None
-                done[index] = enrich_span(
-                    self.engine, span, run_unknown=key in unplaced, recorded=records.get(key)
-                )
-                if lane is not None:
-                    done[index] = closing.merged_close(done[index], lane)
+                done[index] = self._enriched(span, key in unplaced, records.get(key))
             except Exception as exc:
                 failures.append(exc)
                 done[index] = error_copy(span)
@@ -169,6 +163,15 @@ class ReceiptSpanExporter(SpanExporter):
                 [(s.context.trace_id, s.context.span_id) for s in spans if s.context is not None]
             )
         return out
+
+    def _enriched(
+        self, span: ReadableSpan, run_unknown: bool, recorded: Recorded | None
+    ) -> ReadableSpan:
+        """One span of a batch as `enrich_span` makes it; a run's close record also gets this
+        engine's lane, known only now (after the run's calls)."""
+        lane = self.engine.closing(_run_closed(span)) if _is_close(span) else None
+        out = enrich_span(self.engine, span, run_unknown=run_unknown, recorded=recorded)
+        return closing.merged_close(out, lane) if lane is not None else out
 
     def _unplaced(self, key: tuple[int, int], attributes: Mapping[str, Any]) -> bool:
         """No tagger, no run attribute, no run context: the call's run is not known."""
