@@ -190,7 +190,7 @@ def _mint(span: trace.Span, supplied: Supplied) -> None:
         if not span.is_recording():
             return
         facts = live_facts(span, dict(getattr(span, "attributes", None) or {}), "af_otel")
-        write_on_span(span, engine_for(facts.key).enrich(facts, supplied))
+        write_on_span(span, engine_for(facts.key).enrich_handed(facts, supplied))
     except Exception as exc:
         failure = exc
     if failure is not None:

@@ -5,20 +5,20 @@ so a span carries the same evidence whichever form produced it. The engine touch
 reads `CallFacts` and returns an `Enrichment` (attributes plus commit events) that each form
 applies its own way: to a copy of the ended span, or to the live span before it ends.
 
-Place in the run (docs/receipt-spec.md §10): the run id is the explicit `af_otel.run` (captured where the call
-started, or for the exporter recorded at the start by `RunTagger`), else the run the stack
-records (``af.run.id``, the conversation id, the enclosing agent span: `run_discovery`), else its
-trace id in hex. Epochs follow start
-order: the processor numbers a call at ``on_start`` when it can already tell an LLM call; a call it
-can only tell at the end (and every call the exporter sees) is numbered then, and when that breaks
-start order (a call that started earlier was already numbered later) the span says so with
-``no-run-log`` instead of guessing. Epochs count per lane (``af.epoch.lane``, random): one lane
-per run state this engine holds, so another process, a restarted one, or this one after it
-released or evicted the run, numbers its calls in a lane of its own without agreeing with anyone,
-and the reader joins a run's lanes into one tree by content. The parent is,
-among the calls that finished before this one started, the one whose messages are the longest
-prefix of this call's (ties: the latest finished), so calls that overlap never parent each other
-and the log is a tree; both forms read it off the same span timestamps and requests and so agree.
+Place in the run (docs/receipt-spec.md §10): the run id is the explicit `af_otel.run` (captured
+where the call started, or for the exporter recorded at the start by `RunTagger`), else the run the
+stack records (``af.run.id``, the conversation id, the enclosing agent span: `run_discovery`), else
+its trace id in hex. Epochs follow start order: the processor numbers a call at ``on_start`` when
+it can already tell an LLM call; a call it can only tell at the end (and every call the exporter
+sees) is numbered then, and when that breaks start order (a call that started earlier was already
+numbered later) the span says so with ``no-run-log`` instead of guessing. Epochs count per lane
+(``af.epoch.lane``, random): one lane per run state this engine holds, so another process, a
+restarted one, or this one after it released or evicted the run, numbers its calls in a lane of its
+own without agreeing with anyone, and the reader joins a run's lanes into one tree by content. The
+parent is, among the calls that finished before this one started, the one whose messages are the
+longest prefix of this call's (ties: the latest finished), so calls that overlap never parent each
+other and the log is a tree; both forms read it off the same span timestamps and requests and so
+agree.
 """
 
 from __future__ import annotations
@@ -26,18 +26,18 @@ from __future__ import annotations
 import logging
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
 from af_otel import forksafe, names
 from af_otel.model import Request
-from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.processor import commits, dedupe, export_gaps, metrics, wire_source, wire_spelling
 from af_otel.processor import settings as settings_module
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.facts import CallFacts, Enrichment, Minting, SpanKey, Supplied
 from af_otel.processor.guard import report
+from af_otel.processor.history import carries_history
 from af_otel.processor.run_discovery import Enclosing
 from af_otel.processor.run_table import Base, Finished, RunState, RunTable
 from af_otel.processor.settings import Settings, resolve_settings
@@ -50,7 +50,7 @@ from af_otel.semconv import (
     handed_call,
     is_llm_call,
     read_call,
-    record_of,
+    with_held,
 )
 from af_otel.store.items import StoredItems
 
@@ -61,7 +61,6 @@ __all__ = [
     "Engine",
     "Enrichment",
     "Supplied",
-    "carries_history",
     "engine_for",
     "live_engines",
     "trace_run_id",
@@ -71,7 +70,6 @@ __all__ = [
 # Calls started but not finished, remembered with their run: bounded like the run table, since a
 # span that never ends must not hold memory forever.
 MAX_OPEN: Final = 65_536
-_HISTORY_ROLES: Final = INSTRUCTION_ROLES | {"user"}
 
 
 def trace_run_id(trace_id: int) -> str:
@@ -223,24 +221,40 @@ class Engine:
 
     # -- finish ------------------------------------------------------------------------------
 
-    def enrich(self, facts: CallFacts, supplied: Supplied | None = None) -> Enrichment:
-        """The evidence for one finished LLM call; the run's state moves on by this call."""
+    def enrich(self, facts: CallFacts) -> Enrichment:
+        """The evidence for one finished LLM call as its span's record holds it (semconv reads it
+        once, only what is new since the run's last call); the run's state moves on by this call."""
         run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=True))
-        minting = self._read(facts, supplied, run)
-        # The body the client sent, where the wire tap saw it, stands in for the record.
-        named = minting.call.model  # the record's model, if any
-        take = wire_source.take
-        calling = self._llm_scope.__contains__  # an open call keeps what was filed under it
-        sent = take(self.settings, facts, named, run, minting.call, calling) if self._wire else None
-        differs: tuple[str, ...] = ()
-        if sent is not None:
-            prefixes = (minting.call.prefix, sent.prefix)
-            differs = (
-                sent.differs
-                if sent.differs is not None
-                else wire_source.record_differs(minting.call.request, sent.request, run, prefixes)
-            )
-            minting = _from_wire(minting, sent)
+        call = read_call(
+            facts.recorded or facts.attributes,
+            facts.name,
+            scope=facts.scope,
+            limits=facts.limits,
+            seen=run.seen,
+            held=not self._wire,  # a call minted from the wire has the wire's word on it
+        )
+        run.seen = call.seen
+        if call.cut is not None and call.limits is not None:
+            warn_cut(call.cut, call.limits)
+        # Whether nothing but the provider SDK stood between is the record's: told with the gaps.
+        return self._enrich(run, Minting(facts, call, None, self.settings.write_mode(True)))
+
+    def enrich_handed(self, facts: CallFacts, supplied: Supplied) -> Enrichment:
+        """`enrich` for a request handed over (the hook, the explicit API) instead of read."""
+        run = self.runs.get(self.run_of(facts.key, facts.attributes, pop=True))
+        call = supplied.call or handed_call(
+            supplied.request,
+            facts.attributes,
+            facts.name,
+            sealed=supplied.sealed,
+            scan=supplied.scan,
+            prefix=supplied.prefix,
+        )
+        mode = self.settings.write_mode(supplied.on_span)
+        return self._enrich(run, Minting(facts, call, supplied.direct, mode))
+
+    def _enrich(self, run: RunState, minting: Minting) -> Enrichment:
+        minting, sent, differs = self._sent(run, minting)
         facts, call = minting.facts, minting.call
         with self._open_lock:
             self._llm_scope.pop(facts.key, None)
@@ -286,32 +300,29 @@ class Engine:
         )
         return enrichment
 
-    def _read(self, facts: CallFacts, supplied: Supplied | None, run: RunState) -> Minting:
-        """The call as its span's record holds it (semconv reads it once, only what is new since
-        the run's last call), or as it was handed over."""
-        if supplied is not None:
-            call = supplied.call or handed_call(
-                supplied.request,
-                facts.attributes,
-                facts.name,
-                sealed=supplied.sealed,
-                scan=supplied.scan,
-                prefix=supplied.prefix,
-            )
-            return Minting(facts, call, supplied.direct, supplied.on_span)
-        call = read_call(
-            facts.recorded or record_of(facts.attributes, facts.name),
-            scope=facts.scope,
-            limits=facts.limits,
-            seen=run.seen,
+    def _sent(
+        self, run: RunState, minting: Minting
+    ) -> tuple[Minting, wire_source.FromWire | None, tuple[str, ...]]:
+        """The call as its client sent it where the wire tap saw the body (and the fields its
+        record says otherwise), else as read, with the server-held history its record shows."""
+        facts = minting.facts
+        named = minting.call.model  # the record's model, if any
+        take = wire_source.take
+        calling = self._llm_scope.__contains__  # an open call keeps what was filed under it
+        sent = take(self.settings, facts, named, run, minting.call, calling) if self._wire else None
+        if sent is None and minting.call.held_read:
+            return minting, None, ()
+        if sent is None:
+            found = with_held(minting.call, facts.recorded or facts.attributes, facts.name)
+            return replace(minting, call=found), None, ()
+        prefixes = (minting.call.prefix, sent.prefix)
+        differs = (
+            sent.differs
+            if sent.differs is not None
+            else wire_source.record_differs(minting.call.request, sent.request, run, prefixes)
         )
-        run.seen = call.seen
-        if call.cut is not None and call.limits is not None:
-            warn_cut(call.cut, call.limits)
-        direct = export_gaps.captured_at_sdk(
-            facts.scope, facts.attributes, call.provider, self.settings.trusted_hosts
-        )
-        return Minting(facts, call, direct)  # read off the span's own attributes
+        keep = wire_source.inline_only_recorded(minting.call.request)
+        return _from_wire(minting, sent, keep), sent, differs
 
     def _finish(self, run: RunState, minting: Minting) -> Enrichment:
         facts, call = minting.facts, minting.call
@@ -346,22 +357,14 @@ class Engine:
         minted = receipt.minted
         events, lost = self._commits(run, minting, parent_state) if minted else ([], False)
         unrecorded = call.unrecorded if minted else ()
-        found = export_gaps.gaps_of(
-            receipt=receipt,
-            request=request,
-            dropped=facts.dropped,
-            direct_capture=minting.direct,
-            order_unknown=out_of_order or lost or facts.run_unknown,
-            unrecorded=unrecorded,
-            cut=reason == names.REASON_CUT,
-            held=call.held is not None,
-            sealed=call.sealed,
-            attempts_differ=facts.attempts_differ,
-        )
+        order_unknown = out_of_order or lost or facts.run_unknown
+        trusted = self.settings.trusted_hosts
+        found = export_gaps.minting_gaps(minting, receipt, unrecorded, order_unknown, trusted)
         receipt = seal_receipt(receipt, key=self.settings.key, gaps=found, unrecorded=unrecorded)
         # The sealed receipt is kept: the next epoch of the lane binds its digest.
         kept = (request, receipt) if minted else (None, None)
-        run.finish(facts.key, Finished(facts.end_time, epoch, *kept), prefix)
+        record = Finished(facts.end_time, epoch, *kept)
+        run.finish(facts.key, record, prefix)
         run.finished_call(epoch, receipt.digest if minted else None, _place(facts))
         attributes: dict[str, Any] = {
             names.RUN_ID: run.run_id,
@@ -402,8 +405,7 @@ class Engine:
         request = minting.call.request
         assert request is not None  # a minted receipt has its request
         events: list[tuple[str, dict[str, Any]]] = []
-        mode = self.settings.write_mode(minting.on_span)
-        keep_inline = minting.keep_inline
+        mode, keep_inline = minting.mode, minting.keep_inline
         for change in commits.changes(parent_state, request, prefix=minting.call.prefix):
             seq = run.next_seq()
             how = mode
@@ -492,7 +494,9 @@ class Engine:
             self.runs.release(run_id)
 
 
-def _from_wire(minting: Minting, sent: wire_source.FromWire) -> Minting:
+def _from_wire(
+    minting: Minting, sent: wire_source.FromWire, keep: Callable[[commits.Change], bool]
+) -> Minting:
     """The call as its client sent it (the af-2 digest binds the wire as its source)."""
     was = minting.call
     call = Call(
@@ -508,29 +512,13 @@ def _from_wire(minting: Minting, sent: wire_source.FromWire) -> Minting:
     )
     # The af-2 digest binds the source and the gaps.
     facts = replace(minting.facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
-    keep = wire_source.inline_only_recorded(minting.call.request)
-    return Minting(facts, call, sent.direct, minting.on_span, keep)
+    return replace(minting, facts=facts, call=call, direct=sent.direct, keep_inline=keep)
 
 
 def _bounded_put(table: OrderedDict[SpanKey, Any], key: SpanKey, value: Any) -> None:
     table[key] = value
     if len(table) > MAX_OPEN:
         table.popitem(last=False)
-
-
-def carries_history(request: Request) -> bool:
-    """A first call that already holds earlier turns: an assistant or tool message (or a tool
-    result part), or more than one user message. System and developer messages are not turns."""
-    users = 0
-    for message in request.messages:
-        role = message.get("role")
-        if role not in _HISTORY_ROLES:
-            return True
-        if any(part.get("type") == "tool_call_response" for part in message.get("parts", ())):
-            return True
-        if role == "user":
-            users += 1
-    return users > 1
 
 
 _logger = logging.getLogger("af_otel")

@@ -31,10 +31,11 @@ from af_otel import names
 from af_otel.model import Request
 from af_otel.model.gap_kinds import in_order
 from af_otel.model.gap_rules import request_gaps, sealed_messages
+from af_otel.processor.facts import Minting
 from af_otel.receipts import Receipt
 from af_otel.semconv import SDK_SCOPES, sdk_scopes
 
-__all__ = ["PROVIDER_HOSTS", "SDK_SCOPES", "captured_at_sdk", "gaps_of"]
+__all__ = ["PROVIDER_HOSTS", "SDK_SCOPES", "captured_at_sdk", "gaps_of", "minting_gaps"]
 
 PROVIDER_HOSTS: Final[Mapping[str, frozenset[str]]] = {
     "openai": frozenset({"api.openai.com"}),
@@ -74,6 +75,8 @@ def gaps_of(
     if not direct_capture:
         found.add(names.GAP_CACHE_TRANSFORM)
     if minted and request is not None:
+        if sealed is None:
+            sealed = sealed_messages(request.messages)
         found.update(
             kind
             for kind, _ in request_gaps(
@@ -81,12 +84,40 @@ def gaps_of(
                 request.tools,
                 provider=request.provider,
                 model=request.model,
-                sealed=sealed if sealed is not None else sealed_messages(request.messages),
+                sealed=sealed,
                 minted=True,
                 unrecorded=unrecorded,
             )
         )
     return in_order(found)
+
+
+def minting_gaps(
+    minting: Minting,
+    receipt: Receipt,
+    unrecorded: Sequence[str],
+    order_unknown: bool,
+    trusted_hosts: frozenset[str] = frozenset(),
+) -> list[str]:
+    """`gaps_of` one call as the engine mints it (`Minting`): what its record, the wire or the
+    form it was handed through says of it. Whether nothing but the provider SDK stood between is
+    the wire's or the form's word where it gave one, else the record's (`captured_at_sdk`)."""
+    facts, call = minting.facts, minting.call
+    direct = minting.direct
+    if direct is None:
+        direct = captured_at_sdk(facts.scope, facts.attributes, call.provider, trusted_hosts)
+    return gaps_of(
+        receipt=receipt,
+        request=call.request,
+        dropped=facts.dropped,
+        direct_capture=direct,
+        order_unknown=order_unknown,
+        unrecorded=unrecorded,
+        cut=call.absent_reason == names.REASON_CUT,
+        held=call.held is not None,
+        sealed=call.sealed,
+        attempts_differ=facts.attempts_differ,
+    )
 
 
 def captured_at_sdk(

@@ -46,8 +46,9 @@ from af_otel.processor.context import current_run
 from af_otel.processor.engine import Engine
 from af_otel.processor.facts import CallFacts
 from af_otel.processor.guard import guard, settle
-from af_otel.processor.processor import ForwardingProcessor, enrich_span, error_copy, facts_of
+from af_otel.processor.processor import ForwardingProcessor, enrich_span, facts_of
 from af_otel.processor.settings import Options, resolve_settings
+from af_otel.processor.spancopy import error_copy
 from af_otel.semconv import Recorded, record_of
 
 _logger = logging.getLogger("af_otel")
@@ -152,9 +153,7 @@ class ReceiptSpanExporter(SpanExporter):
             span = spans[index]
             key = _key_of(span)
             try:
-                done[index] = enrich_span(
-                    self.engine, span, run_unknown=key in unplaced, recorded=records.get(key)
-                )
+                done[index] = self._enriched(span, key in unplaced, records.get(key))
             except Exception as exc:
                 failures.append(exc)
                 done[index] = error_copy(span)
@@ -166,6 +165,15 @@ class ReceiptSpanExporter(SpanExporter):
                 [(s.context.trace_id, s.context.span_id) for s in spans if s.context is not None]
             )
         return out
+
+    def _enriched(
+        self, span: ReadableSpan, run_unknown: bool, recorded: Recorded | None
+    ) -> ReadableSpan:
+        """One span of a batch as `enrich_span` makes it; a run's close record also gets this
+        engine's lane, known only now (after the run's calls)."""
+        lane = self.engine.closing(_run_closed(span)) if _is_close(span) else None
+        out = enrich_span(self.engine, span, run_unknown=run_unknown, recorded=recorded)
+        return closing.merged_close(out, lane) if lane is not None else out
 
     def _unplaced(self, key: tuple[int, int], attributes: Mapping[str, Any]) -> bool:
         """No tagger, no run attribute, no run context: the call's run is not known."""
@@ -261,6 +269,10 @@ class RunTagger(ForwardingProcessor):
 
 def _is_close(span: ReadableSpan) -> bool:
     return closing.is_run_close(span.name, span.attributes or {})
+
+
+def _run_closed(span: ReadableSpan) -> str:
+    return str((span.attributes or {})[names.RUN_ID])
 
 
 def _empty_close(span: ReadableSpan) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 from af_otel import names
 from af_otel.model import Request
 from af_otel.processor import commits
+from af_otel.processor.settings import WriteMode
 from af_otel.semconv import Call, Limits, Recorded
 
 SpanKey = tuple[int, int]
@@ -81,8 +82,10 @@ class Minting:
 
     facts: CallFacts
     call: Call
-    direct: bool
-    on_span: bool = True
+    # Nothing but the provider SDK stood between (the wire's or the form's word); None: the
+    # record's, decided with the gaps (`export_gaps.minting_gaps`).
+    direct: bool | None
+    mode: WriteMode  # how its commits are written (`Settings.write_mode`)
     # A wire request's commit goes inline only where the record held it too (wire_source.py).
     keep_inline: Callable[[commits.Change], bool] | None = None
 

@@ -1,11 +1,17 @@
 """Messages a run's recent calls share: a call read as extending the run's last call
 (`af_otel.semconv.incremental`) holds that call's messages in front, the very same objects, so
-the calls before it keep theirs as a count into one tuple instead of a copy each."""
+the calls before it keep theirs as a count into one tuple instead of a copy each; and whether a
+run's first call already holds earlier turns (`carries_history`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
+
+from af_otel.model import Request
+from af_otel.model.request import INSTRUCTION_ROLES
+
+_HISTORY_ROLES: Final = INSTRUCTION_ROLES | {"user"}
 
 
 class History:
@@ -45,3 +51,18 @@ def share_history(
     return next(
         (h for h in histories if h is not None and h.extend(prefix, messages, entries)), None
     )
+
+
+def carries_history(request: Request) -> bool:
+    """A first call that already holds earlier turns: an assistant or tool message (or a tool
+    result part), or more than one user message. System and developer messages are not turns."""
+    users = 0
+    for message in request.messages:
+        role = message.get("role")
+        if role not in _HISTORY_ROLES:
+            return True
+        if any(part.get("type") == "tool_call_response" for part in message.get("parts", ())):
+            return True
+        if role == "user":
+            users += 1
+    return users > 1

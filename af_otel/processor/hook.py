@@ -172,7 +172,7 @@ def mint_on_span(
         on_span=bool(content) and all(key in attributes for key in content),
         call=replace(call, content_keys=()),
     )
-    write_on_span(span, engine.enrich(facts, supplied))
+    write_on_span(span, engine.enrich_handed(facts, supplied))
 
 
 def live_facts(

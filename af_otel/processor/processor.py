@@ -12,10 +12,10 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from af_otel import names
 from af_otel.processor import closing
 from af_otel.processor.engine import Engine
-from af_otel.processor.facts import CallFacts, error_enrichment
+from af_otel.processor.facts import CallFacts
 from af_otel.processor.guard import guard, settle
 from af_otel.processor.settings import Options, resolve_settings
-from af_otel.processor.spancopy import copy_span
+from af_otel.processor.spancopy import copy_span, error_copy
 from af_otel.semconv import Limits, Recorded, content_keys, environment_limits, record_of
 
 
@@ -126,37 +126,37 @@ def enrich_span(
     """The span to forward: an enriched copy for an LLM call, the span itself otherwise.
 
     Shared by the processor and the exporter (which numbers a batch's calls before enriching
-    them, and hands over the ``recorded`` attributes it read then). The span's attributes are
-    read once (`record_of`): that one record says whether it is an LLM call and gives its
-    request. Raises on internal failure; the caller guards."""
+    them, and hands over the ``recorded`` attributes it read then; it fills in a run's close
+    record itself, `ReceiptSpanExporter`). The span's attributes are read once (`record_of`):
+    that one record says whether it is an LLM call and gives its request. Raises on internal
+    failure; the caller guards."""
     context = span.context
     if context is None:
         return span
     key = (context.trace_id, context.span_id)
     attributes = span.attributes or {}
-    out = span
-    if names.RECEIPT_STATE in attributes:
-        # Minted on the live span by the completion hook or `llm_call`: already complete.
-        engine.forget(key)
-        if engine.settings.strip_instrumentation_content:
-            keys = content_keys(record_of(attributes, span.name).attributes)
-            if keys:
-                out = copy_span(span, drop=keys)
-    elif closing.is_run_close(span.name, attributes):
-        # A close record an exporter's engine sees after the run's calls: its lane goes in now.
-        if engine.deferred:
-            out = closing.merged_close(span, engine.closing(str(attributes[names.RUN_ID])))
-    elif (recorded := recorded or record_of(attributes, span.name)).llm_call:
+    strip = engine.settings.strip_instrumentation_content
+    # Minted on the live span by the completion hook or `llm_call`: already complete, and read
+    # only for what a strip drops.
+    minted = names.RECEIPT_STATE in attributes
+    if not minted or strip:
+        recorded = recorded or record_of(attributes, span.name)
+    enrichment = None
+    drop: tuple[str, ...] = ()
+    if minted:
+        drop = content_keys(recorded.attributes) if recorded is not None else ()
+    elif recorded is not None and recorded.llm_call:
         facts = facts_of(span, key, recorded, run_unknown=run_unknown)
         enrichment = engine.enrich(facts)
-        drop = enrichment.content_keys if engine.settings.strip_instrumentation_content else ()
-        out = copy_span(span, enrichment.attributes, enrichment.events, drop=drop)
-    else:
+        drop = enrichment.content_keys if strip else ()
+    if enrichment is None:
         engine.forget(key)
     parent = span.parent
     if parent is None or parent.is_remote:
         engine.release_trace(context.trace_id)
-    return out
+    if enrichment is not None:
+        return copy_span(span, enrichment.attributes, enrichment.events, drop=drop)
+    return copy_span(span, drop=drop) if drop else span
 
 
 def facts_of(
@@ -219,11 +219,3 @@ def limits_of(span: Any) -> Limits:
         max_value_length=length if isinstance(length, int) else None,
         dropped_attributes=dropped if isinstance(dropped, int) else 0,
     )
-
-
-def error_copy(span: ReadableSpan) -> ReadableSpan:
-    """The span marked ``af.receipt.state=error``; the span itself if even that fails."""
-    try:
-        return copy_span(span, error_enrichment().attributes)
-    except Exception:
-        return span

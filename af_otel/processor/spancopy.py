@@ -18,6 +18,8 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import Link
 
+from af_otel.processor.facts import error_enrichment
+
 # The fields the copy takes from the span as they are (`ReadableSpan` keyword names).
 _KEPT: Final = (
     "name",
@@ -61,3 +63,11 @@ def copy_span(
     link_list.dropped = span.dropped_links
     kept = {name: getattr(span, name) for name in _KEPT}
     return ReadableSpan(**kept, attributes=bounded, events=event_list, links=link_list)
+
+
+def error_copy(span: ReadableSpan) -> ReadableSpan:
+    """The span marked ``af.receipt.state=error``; the span itself if even that fails."""
+    try:
+        return copy_span(span, error_enrichment().attributes)
+    except Exception:
+        return span

@@ -19,7 +19,7 @@ from af_otel.semconv.adapted import (
     Adapted,
     content_keys,
 )
-from af_otel.semconv.call import Call, handed_call, read_call
+from af_otel.semconv.call import Call, handed_call, read_call, with_held
 from af_otel.semconv.convention import (
     Convention,
     Entry,
@@ -67,6 +67,7 @@ __all__ = [
     "register",
     "registered",
     "sdk_scopes",
+    "with_held",
 ]
 
 SDK_SCOPES: Final = tables().sdk_scopes

@@ -7,7 +7,7 @@ On the emit path: never raises (`Call.absent_reason` says why there is no reques
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from af_otel import names
@@ -45,6 +45,8 @@ class Call:
     scan: responses.Scan | None = None
     prefix: tuple[FrozenDict, ...] | None = None
     named_model: str | None = None  # the model the record's attributes name (`model_named`)
+    # False: read with ``held=False``, the server-held history not looked for yet (`with_held`).
+    held_read: bool = True
 
     @property
     def model(self) -> str | None:
@@ -62,12 +64,15 @@ def read_call(
     limits: Limits | None = None,
     seen: Remembered | None = None,
     remember: bool = True,
+    held: bool = True,
 ) -> Call:
     """The call a span's record holds: ``span`` read once (`record_of`, or the caller's record),
     the family that claims it, the request it adapts to, cut by ``limits`` (the environment's when
     None), reading only what follows ``seen`` (the run's last call) when that is proven safe
     (`af_otel.semconv.incremental`), and what its instrumentation (``scope``) does not record.
-    ``remember=False``: no memory for a next call is made (`Call.seen` is None)."""
+    ``remember=False``: no memory for a next call is made (`Call.seen` is None). ``held=False``:
+    the server-held history is not looked for (the caller mints from the body the wire sent
+    when there is one, whose reader tells it); `with_held` looks for it when there is none."""
     recorded = span if isinstance(span, Recorded) else record_of(span, span_name)
     limits = limits if limits is not None else environment_limits()
     if remember:
@@ -91,7 +96,9 @@ def read_call(
         adapted.convention,
         adapted.content_keys,
         unrecorded,
-        responses.held_history(recorded.attributes, request, recorded.span_name, read.scan),
+        responses.held_history(recorded.attributes, request, recorded.span_name, read.scan)
+        if held
+        else None,
         adapted.request.get("provider") if adapted.request else None,
         adapted.cut,
         limits,
@@ -101,7 +108,16 @@ def read_call(
         read.scan,
         read.prefix,
         model_named(recorded.attributes),
+        held,
     )
+
+
+def with_held(call: Call, span: Recorded | Mapping[str, object], span_name: str = "") -> Call:
+    """A call read with ``held=False`` (`read_call`), with the server-held history its record
+    ``span`` shows (`responses.held_history`, over the scan made while reading it)."""
+    recorded = span if isinstance(span, Recorded) else record_of(span, span_name)
+    found = responses.held_history(recorded.attributes, call.request, recorded.span_name, call.scan)
+    return replace(call, held=found, held_read=True)
 
 
 def handed_call(

@@ -2,7 +2,7 @@
 that holds them in the order spans are claimed.
 
 Every table that used to be keyed by a convention's name (content keys, ledger rows, Responses
-rows, SDK scopes, model keys, the incremental path) is a field of the family's `Convention`; the
+rows and tell-tales, SDK scopes, model keys, the incremental path) is a field of the family's `Convention`; the
 readers of those tables (`adapted.content_keys`, `ledger`, `responses`, `incremental`) ask the
 registry at call time. The families themselves are declared in `af_otel.semconv.conventions`,
 which registers them in order when `af_otel.semconv` is imported; this module imports none of
@@ -117,6 +117,9 @@ class Convention:
     # one request beyond them.
     responses: frozenset[str] = frozenset()
     responses_missing: Callable[[Request], tuple[str, ...]] | None = None
+    # What its span shows of a Responses API call (a marker, a span name, the request's own
+    # arguments): a span records one when any family's tell-tale says so (`responses.is_responses`).
+    responses_call: Tell | None = None
     # The JSON-array attribute the incremental path (`af_otel.semconv.incremental`) reads only the
     # new end of; None: every call is read in full.
     incremental: str | None = None
@@ -136,6 +139,7 @@ class Tables:
     rows: tuple[Entry, ...] = ()
     sdk_scopes: frozenset[str] = frozenset()
     model_keys: tuple[str, ...] = ()
+    responses_calls: tuple[Tell, ...] = ()
 
 
 def _tables(conventions: tuple[Convention, ...]) -> Tables:
@@ -157,6 +161,7 @@ def _tables(conventions: tuple[Convention, ...]) -> Tables:
         tuple(row for c in conventions for row in (*c.ledger, *c.stacks)),
         frozenset(scope for c in conventions for scope in c.sdk_scopes),
         tuple(model_keys),
+        tuple(c.responses_call for c in conventions if c.responses_call is not None),
     )
 
 

@@ -90,13 +90,12 @@ class Recorded:
 
 def record_of(attributes: Mapping[str, object], span_name: str = "") -> Recorded:
     """The span's attributes read once (`Recorded`). Never raises."""
-    name = ""
     try:
-        name = text(span_name) or ""
         attrs = _snapshot(attributes)
     except Exception:
         _log.debug("af_otel: reading a span's attributes failed", exc_info=True)
-        return Recorded({}, name, False, readable=False)
+        return Recorded({}, text(span_name) or "", False, readable=False)
+    name = text(span_name) or ""  # `text` never raises
     try:
         found = tables()
         llm_call = any(tell(attrs, name) for tell in found.llm_calls) and not any(

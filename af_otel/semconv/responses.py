@@ -26,15 +26,11 @@ from typing import Any, Final
 from af_otel.model.fields import order_fields
 from af_otel.model.request import INSTRUCTION_ROLES, RESPONSES_KEYS, STEERING_KEYS, Request
 from af_otel.semconv.coerce import parse_json
-from af_otel.semconv.convention import named
+from af_otel.semconv.convention import named, tables
 
-# genai-openai's marker of a Responses call.
-API_TYPE: Final = "openai.api.type"
-# OpenLLMetry names the span of a Responses call so (it records no API type).
-OPENLLMETRY_SPAN: Final = "openai.response"
 INVOCATION_PARAMETERS: Final = "llm.invocation_parameters"
 # Keys of a Responses request that no Chat Completions request has.
-_RESPONSES_ONLY: Final = frozenset(
+RESPONSES_ONLY: Final = frozenset(
     {"previous_response_id", "conversation", "instructions", "max_output_tokens", "truncation"}
     | {"text", "reasoning", "include", "input"}
 )
@@ -62,7 +58,8 @@ TELLTALE_ORPHAN_RESULT: Final = "a tool result without its tool call"
 TELLTALE_MID_CONVERSATION: Final = "a Responses input that starts mid-conversation"
 
 
-def _decoded(value: object) -> Mapping[str, Any] | None:
+def decoded(value: object) -> Mapping[str, Any] | None:
+    """A JSON object given as a mapping or as its text, else None."""
     if isinstance(value, Mapping):
         return value
     found = parse_json(value) if isinstance(value, str) and value.startswith("{") else None
@@ -71,17 +68,13 @@ def _decoded(value: object) -> Mapping[str, Any] | None:
 
 def invocation(attributes: Mapping[str, object]) -> Mapping[str, Any]:
     """OpenInference's recorded request arguments, decoded (empty when absent or unreadable)."""
-    return _decoded(attributes.get(INVOCATION_PARAMETERS)) or {}
+    return decoded(attributes.get(INVOCATION_PARAMETERS)) or {}
 
 
 def is_responses(attributes: Mapping[str, object], span_name: str = "") -> bool:
-    """Whether a span records a Responses API call, by what its convention writes."""
-    if attributes.get(API_TYPE) == "responses" or span_name == OPENLLMETRY_SPAN:
-        return True
-    if _RESPONSES_ONLY & set(invocation(attributes)):
-        return True
-    raw = attributes.get("input.value")  # OpenInference: the request's own arguments as JSON
-    return isinstance(raw, str) and '"input"' in raw and "input" in (_decoded(raw) or {})
+    """Whether a span records a Responses API call: a registered family's tell-tale says so
+    (`Convention.responses_call`: each family knows what its spans write)."""
+    return any(tell(attributes, span_name) for tell in tables().responses_calls)
 
 
 def from_one(

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from af_otel import names
 from af_otel.model import Request
 from af_otel.processor import run
-from af_otel.processor.engine import carries_history
+from af_otel.processor.history import carries_history
 from tests.processor.conftest import Pipeline, make_pipeline
 from tests.processor.helpers import (
     SYSTEM,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from af_otel import names
 from af_otel.model import Request
-from af_otel.semconv import adapt, responses
+from af_otel.semconv import Convention, adapt, registered, responses
 
 M = "llm.input_messages"
 
@@ -182,3 +182,20 @@ def test_the_responses_rows_of_the_ledger() -> None:
         responses.CALL_ARGUMENTS,
     )
     assert responses.unrecorded(req, "genai", {}) == ()
+
+
+def test_each_family_tells_its_own_responses_calls() -> None:
+    """A Responses call is told by the tell-tale of the family that writes it (genai-openai's API
+    type, OpenLLMetry's span name, OpenInference's arguments); a family registered with a
+    tell-tale of its own is asked too, and one unregistered is not."""
+    assert responses.is_responses({"openai.api.type": "responses"})
+    assert not responses.is_responses({"openai.api.type": "chat_completions"})
+    assert responses.is_responses({}, "openai.response")
+    assert responses.is_responses(oi_span({"previous_response_id": "resp_1"}))
+    assert responses.is_responses({"input.value": json.dumps({"input": [], "model": "m"})})
+    assert not responses.is_responses(oi_span({"temperature": 0.2}))
+    toy = Convention("toy-responses", responses_call=lambda a, name: name == "toy.responses")
+    assert not responses.is_responses({}, "toy.responses")
+    with registered(toy):
+        assert responses.is_responses({}, "toy.responses")
+    assert not responses.is_responses({}, "toy.responses")

@@ -181,6 +181,9 @@ STACKS: Final = (
     ),
 )
 
+# genai-openai's marker of a Responses API call.
+API_TYPE: Final = "openai.api.type"
+
 GENAI: Final = Convention(
     "genai",
     claims=lambda attributes, span_name: True,
@@ -194,5 +197,6 @@ GENAI: Final = Convention(
     model_keys=("gen_ai.request.model",),
     response_id_keys=("gen_ai.response.id",),
     responses=RESPONSES_RECORDED,
+    responses_call=lambda attributes, span_name: attributes.get(API_TYPE) == "responses",
     incremental=MESSAGES.key,
 )

@@ -334,6 +334,16 @@ def responses_missing(request: Request) -> tuple[str, ...]:
     return (responses.CALL_ARGUMENTS,) if any("arguments" not in p for p in calls) else ()
 
 
+def responses_call(attributes: Mapping[str, object], span_name: str = "") -> bool:
+    """A Responses API call as OpenInference records it: its invocation parameters hold a key
+    no Chat Completions request has, or its ``input.value`` (the request's own arguments as
+    JSON) holds ``input``."""
+    if responses.RESPONSES_ONLY & set(responses.invocation(attributes)):
+        return True
+    raw = attributes.get("input.value")
+    return isinstance(raw, str) and '"input"' in raw and "input" in (responses.decoded(raw) or {})
+
+
 OPENINFERENCE: Final = Convention(
     "openinference",
     claims=claims,
@@ -349,4 +359,5 @@ OPENINFERENCE: Final = Convention(
     # It keeps the request's own arguments and every input item.
     responses=frozenset(responses.RESPONSES_FIELDS),
     responses_missing=responses_missing,
+    responses_call=responses_call,
 )

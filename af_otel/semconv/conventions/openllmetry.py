@@ -80,6 +80,9 @@ SDK_SCOPES: Final = frozenset(
     }
 )
 
+# It names the span of a Responses API call so (it records no API type).
+RESPONSES_SPAN: Final = "openai.response"
+
 OPENLLMETRY: Final = Convention(
     "openllmetry",
     claims=claims,
@@ -96,5 +99,6 @@ OPENLLMETRY: Final = Convention(
     # On the Responses API: its reasoning effort; replayed calls under their item id, reasoning
     # dropped.
     responses=frozenset({"reasoning_effort"}),
+    responses_call=lambda attributes, span_name: span_name == RESPONSES_SPAN,
     incremental=genai.MESSAGES.key,
 )
