@@ -95,3 +95,7 @@ def test_one_truthful_epoch_per_model_call(stack: Stack, tmp_path: Path) -> None
         # so their body waits by its trace until the span claims it (Late pairing).
         assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
         assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account
+    # Without af_otel.run: LiteLLM records no conversation and no agent span, and each
+    # `litellm.completion` is a trace of its own, so each call is a run (the trace rule).
+    assert len(set(outcome.runs)) == CALLS, account
+    assert None not in outcome.runs, account

@@ -42,3 +42,7 @@ def test_one_truthful_epoch_per_model_call(stack: Stack, tmp_path: Path) -> None
     # an event, which its window runs to (wire_source.window_of).
     assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
     assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account
+    # Without af_otel.run: the root `FunctionAgent.run` span of each of the 4 turns is of kind
+    # CHAIN, not an agent span, and no session is set, so each turn's trace is a run (the trace
+    # rule): 4 runs of 2 calls.
+    assert sorted(outcome.runs.count(run) for run in set(outcome.runs)) == [2] * 4, account
