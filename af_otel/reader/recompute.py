@@ -143,6 +143,7 @@ class _Recomputer:
         new_links: list[str] = []
         new_sizes: list[int] = []
         hash_text = self.hash
+        encode = self.context.canonical
         if before is not None:
             shared = self.context.shared_prefix(messages, before.messages)
             link, size = before.links[shared], before.sizes[shared]
@@ -151,7 +152,7 @@ class _Recomputer:
             new_links.append(link)
             new_sizes.append(0)
         for message in messages[shared:]:
-            data = canonical_json(message)
+            data = encode(message, keep=False)
             entry = hash_text(data)
             link = chain_step(link, entry, hash_text)
             size += len(data)
