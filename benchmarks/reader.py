@@ -47,7 +47,7 @@ from af_otel.model import Request
 from af_otel.reader.records import EventRecord, SpanKind, SpanRecord
 from af_otel.reader.verify import VerdictStatus, verify
 from af_otel.reader.view import served_views
-from af_otel.receipts import Receipt, ReceiptDigests, mint_receipt
+from af_otel.receipts import Receipt, ReceiptContext, ReceiptDigests, mint_receipt
 from af_otel.store import LocalStore, Store
 
 TOOLS_PER_TURN = 7
@@ -90,6 +90,12 @@ def turn_messages(turn: int) -> list[dict[str, Any]]:
     return out
 
 
+def bound_context(base_address: str) -> ReceiptContext:
+    """What an af-2 receipt of the run binds besides its request, as the spans below carry it:
+    the writer's gap kinds and the run's base."""
+    return ReceiptContext(gaps=(names.GAP_PROVIDER_DEFAULTS,), base=base_address)
+
+
 def build_run(turns: int, store: Store) -> tuple[SpanRecord, ...]:
     """The spans of a ``turns``-turn run, as the writer would export them."""
     base = {
@@ -103,8 +109,9 @@ def build_run(turns: int, store: Store) -> tuple[SpanRecord, ...]:
     base_request = Request.from_dict(base)
     base_address = store.put_json(base_request.to_dict())
     digests = ReceiptDigests()
+    context = bound_context(base_address)
     parent_receipt: Receipt | None = mint_receipt(
-        base_request, run_id=RUN_ID, epoch=0, digests=digests
+        base_request, run_id=RUN_ID, epoch=0, digests=digests, context=context
     )
     messages = list(base_request.to_dict()["messages"])
     trace_id = hashlib.sha256(RUN_ID.encode()).hexdigest()[:32]
@@ -116,7 +123,12 @@ def build_run(turns: int, store: Store) -> tuple[SpanRecord, ...]:
         params = {"temperature": 0.1, "seed": turn}
         request = Request.from_dict({**base, "messages": messages, "params": params})
         receipt = mint_receipt(
-            request, run_id=RUN_ID, epoch=turn, parent=parent_receipt or 0, digests=digests
+            request,
+            run_id=RUN_ID,
+            epoch=turn,
+            parent=parent_receipt or 0,
+            digests=digests,
+            context=context,
         )
         events = []
         for payload, key, verb in [
@@ -212,15 +224,28 @@ def naive_reader(
     without an index answers it (its path folded, and its parent's for ``kept``); otherwise the
     previous epoch's receipt is kept for the next (a naive reader walking forward)."""
     by_epoch = {int(s.attributes[names.EPOCH]): s for s in spans}  # type: ignore[arg-type]
+    context = bound_context(str(by_epoch[1].attributes[names.RUN_BASE]))
     verified = 0
     previous: Receipt | None = None
     for epoch in epochs:
         parent_epoch = epoch - 1
         if stateless or previous is None or previous.epoch != parent_epoch:
             parent_request = naive_fold(by_epoch, parent_epoch, store)
-            previous = mint_receipt(parent_request, run_id=RUN_ID, epoch=parent_epoch)
+            previous = mint_receipt(
+                parent_request, run_id=RUN_ID, epoch=parent_epoch, context=context
+            )
+        # The parent's digest its receipt binds is the one on record (as the keyed reader checks
+        # it): the parent minted here holds no digest of its own parent.
+        on_record = (
+            by_epoch[parent_epoch].attributes[names.RECEIPT_DIGEST] if parent_epoch else None
+        )
         receipt = mint_receipt(
-            naive_fold(by_epoch, epoch, store), run_id=RUN_ID, epoch=epoch, parent=previous
+            naive_fold(by_epoch, epoch, store),
+            run_id=RUN_ID,
+            epoch=epoch,
+            parent=previous,
+            context=context,
+            parent_digest=str(on_record) if on_record else None,
         )
         recorded = Receipt.from_attributes(by_epoch[epoch].attributes)
         verified += (

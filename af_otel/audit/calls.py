@@ -176,6 +176,10 @@ def _start_worker(store_url: str, key: KeyArg, source: str, lenient: bool) -> No
     _WORKER.update(store=open_store(store_url), key=key, source=source, lenient=lenient)
 
 
+def _ready() -> None:
+    """Nothing: what a worker is given first, so that it starts before the stream's first batch."""
+
+
 def _worker_batch(runs: tuple[RunRows, ...]) -> Batch:
     return _audit_batch(
         runs, _WORKER["store"], _WORKER["key"], _WORKER["source"], _WORKER["lenient"]
@@ -206,6 +210,10 @@ def audit_batches(
         initializer=_start_worker,
         initargs=(store.url, key, source, lenient),
     ) as pool:
+        # Each worker starts now (the fork server boots, imports the reader, forks), while this
+        # process sorts the run keys and reads the first runs: not after, with the stream waiting.
+        for _ in range(workers):
+            pool.submit(_ready)
         pending: deque[Future[Batch]] = deque()
         for group in batched(runs):
             pending.append(pool.submit(_worker_batch, group))

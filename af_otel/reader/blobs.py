@@ -11,6 +11,7 @@ and never as a gap; a store that fails to read (I/O, a refused path) raises its 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -22,10 +23,10 @@ from af_otel.errors import (
     StoreError,
 )
 from af_otel.reader.records import SpanRecord
-from af_otel.store import Store, validate_address
+from af_otel.store import LocalStore, Store, validate_address
 from af_otel.store.items import CHUNK_REF, ITEM_REF, chunk_addresses, is_item_ref
 
-__all__ = ["BlobDamage", "BlobKind", "Blobs", "DamagedBlob", "referenced_blobs"]
+__all__ = ["BlobDamage", "BlobKind", "Blobs", "DamagedBlob", "held_open", "referenced_blobs"]
 
 # What a blob is to the record that names it: a run's base, a commit's payload, a chunk of message
 # references, or one message of a stored list (docs/store.md).
@@ -157,6 +158,14 @@ class Blobs:
                     self.normal[id(raw)] = known
                 out.append(known[1])
         return tuple(out)
+
+
+def held_open(store: Store | None) -> AbstractContextManager[Store | None]:
+    """``store`` for one read's many blobs: a local store with the directories above its blobs
+    held open for the read (`LocalStore.reading`), any other as it is."""
+    if isinstance(store, LocalStore):
+        return store.reading()
+    return nullcontext(store)
 
 
 def referenced_blobs(spans: Iterable[SpanRecord]) -> list[str]:

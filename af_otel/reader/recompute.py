@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from af_otel import names
@@ -46,6 +46,19 @@ __all__ = [
 # Recomputed epochs kept per run and key: enough for a reader walking forward (each epoch needs
 # its parent) or fanning out, while a 1,000-epoch run does not hold every epoch's entries at once.
 STATES_KEPT: Final = 64
+# The schemes whose digest binds the span's context, and the `Receipt` fields that context is.
+_BINDS_CONTEXT: Final = frozenset({names.SCHEME_2, names.SCHEME_2_HMAC})
+_CONTEXT_FIELDS: Final = (
+    "gaps",
+    "unrecorded",
+    "source",
+    "scope_name",
+    "scope_version",
+    "parent_digest",
+    "key_id",
+    "base",
+    "held",
+)
 # One key, or a ring of them (rotation), for keyed receipts.
 KeyArg: TypeAlias = bytes | str | KeyRing | None
 
@@ -130,6 +143,7 @@ class _Recomputer:
         new_links: list[str] = []
         new_sizes: list[int] = []
         hash_text = self.hash
+        encode = self.context.canonical
         if before is not None:
             shared = self.context.shared_prefix(messages, before.messages)
             link, size = before.links[shared], before.sizes[shared]
@@ -138,7 +152,7 @@ class _Recomputer:
             new_links.append(link)
             new_sizes.append(0)
         for message in messages[shared:]:
-            data = canonical_json(message)
+            data = encode(message, keep=False)
             entry = hash_text(data)
             link = chain_step(link, entry, hash_text)
             size += len(data)
@@ -302,46 +316,38 @@ def rebuilt_receipt(
         tools=state.tool_sums[1] if view.tools else None,
     )
     scheme = _scheme(recorded, secret)
-    receipt = Receipt(
-        state="minted",
-        run_id=view.run_id or "",
+    fields: dict[str, Any] = {
+        "state": "minted",
+        "run_id": view.run_id or "",
         # The place the writer bound (its own numbers and lane), which the reader's placement
         # in the run's tree was derived from.
-        epoch=recorded.epoch if recorded is not None else view.epoch,
-        parent=recorded.parent if recorded is not None else view.parent,
-        lane=recorded.lane if recorded is not None else None,
-        scheme=scheme,
-        model=model,
-        provider=provider,
-        system_hash=state.system_sums[1],
-        system_pieces=state.system_sums[0],
-        messages_count=len(entries),
-        messages_chain=state.links[-1],
-        messages_kept=split,
-        messages_added=tuple(entries[split:]),
-        tools_names=tuple(str(tool["name"]) for tool in view.tools or ()),
-        tools_hashes=state.tool_sums[0],
-        tools_forced=forced_tool(params_value.get("tool_choice")),
-        params=params.decode("utf-8"),
-        bytes=size,
-        entries=tuple(entries) if with_entries else None,
-    )
-    if receipt.binds_context and recorded is not None:
+        "epoch": recorded.epoch if recorded is not None else view.epoch,
+        "parent": recorded.parent if recorded is not None else view.parent,
+        "lane": recorded.lane if recorded is not None else None,
+        "scheme": scheme,
+        "model": model,
+        "provider": provider,
+        "system_hash": state.system_sums[1],
+        "system_pieces": state.system_sums[0],
+        "messages_count": len(entries),
+        "messages_chain": state.links[-1],
+        "messages_kept": split,
+        "messages_added": tuple(entries[split:]),
+        "tools_names": tuple(str(tool["name"]) for tool in view.tools or ()),
+        "tools_hashes": state.tool_sums[0],
+        "tools_forced": forced_tool(params_value.get("tool_choice")),
+        "params": params.decode("utf-8"),
+        "bytes": size,
+        "entries": tuple(entries) if with_entries else None,
+    }
+    if scheme in _BINDS_CONTEXT and recorded is not None:
         # What af-2 binds besides the request is a claim of the span (checked by the digest of
         # the span's own attributes in `verify`), not something a rebuild recomputes.
-        receipt = replace(
-            receipt,
-            gaps=recorded.gaps,
-            unrecorded=recorded.unrecorded,
-            source=recorded.source,
-            scope_name=recorded.scope_name,
-            scope_version=recorded.scope_version,
-            parent_digest=recorded.parent_digest,
-            key_id=recorded.key_id,
-            base=recorded.base,
-            held=recorded.held,
-        )
-    return replace(receipt, digest=worker.hash(digest_preimage(receipt)))
+        for name in _CONTEXT_FIELDS:
+            fields[name] = getattr(recorded, name)
+    # Built once to take the digest over, then once with it (`replace` costs several builds).
+    fields["digest"] = worker.hash(digest_preimage(Receipt(**fields)))
+    return Receipt(**fields)
 
 
 def _scheme(recorded: Receipt | None, secret: bytes | None) -> str:

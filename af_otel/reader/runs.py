@@ -20,7 +20,7 @@ from typing import Any
 
 from af_otel import names
 from af_otel.model.request import REQUEST_KEYS
-from af_otel.reader.blobs import WHOLE_BASE, BlobDamage, Blobs
+from af_otel.reader.blobs import WHOLE_BASE, BlobDamage, Blobs, held_open
 from af_otel.reader.epochs import (
     BACKEND_LIMITS,
     EMPTY_STATE,
@@ -340,7 +340,8 @@ def group_runs(
         else:
             loose.append(span)
     cache = Blobs()
-    grouped = [_run_lanes(run_id, members, store, cache) for run_id, members in by_run.items()]
+    with held_open(store) as held:
+        grouped = [_run_lanes(run_id, members, held, cache) for run_id, members in by_run.items()]
     grouped.sort(
         key=lambda lanes: min(
             (e.span.start_ns for r in lanes for e in r.epochs.values()), default=0

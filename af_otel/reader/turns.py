@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from af_otel import names
-from af_otel.canonical import canonical_json
 from af_otel.errors import CanonicalJSONError
 from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.reader.gaps import Gap, gap
@@ -20,6 +19,8 @@ class _Prefixes(Protocol):
     def shared_prefix(
         self, new: Sequence[Any], old: Sequence[Any], *, extends: bool = False
     ) -> int: ...
+
+    def canonical(self, message: Any, *, keep: bool = True) -> bytes: ...
 
 
 class Turned(Protocol):
@@ -70,11 +71,12 @@ def model_turns(messages: Sequence[Mapping[str, Any]], start: int = 0) -> list[i
     return starts
 
 
-def _last(messages: Sequence[Any], end: int) -> bytes | None:
-    # By content, not by `==` on a dict hashed over its keys: one encoding of one message a view,
-    # and the counts compared only for the few calls that end alike.
+def _last(context: _Prefixes, messages: Sequence[Any], end: int) -> bytes | None:
+    # By content, not by `==` on a dict hashed over its keys: one encoding of one message a view
+    # (kept by the run for `verify`, which hashes the same message), and the counts compared only
+    # for the few calls that end alike.
     try:
-        return canonical_json(messages[end - 1])
+        return context.canonical(messages[end - 1])
     except CanonicalJSONError:
         return None
 
@@ -96,11 +98,12 @@ def unrecorded_call_gaps(views: Sequence[Turned]) -> dict[int, Gap]:
     beside: dict[int, list[Turned]] = {}
     for view in views:
         if view.messages:
-            served.setdefault(_last(view.messages, len(view.messages)), []).append(view.messages)
+            last = _last(view.context, view.messages, len(view.messages))
+            served.setdefault(last, []).append(view.messages)
             beside.setdefault(view.parent, []).append(view)
 
     def on_record(view: Turned, messages: Sequence[Any], at: int) -> bool:
-        found = _last(messages, at)
+        found = _last(view.context, messages, at)
         if found is None:  # unreadable here: cannot tell, so no gap is claimed
             return True
         count = len(_said(messages, at))

@@ -152,10 +152,17 @@ _FIELDS: Final = (
 )
 
 
-def _self_check(view: ServedView, receipt: Receipt, secret: bytes | None) -> Verdict | str | None:
+def _self_check(
+    view: ServedView, receipt: Receipt, secret: bytes | None, *, digest_recomputed: bool = False
+) -> Verdict | str | None:
     """The af-2 checks that need no rebuild (docs/receipt-spec.md §12.5): a `damaged` verdict
     when the span's receipt contradicts itself, its span or its parent epoch; else what could not
-    be checked (the parent epoch not on record), or None."""
+    be checked (the parent epoch not on record), or None.
+
+    ``digest_recomputed``: the rebuild matched every field of ``receipt``, its digest included.
+    The rebuild copies what af-2 binds besides the fingerprints from ``receipt``, so its digest was
+    taken over this receipt's own preimage, under the same salt and key: the digest check below
+    has just been made, and is not made twice."""
 
     def damaged(field: str, reason: str, recorded: Any = None, found: Any = None) -> Verdict:
         mismatch = Mismatch(field, recorded, found)
@@ -170,7 +177,7 @@ def _self_check(view: ServedView, receipt: Receipt, secret: bytes | None) -> Ver
             mismatches=(mismatch,),
         )
 
-    if receipt_digest(receipt, key=secret) != receipt.digest:
+    if not digest_recomputed and receipt_digest(receipt, key=secret) != receipt.digest:
         return damaged(
             "digest",
             "digest does not recompute from the span's own receipt attributes: one it binds "
@@ -334,7 +341,8 @@ def _judged(view: ServedView, key: KeyArg) -> Verdict:
     verdict = _compare(view, receipt, secret)
     if not receipt.binds_context or verdict.status is VerdictStatus.DAMAGED:
         return verdict  # a field that differs is named before the digest over all of them
-    broken = _self_check(view, receipt, secret)
+    # A verdict without mismatches: every field recomputed equal, the digest among them.
+    broken = _self_check(view, receipt, secret, digest_recomputed=not verdict.mismatches)
     if isinstance(broken, Verdict):
         return broken
     if broken is not None and verdict.status is VerdictStatus.VERIFIED:

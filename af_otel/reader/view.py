@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from af_otel import forksafe, names
+from af_otel.canonical import canonical_json
 from af_otel.model import FrozenDict, Request, sealed_reasoning
 from af_otel.model.gap_rules import sealed_messages
 from af_otel.model.request import REQUEST_KEYS, normalize_params
@@ -88,6 +89,19 @@ class RunContext:
             shared = ChainedTuple.common_prefix(new, old)
         self.memo[key] = (new, old, shared)
         return shared
+
+    def canonical(self, message: Any, *, keep: bool = True) -> bytes:
+        """`canonical_json` of one of this run's messages, encoded once for two readers: the
+        unrecorded-call check encodes each call's last message and keeps it (``keep``), `verify`
+        takes it when it hashes that message (``keep=False``: then the run holds it no more)."""
+        key = ("canonical", id(message))
+        found = self.memo.get(key) if keep else self.memo.pop(key, None)
+        if found is not None and found[0] is message:
+            return found[1]  # type: ignore[no-any-return]
+        data = canonical_json(message)
+        if keep:
+            self.memo[key] = (message, data)
+        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,7 +201,8 @@ def _strs(
     value = attrs.get(key, ())
     if flattened and isinstance(value, str):  # a backend that flattened a one-item array
         value = (value,)
-    if isinstance(value, str) or not isinstance(value, Sequence):
+    # Span records hold arrays as tuples: the abstract `Sequence` test is for other mappings.
+    if type(value) is not tuple and (isinstance(value, str) or not isinstance(value, Sequence)):
         raise _Reject(f"{key} is not a list of strings")
     out = tuple(value)
     for item in out:
@@ -235,7 +236,10 @@ def _context(attrs: Mapping[str, Any], scheme: str, digest: re.Pattern[str]) -> 
 
 
 def _read(attrs: Mapping[str, Any]) -> Receipt | MalformedReceipt | None:
-    if not any(isinstance(k, str) and k.startswith("af.receipt.") for k in attrs):
+    # A receipt's state is always written: the walk over every key is for what is left of one.
+    if names.RECEIPT_STATE not in attrs and not any(
+        isinstance(k, str) and k.startswith("af.receipt.") for k in attrs
+    ):
         return None
     try:
         state = attrs.get(names.RECEIPT_STATE)

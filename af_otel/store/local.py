@@ -18,7 +18,7 @@ from typing import Final
 
 from af_otel.errors import BlobNotFoundError, StoreError
 from af_otel.store.address import blob_parts
-from af_otel.store.base import blob_bytes, check_blob, decode_json, encode_json
+from af_otel.store.base import Store, blob_bytes, check_blob, decode_json, encode_json
 
 __all__ = ["LocalStore"]
 
@@ -144,26 +144,24 @@ class LocalStore:
         with self._shard(shard, create=False) as directory:
             if directory is None:
                 raise BlobNotFoundError(f"no blob {address} in {self._root}")
-            path = directory.child(name)
-            if directory.fd is None and os.path.islink(path):
-                raise _refuse_symlink(path)
-            try:
-                fd = directory.open(name, _READ_FLAGS)
-            except FileNotFoundError:
-                raise BlobNotFoundError(f"no blob {address} in {self._root}") from None
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    raise _refuse_symlink(path) from exc
-                raise StoreError(f"cannot read blob {address} at {path}: {_why(exc)}") from exc
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise StoreError(f"blob {address} at {path} is not a regular file")
-                data = _read_all(fd)
-            except OSError as exc:
-                raise StoreError(f"cannot read blob {address} at {path}: {_why(exc)}") from exc
-            finally:
-                os.close(fd)
-        return check_blob(address, data, path)
+            return _read_blob(self._root, directory, name, address)
+
+    @contextmanager
+    def reading(self) -> Iterator[Store]:
+        """This store for a pass that reads many blobs (the reader's pass over a trace): `get`
+        and `get_json` as here, with the directories above the blobs opened once for the pass
+        (the root's ``sha256`` and each shard met) instead of once a blob. Opened by descriptor
+        with O_NOFOLLOW as every read is, so the guarantees are those of `get`; a shard that is
+        not there is looked for again at the next blob. Writes go to this store as they are.
+        A subclass with reads of its own is that store itself."""
+        if type(self).get is not LocalStore.get or type(self).get_json is not LocalStore.get_json:
+            yield self
+            return
+        held = _Held(self)
+        try:
+            yield held
+        finally:
+            held.close()
 
     def has(self, address: str) -> bool:
         _, shard, name = blob_parts(address)
@@ -297,21 +295,111 @@ class LocalStore:
     @staticmethod
     def _enter(parent: _Dir, name: str) -> _Dir:
         path = parent.child(name)
-        info = parent.lstat(name)  # raises FileNotFoundError for the caller to create it
-        if stat.S_ISLNK(info.st_mode):
-            raise _refuse_symlink(path)
-        if not stat.S_ISDIR(info.st_mode):
-            raise StoreError(f"store path {path} is not a directory")
         if parent.fd is None:
+            _check_directory(parent, name, path)
             return _Dir(path, None)
         try:
+            # No lstat first: the open refuses a link or a file itself, and only then is the
+            # entry looked at, to say which (FileNotFoundError is the caller's to create it).
             fd = parent.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
         except OSError as exc:
-            # ENOTDIR / ELOOP here means the directory was swapped for a link after the lstat.
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                _check_directory(parent, name, path)
+                # A directory now: it was a link or a file at the open, swapped since.
                 raise _refuse_symlink(path) from exc
             raise
         return _Dir(path, fd)
+
+
+def _check_directory(parent: _Dir, name: str, path: str) -> None:
+    """Raise unless ``name`` in ``parent`` is a directory itself (not a link to one)."""
+    info = parent.lstat(name)  # raises FileNotFoundError for the caller to create it
+    if stat.S_ISLNK(info.st_mode):
+        raise _refuse_symlink(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"store path {path} is not a directory")
+
+
+def _read_blob(root: str, directory: _Dir, name: str, address: str) -> bytes:
+    """The checked bytes of the blob ``name`` in the shard ``directory`` of the store at ``root``."""
+    path = directory.child(name)
+    if directory.fd is None and os.path.islink(path):
+        raise _refuse_symlink(path)
+    try:
+        fd = directory.open(name, _READ_FLAGS)
+    except FileNotFoundError:
+        raise BlobNotFoundError(f"no blob {address} in {root}") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refuse_symlink(path) from exc
+        raise StoreError(f"cannot read blob {address} at {path}: {_why(exc)}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreError(f"blob {address} at {path} is not a regular file")
+        data = _read_all(fd)
+    except OSError as exc:
+        raise StoreError(f"cannot read blob {address} at {path}: {_why(exc)}") from exc
+    finally:
+        os.close(fd)
+    return check_blob(address, data, path)
+
+
+class _Held:
+    """A `LocalStore` with its ``sha256`` directory and the shards met held open (`reading`).
+    Where the platform has no directory descriptors, or the store has no ``sha256`` directory
+    yet, each read is the store's own."""
+
+    __slots__ = ("_blobs", "_shards", "_store")
+
+    def __init__(self, store: LocalStore) -> None:
+        self._store = store
+        self._shards: dict[str, _Dir] = {}
+        self._blobs: _Dir | None = None
+        try:
+            root = store._open_root() if _USE_DIR_FD else None
+            if root is not None:
+                try:
+                    self._blobs = store._open_child(root, "sha256", create=False)
+                finally:
+                    root.close()
+        except StoreError:
+            # Said by the first read that needs a blob, as without the pass, or never.
+            self._blobs = None
+
+    @property
+    def url(self) -> str:
+        return self._store.url
+
+    def put(self, data: bytes) -> str:
+        return self._store.put(data)
+
+    def put_json(self, value: object) -> str:
+        return self._store.put_json(value)
+
+    def has(self, address: str) -> bool:
+        return self._store.has(address)
+
+    def get(self, address: str) -> bytes:
+        if self._blobs is None:
+            return self._store.get(address)
+        _, shard, name = blob_parts(address)
+        directory = self._shards.get(shard)
+        if directory is None:
+            directory = self._store._open_child(self._blobs, shard, create=False)
+            if directory is None:
+                raise BlobNotFoundError(f"no blob {address} in {self._store._root}")
+            self._shards[shard] = directory
+        return _read_blob(self._store._root, directory, name, address)
+
+    def get_json(self, address: str) -> object:
+        return decode_json(address, self.get(address), self._store._path_of(address))
+
+    def close(self) -> None:
+        for directory in (*self._shards.values(), self._blobs):
+            if directory is not None:
+                directory.close()
+        self._shards.clear()
+        self._blobs = None
 
 
 def _read_all(fd: int) -> bytes:

@@ -484,3 +484,102 @@ class TestDedup:
         on_disk = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
         assert on_disk == unique_bytes
         assert put_bytes > 20 * on_disk
+
+
+class TestReading:
+    """`LocalStore.reading`: one pass over many blobs, with the directories above them held open,
+    reads as `get` does, error for error."""
+
+    def test_reads_as_get_does(self, store: LocalStore, root: Path) -> None:
+        """Every blob, a JSON value, a missing blob and a damaged one read as `get` reads them."""
+        addresses = [store.put(bytes([i]) * (i + 1)) for i in range(40)]
+        value = store.put_json({"a": [1, 2]})
+        damaged = store.put(b"to be edited")
+        blob_path(root, damaged).chmod(0o644)
+        blob_path(root, damaged).write_bytes(b"edited")
+        missing = address_of(b"never stored")
+        with store.reading() as held:
+            assert [held.get(a) for a in addresses] == [store.get(a) for a in addresses]
+            assert [held.get(a) for a in addresses] == [store.get(a) for a in addresses]
+            assert held.get_json(value) == {"a": [1, 2]}
+            for address, error in ((missing, BlobNotFoundError), (damaged, BlobDamagedError)):
+                with pytest.raises(error) as direct:
+                    store.get(address)
+                with pytest.raises(error) as passed:
+                    held.get(address)
+                assert str(passed.value) == str(direct.value)
+            assert held.url == store.url
+
+    def test_a_shard_made_during_the_pass_is_found(self, store: LocalStore) -> None:
+        """A shard absent at one read is looked for again at the next: a put during the pass
+        is read."""
+        store.put(b"make root")
+        with store.reading() as held:
+            late = address_of(b"late")
+            with pytest.raises(BlobNotFoundError):
+                held.get(late)
+            assert held.put(b"late") == late
+            assert held.get(late) == b"late"
+
+    def test_a_root_made_during_the_pass_is_read(self, store: LocalStore, root: Path) -> None:
+        """Begun before the store has a root, the pass reads what is put after, as `get` does."""
+        with store.reading() as held:
+            address = address_of(b"first")
+            with pytest.raises(BlobNotFoundError):
+                held.get(address)
+            store.put(b"first")
+            assert held.get(address) == b"first"
+        assert root.is_dir()
+
+    def test_a_shard_linked_outside_is_refused(
+        self, store: LocalStore, root: Path, tmp_path: Path
+    ) -> None:
+        """A shard directory linked outside the root is refused inside the pass too."""
+        outside = tmp_path / "outside"
+        address = address_of(b"planted")
+        outside.mkdir()
+        (outside / address.removeprefix("sha256:")[2:]).write_bytes(b"planted")
+        store.put(b"make root")
+        (root / "sha256" / address.removeprefix("sha256:")[:2]).symlink_to(outside)
+        with store.reading() as held, pytest.raises(StoreError, match="symbolic link"):
+            held.get(address)
+
+    def test_the_blob_directory_linked_outside_is_refused_at_the_read(
+        self, store: LocalStore, root: Path, tmp_path: Path
+    ) -> None:
+        """The sha256/ directory linked elsewhere: the pass begins, and its first read is refused
+        as `get` is (no read, no error)."""
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        root.mkdir()
+        (root / "sha256").symlink_to(outside)
+        with store.reading() as held, pytest.raises(StoreError, match="symbolic link"):
+            held.get(address_of(b"x"))
+
+    def test_descriptors_are_closed_after_the_pass(self, store: LocalStore) -> None:
+        """The pass holds directories only while it lasts."""
+        addresses = [store.put(bytes([i])) for i in range(64)]
+        fds = Path("/proc/self/fd")
+        if not fds.is_dir():
+            pytest.skip("no /proc/self/fd to count open descriptors on this platform")
+        before = len(list(fds.iterdir()))
+        with store.reading() as held:
+            for address in addresses:
+                held.get(address)
+        assert len(list(fds.iterdir())) == before
+
+    def test_a_subclass_with_its_own_reads_is_itself(self, root: Path) -> None:
+        """A store that reads its own way (a test's watching store) is not read around."""
+        seen: list[str] = []
+
+        class Watching(LocalStore):
+            def get(self, address: str) -> bytes:
+                seen.append(address)
+                return super().get(address)
+
+        store = Watching(root)
+        address = store.put(b"watched")
+        with store.reading() as held:
+            assert held is store
+            assert held.get(address) == b"watched"
+        assert seen == [address]

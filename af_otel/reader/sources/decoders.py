@@ -383,7 +383,10 @@ def _quick_attributes(items: list[object]) -> dict[str, AttrValue] | None:
         if type(kv) is not dict:
             return None
         key = kv.get("key")
-        decoded = _quick_value(kv.get("value"))
+        value = kv.get("value")
+        # Most values are strings: `_quick_value`'s first test, made here without the call.
+        text = value.get("stringValue") if type(value) is dict else None
+        decoded = text if type(text) is str else _quick_value(value)
         if type(key) is not str or decoded is _SLOW:
             return None
         out[key] = decoded  # type: ignore[assignment]

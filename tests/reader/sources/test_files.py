@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import tracemalloc
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from af_otel.errors import SourceError, UnknownFormatError
-from af_otel.reader.sources import SourceFormat, read_spans
+from af_otel.reader.sources import SourceFormat, files, read_spans
 from af_otel.reader.sources.stream import MAX_MESSAGES
 
 from .helpers import FIXTURES, by_id
@@ -220,3 +224,18 @@ def test_memory_stays_bounded_on_a_big_file(tmp_path: Path) -> None:
     assert peak < 2 * 2**20, (
         f"peak {peak / 2**20:.1f} MiB while streaming a {size / 2**20:.0f} MiB file"
     )
+
+
+@given(
+    data=st.lists(
+        st.sampled_from([b"\n", b"\r\n", b" ", b"{}", b'{"a": 1}', b"x" * 7, b"\xef\xbb\xbf"]),
+        max_size=40,
+    ).map(b"".join),
+    chunk=st.integers(min_value=1, max_value=9),
+)
+def test_lines_are_split_as_a_file_iterates_them(data: bytes, chunk: int) -> None:
+    """Read a few bytes at a time, the lines (views inside a read, joined across reads) are the
+    lines a file's own iterator gives, newlines kept, the last one without if the file ends so."""
+    with mock.patch.object(files, "_CHUNK", chunk):
+        split = [bytes(line) for line in files._raw_lines(io.BytesIO(data))]
+    assert split == list(io.BytesIO(data))
