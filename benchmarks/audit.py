@@ -74,6 +74,10 @@ def record(folder: Path, calls: int) -> tuple[Path, Path]:
     try:
         for index in range(calls // TURNS):
             agent(rec, f"bench-run-{index}", TURNS)
+            # Drain the batch processor's queue after each run: recording runs back to back
+            # fills it faster than its worker exports, and the SDK then drops spans ("Queue
+            # full, dropping Span"), which left a cached day whose calls read reconstructed.
+            rec.provider.force_flush()
     finally:
         rec.close()
     return traces, folder / "store"
