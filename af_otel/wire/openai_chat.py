@@ -135,20 +135,11 @@ def rest(body: Mapping[str, Any]) -> tuple[WireRead, bool]:
 
 # -- the writer: the inverse of the reader (docs/receipt-spec.md §14) ----------------------------
 
-# params key -> body key: one spelling each (``max_tokens`` for ``max_completion_tokens`` too).
+# params key -> body key: PARAMS turned round, the first body key of each setting its one spelling
+# (``max_tokens`` for ``max_completion_tokens`` too, ``tool_choice`` for ``function_call``).
 WRITTEN: Final = {
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "seed": "seed",
-    "frequency_penalty": "frequency_penalty",
-    "presence_penalty": "presence_penalty",
-    "max_tokens": "max_tokens",
-    "stop_sequences": "stop",
-    "choice_count": "n",
-    "tool_choice": "tool_choice",
-    "parallel_tool_calls": "parallel_tool_calls",
-    "response_format": "response_format",
-    "reasoning_effort": "reasoning_effort",
+    param: next(body for body, named in PARAMS.items() if named == param)
+    for param in dict.fromkeys(PARAMS.values())
 }
 _MESSAGE_PARTS: Final = frozenset({"refusal", "audio"})  # parts that are a message's own keys
 
