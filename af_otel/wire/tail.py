@@ -120,9 +120,14 @@ def _by_path(endpoint: str, body: bytes, path: bytes) -> Sent | None:
         return None
     try:
         request = Request.from_dict(found.request)
+        parsed = orjson.loads(body)
     except Exception:  # a body the normalizer refuses is not read from the wire
         return None
-    return Sent(request, found.unread, found.held, sealed_messages(request.messages))
+    writer = BY_NAME[endpoint].writer
+    items = parsed.get(writer.items_key) if writer is not None else None
+    where = path.split(b"?", 1)[0].decode("latin-1")  # the query may hold a key: left out
+    spelled = _spelled(endpoint, request, parsed, items if isinstance(items, list) else (), where)
+    return Sent(request, found.unread, found.held, sealed_messages(request.messages), None, spelled)
 
 
 def _extends(layout: Layout, body: bytes) -> bool:
@@ -282,7 +287,7 @@ def _tail(reader: Reader, layout: Layout, body: bytes) -> Layout | None:
 
 
 def _spelled(
-    endpoint: str, request: Request, body: Mapping[str, Any], items: Any
+    endpoint: str, request: Request, body: Mapping[str, Any], items: Any, path: str = ""
 ) -> Spelling | None:
     """A body read whole: its spelling, every element its own (`af_otel.wire.spelling`)."""
     found = BY_NAME.get(endpoint)
@@ -293,7 +298,7 @@ def _spelled(
         rest = rest_blob(writer, request, body)
     except Exception:  # a request the writer has no spelling for
         return None
-    return spell(endpoint, writer, request, rest, list(items))
+    return spell(endpoint, writer, request, rest, list(items), path=path)
 
 
 def _spelled_tail(
