@@ -72,6 +72,7 @@ class Epoch:
     handoff_from: str | None = None
     tools_run: tuple[str | None, ...] = ()
     replay: str = ""  # `replay` held to the logged body and path (`replayed`)
+    unspelled: str = ""  # `replay` with no store: the body in the writer's one spelling
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ def unnamed(
     )
 
 
-def replayed(view: Any, request: Logged, store: Path) -> str:
+def replayed(view: Any, request: Logged, store: Path | None) -> str:
     """`replay` held to the logged body (as RFC 8785 JSON, nothing left out) and its path:
     ``equal`` when both are the ones sent, else what it says (refused, not exact, or how it
     differs)."""
@@ -237,6 +238,7 @@ def run_stack(stack: Stack, tmp: Path) -> Outcome:
                 view.trace_id,
                 *_place(view.agent),
                 replayed(view, request, tmp / "store"),
+                replayed(view, request, None),
             )
         )
     span_names = tuple(span.name for span in spans)

@@ -67,6 +67,9 @@ def test_every_call_is_verified_from_the_wire(
         assert names.GAP_CACHE_TRANSFORM not in {k for k, _ in epoch.gaps}, account
     # each body rebuilt from the record (`served --request`) is the one sent, and its path
     assert [e.replay for e in outcome.epochs] == ["equal"] * CALLS, account
+    for e in outcome.epochs:  # without the spelling: one spelling, the operation guessed, named
+        assert e.unspelled.startswith("not exact: "), (e.epoch, e.unspelled)
+        assert "the operation is not on record" in e.unspelled, (e.epoch, e.unspelled)
     assert not outcome.false_defaults, account
 
 
