@@ -4,21 +4,29 @@ from the wire is rebuilt from its request and its spelling exactly, as RFC 8785 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import httpx2
 import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+import af_otel
 from af_otel import wire
 from af_otel.canonical import canonical_json
+from af_otel.cli import main
 from af_otel.model import Request
 from af_otel.reader import replay
-from af_otel.wire import endpoints
+from af_otel.wire import endpoints, uninstall
 from af_otel.wire.endpoints import BY_NAME
 from af_otel.wire.spelling import plain
 from af_otel.wire.tail import read_sent
+from tests.builders import start_attributes
 from tests.stacks.test_gb_wire import (
     CONVERSE_BODY,
     CONVERSE_PATH,
@@ -101,7 +109,9 @@ def test_a_written_body_reads_back_to_its_request(endpoint: str, request_: Any) 
 
 
 _TEXT = st.text(min_size=1, max_size=6)
-_ARGS = st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3), max_size=2)
+_ARGS = st.dictionaries(
+    st.text(max_size=3), st.integers(-(2**40), 2**40) | st.text(max_size=3), max_size=2
+)
 _PART = st.one_of(
     st.builds(lambda t: {"type": "text", "content": t}, _TEXT),
     st.builds(lambda t, s: {"type": "reasoning", "content": t, "signature": s}, _TEXT, _TEXT),
@@ -172,3 +182,52 @@ def test_a_setting_no_key_spells_is_refused() -> None:
     assert writer is not None
     with pytest.raises(Exception, match="no key for"):
         writer.body({**CONVERSE_REQUEST, "params": {"seed": 3}})
+
+
+def test_served_request_names_the_path_beside_the_body(tmp_path: Path, capsys: Any) -> None:
+    """A Gemini call and a Bedrock Converse call sent through httpx2 under GenAI spans, minted from
+    the wire: ``served --request`` prints each body as sent and names on standard error the path
+    it goes to, the query (which may hold a key) left out but the stream's ``alt=sse`` kept."""
+    provider = TracerProvider()
+    processor = af_otel.ReceiptSpanProcessor(
+        SimpleSpanProcessor(FileSpanExporter(tmp_path / "trace.jsonl")),
+        store=tmp_path / "store",
+        wire=True,
+    )
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("app")
+    http = httpx2.Client(transport=httpx2.MockTransport(lambda _: httpx2.Response(200, json={})))
+    gemini_path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=sk-secret"
+    calls = [
+        ("gemini-2.5-flash", "gcp.gemini", gemini_path, SNAKE_BODY),
+        (CONVERSE_REQUEST["model"], "aws.bedrock", CONVERSE_PATH.decode(), CONVERSE_BODY),
+    ]
+    try:
+        for model, name, path, body in calls:
+            with tracer.start_as_current_span("chat", attributes=start_attributes(model, name)):
+                http.post(f"http://127.0.0.1{path}", content=orjson.dumps(body))
+    finally:
+        provider.shutdown()
+        uninstall()
+    code = main(
+        ["served", str(tmp_path / "trace.jsonl"), "--store", str(tmp_path / "store"), "--request"]
+    )
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    printed = [canonical_json(orjson.loads(line)) for line in out.out.splitlines()]
+    assert printed == [canonical_json(body) for *_, body in calls]
+    assert out.err.splitlines() == [
+        "af-otel served --request: span " + f"{view.span_id}: POST {where} ({endpoint})"
+        for view, where, endpoint in zip(
+            af_otel.served_views(
+                list(af_otel.read_spans(tmp_path / "trace.jsonl")), store=tmp_path / "store"
+            ),
+            [
+                "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+                CONVERSE_PATH.decode(),
+            ],
+            [endpoints.GEMINI_STREAM, endpoints.BEDROCK_CONVERSE],
+            strict=True,
+        )
+    ]
+    assert "sk-secret" not in out.err
