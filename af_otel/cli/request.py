@@ -1,7 +1,9 @@
 """``af-otel served --request``: each call's provider-native request body, rebuilt from the record
 (`af_otel.reader.replay`), one JSON object a line; a body not spelled as sent (no spelling on
 record) is named on standard error with what it leaves out; a call the record cannot rebuild is
-named there with the gap that says why, and the command then exits 2."""
+named there with the gap that says why, and the command then exits 2. For an endpoint whose path
+names the model (Gemini, Bedrock) the body alone does not say where it goes: its path is named on
+standard error too."""
 
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ def print_requests(
             refused += 1
             print(f"af-otel served --request: {exc}", file=err)
             continue
+        if found.path:
+            where = f"span {view.span_id}: POST {found.path} ({found.endpoint})"
+            print(f"af-otel served --request: {where}", file=err)
         if not found.exact:
             print(f"af-otel served --request: span {view.span_id}: {found.notice}", file=err)
         out.write(orjson.dumps(found.body).decode() + "\n")

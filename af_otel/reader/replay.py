@@ -2,7 +2,9 @@
 send exactly that call again (``af-otel served --request``, `replay`, `replay_request`).
 
 Each endpoint's `Writer` (af_otel/wire/, the inverse of its reader) writes the view's request:
-OpenAI Chat Completions, OpenAI Responses and Anthropic Messages. A body is rebuilt only from a
+OpenAI Chat Completions, OpenAI Responses, Anthropic Messages, Gemini ``generateContent`` and
+Bedrock ``Converse`` / ``InvokeModel``; for the last two, whose path names the model, the path the
+body goes to is `Replayed.path`. A body is rebuilt only from a
 view `verify` calls ``verified`` with no partial gap and no server-held history; otherwise the
 rebuild is refused with `ReplayRefusedError` naming the gap (or the reason). The body must read
 back, through the endpoint's own reader, to the very request the receipt proves.
@@ -31,9 +33,9 @@ from af_otel.reader.verify import VerdictStatus, verify
 from af_otel.reader.view import ServedView
 from af_otel.store.base import Store
 from af_otel.store.url import open_store
-from af_otel.wire import openai_responses
+from af_otel.wire import bedrock, gemini, openai_responses
 from af_otel.wire.endpoint import Endpoint, Unwritable
-from af_otel.wire.endpoints import BY_NAME, ENDPOINTS
+from af_otel.wire.endpoints import BEDROCK_CONVERSE, BY_NAME, ENDPOINTS, GEMINI_GENERATE
 from af_otel.wire.read import read_body
 from af_otel.wire.spelling import FORMAT, plain
 
@@ -47,17 +49,26 @@ NOT_SPELLED: Final = (
     "spelling (tool-call argument spacing, a string for a one-text content) are not on record"
 )
 _RESPONSES_ONLY: Final = frozenset({"reasoning_summary", "truncation", "store"})
+# Endpoints whose path names the model: a call with no spelling (which names the endpoint) does
+# not say which operation it was; it is written for the one that is not streamed.
+_UNSTREAMED: Final = {
+    gemini.PROVIDER: GEMINI_GENERATE,
+    gemini.VERTEX: GEMINI_GENERATE,
+    bedrock.PROVIDER: BEDROCK_CONVERSE,
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Replayed:
     """A rebuilt body: the endpoint it goes to, whether it is spelled as sent (``exact``), and
-    otherwise the notice that names what it leaves out."""
+    otherwise the notice that names what it leaves out; ``path``: for an endpoint whose path
+    names the model (Gemini, Bedrock), the request path the body goes to ("" for the others)."""
 
     body: dict[str, Any]
     endpoint: str
     exact: bool
     notice: str = ""
+    path: str = ""
 
 
 StoreLike = Store | str | os.PathLike[str] | None
@@ -85,14 +96,31 @@ def replay(view: ServedView, key: Any = None, store: StoreLike = None) -> Replay
         body = writer.body(request) if spelling is None else _spelled(endpoint, request, *spelling)
     except Unwritable as exc:
         raise ReplayRefusedError(f"{where}: cannot rebuild the request body ({exc})") from None
-    _reads_back(endpoint, body, request, where)
+    path = _path(endpoint, request, spelling)
+    _reads_back(endpoint, body, request, path, where)
     if spelling is not None:
-        return Replayed(body, endpoint.name, True)
+        return Replayed(body, endpoint.name, True, path=path)
     if view.spelling:
         notice = f"the spelling {view.spelling} is not in the store; {NOT_SPELLED}"
     else:
         notice = f"rebuilt from the {view.source} record in one spelling; {NOT_SPELLED}"
-    return Replayed(body, endpoint.name, False, notice)
+    if endpoint.path_model:
+        notice += f"; the operation is not on record: written for {endpoint.name} ({path})"
+    return Replayed(body, endpoint.name, False, notice, path)
+
+
+def _path(endpoint: Endpoint, request: Mapping[str, Any], spelling: Any) -> str:
+    """The request path of an endpoint whose path names the model: the writer's, its part before
+    the query as the spelling holds it when it does ("" for an endpoint of a body-named model)."""
+    writer = endpoint.writer
+    if writer is None or writer.path is None:
+        return ""
+    written = writer.path(request)
+    sent = spelling[0].get("path") if spelling is not None else None
+    if not isinstance(sent, str) or not sent:
+        return written
+    _, mark, query = written.partition("?")
+    return sent + mark + query
 
 
 def _proven(view: ServedView, key: Any, where: str) -> None:
@@ -121,6 +149,8 @@ def _endpoint(view: ServedView, spelling: Any, where: str) -> Endpoint:
         "respon" in view.name.lower() or _RESPONSES_ONLY & set(view.params or {})
     ):
         return openai_responses.ENDPOINT
+    if view.provider in _UNSTREAMED:
+        return BY_NAME[_UNSTREAMED[view.provider]]
     for endpoint in ENDPOINTS:
         if endpoint.provider == view.provider and endpoint.writer is not None:
             return endpoint
@@ -134,6 +164,7 @@ def _request(view: ServedView) -> dict[str, Any]:
         "tools": plain(view.tools or ()),
         "params": plain(view.params or {}),
         "model": view.model,
+        "provider": view.provider,
     }
 
 
@@ -195,11 +226,12 @@ def _spelled(
 
 
 def _reads_back(
-    endpoint: Endpoint, body: Mapping[str, Any], request: Mapping[str, Any], where: str
+    endpoint: Endpoint, body: Mapping[str, Any], request: Mapping[str, Any], path: str, where: str
 ) -> None:
-    """Refuse a body that the endpoint's reader does not read as the proven request."""
+    """Refuse a body that the endpoint's reader (handed ``path``) does not read as the proven
+    request."""
     try:
-        found = read_body(endpoint.name, orjson.dumps(body))
+        found = read_body(endpoint.name, orjson.dumps(body), path.encode())
         back = Request.from_dict(found.request) if found is not None else None
         proven = Request.from_dict({**request, "provider": endpoint.provider})
     except Exception as exc:  # any failure to read back is a refusal

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from af_otel.wire import anthropic_messages
-from af_otel.wire.endpoint import Endpoint
+from af_otel.wire.endpoint import Endpoint, Unwritable, Writer
 from af_otel.wire.shapes import WireRead, unread
 
 PROVIDER: Final = "aws.bedrock"
@@ -169,19 +169,114 @@ def read_invoke_path(body: Mapping[str, Any], path: bytes) -> WireRead | None:
     return None if model is None else read_invoke(body, model)
 
 
+# -- the writers: the inverses of the readers (docs/receipt-spec.md §14) --------------------------
+
+ITEMS: Final = "messages"
+ANTHROPIC_VERSION: Final = "bedrock-2023-05-31"  # the version Bedrock's Messages bodies name
+_WRITE_INFERENCE: Final = {target: key for key, target in INFERENCE.items()}
+_WRITE_ADDITIONAL: Final = {"top_k": "top_k", "thinking": "thinking"}
+
+
+def _write_block(part: Mapping[str, Any]) -> dict[str, Any]:
+    kind = part.get("type")
+    if kind == "text":
+        return {"text": part.get("content", ""), **_beyond(part, {"type", "content"})}
+    if kind == "tool_call":
+        use = {
+            "toolUseId": part.get("id"),
+            "name": part.get("name"),
+            "input": part.get("arguments"),
+        }
+        return {"toolUse": use | _beyond(part, {"type", "id", "name", "arguments"})}
+    if kind == "tool_call_response":
+        result = {"toolUseId": part.get("id"), "content": part.get("response")}
+        if part.get("is_error"):
+            result["status"] = "error"
+        return {"toolResult": result | _beyond(part, {"type", "id", "response", "is_error"})}
+    if kind == "reasoning":
+        text = {"text": part.get("content", ""), **_beyond(part, {"type", "content"})}
+        return {"reasoningContent": {"reasoningText": text}}
+    return _beyond(part, {"type"})  # a block kept as sent: its key is its type
+
+
+def write_elements(message: Mapping[str, Any]) -> list[Any]:
+    """One normalized message as the one Converse message it reads from."""
+    return [{"role": message["role"], "content": [_write_block(p) for p in message["parts"]]}]
+
+
+def _write_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    if tool.get("type", "function") != "function":
+        return _beyond(tool, {"type"})
+    spec = _beyond(tool, {"type", "parameters"})
+    if "parameters" in tool:
+        spec["inputSchema"] = {"json": tool["parameters"]}
+    return {"toolSpec": spec}
+
+
+def write_converse(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Every member of a Converse body but ``messages`` (the model is the path's)."""
+    params = dict(request.get("params") or {})
+    body: dict[str, Any] = {}
+    if request.get("system"):
+        body["system"] = [_write_block(p) for p in request["system"]]
+    config: dict[str, Any] = {}
+    if request.get("tools"):
+        config["tools"] = [_write_tool(t) for t in request["tools"]]
+    if "tool_choice" in params:
+        config["toolChoice"] = params.pop("tool_choice")
+    left = set(params) - set(_WRITE_INFERENCE) - set(_WRITE_ADDITIONAL)
+    if left:
+        raise Unwritable(f"settings a Converse request has no key for: {sorted(left)}")
+    inference = {_WRITE_INFERENCE[k]: v for k, v in params.items() if k in _WRITE_INFERENCE}
+    extra = {_WRITE_ADDITIONAL[k]: v for k, v in params.items() if k in _WRITE_ADDITIONAL}
+    for key, value in (
+        ("inferenceConfig", inference),
+        ("toolConfig", config),
+        ("additionalModelRequestFields", extra),
+    ):
+        if value:
+            body[key] = value
+    return body
+
+
+def write_invoke(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Every member of an InvokeModel Anthropic body but ``messages``: the Messages writer's, the
+    model left to the path, the Bedrock ``anthropic_version`` named."""
+    body = anthropic_messages.write_rest(request)
+    body.pop("model", None)
+    return {"anthropic_version": ANTHROPIC_VERSION, **body}
+
+
+def _path(operation: str) -> Any:
+    def write_path(request: Mapping[str, Any]) -> str:
+        """The path the body goes to: the model id quoted as the AWS clients quote it."""
+        return f"/model/{quote(str(request.get('model')), safe='')}/{operation}"
+
+    return write_path
+
+
 HOSTS: Final = {
     PROVIDER: re.compile(r"bedrock-runtime(?:-fips)?\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?"),
 }
 
 
-def _endpoint(name: str, ending: bytes, read: Any) -> Endpoint:
+def _endpoint(name: str, ending: bytes, read: Any, rest: Any) -> Endpoint:
     # ``/model/{modelId}/<operation>``: an ending alone (``/invoke``) is too common a path.
-    return Endpoint(name, (ending,), PROVIDER, read_path=read, within=b"/model/", hosts=HOSTS)
+    elements = write_elements if rest is write_converse else anthropic_messages.write_elements
+    writer = Writer(ITEMS, elements, rest, path=_path(ending.decode()[1:]))
+    return Endpoint(
+        name, (ending,), PROVIDER, read_path=read, writer=writer, within=b"/model/", hosts=HOSTS
+    )
 
 
 ENDPOINTS: Final = (
-    _endpoint("bedrock.converse_stream", b"/converse-stream", read_converse_path),
-    _endpoint("bedrock.converse", b"/converse", read_converse_path),
-    _endpoint("bedrock.invoke_model_stream", b"/invoke-with-response-stream", read_invoke_path),
-    _endpoint("bedrock.invoke_model", b"/invoke", read_invoke_path),
+    _endpoint("bedrock.converse_stream", b"/converse-stream", read_converse_path, write_converse),
+    _endpoint("bedrock.converse", b"/converse", read_converse_path, write_converse),
+    _endpoint(
+        "bedrock.invoke_model_stream",
+        b"/invoke-with-response-stream",
+        read_invoke_path,
+        write_invoke,
+    ),
+    _endpoint("bedrock.invoke_model", b"/invoke", read_invoke_path, write_invoke),
 )

@@ -51,12 +51,14 @@ class Writer:
     `rest` writes every member but the growing array, `lead` the elements the array starts with
     that come from the request's ``system`` (Chat Completions' system messages), `elements` one
     message as the elements of the array it reads from (one, for a message read from the wire);
-    each raises `Unwritable` for what it cannot spell."""
+    each raises `Unwritable` for what it cannot spell. ``path``: for an endpoint whose path names
+    the model (the body does not), the request path the body goes to, from the request."""
 
     items_key: str
     elements: Callable[[Mapping[str, Any]], list[Any]]
     rest: Callable[[Mapping[str, Any]], dict[str, Any]]
     lead: Callable[[Mapping[str, Any]], list[Any]] = _no_lead
+    path: Callable[[Mapping[str, Any]], str] | None = None
 
     def body(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """The whole body: its rest, with the array (the lead, then every message's elements)."""

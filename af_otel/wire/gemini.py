@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import unquote
 
-from af_otel.wire.endpoint import Endpoint
+from af_otel.wire.endpoint import Endpoint, Unwritable, Writer
 from af_otel.wire.shapes import WireRead, unread
 
 PROVIDER: Final = "gcp.gemini"
@@ -231,6 +231,100 @@ def read_path(body: Mapping[str, Any], path: bytes) -> WireRead | None:
     )
 
 
+# -- the writer: the inverse of the reader (docs/receipt-spec.md §14) ----------------------------
+
+ITEMS: Final = "contents"
+_WRITE_PARAMS: Final = {target: key for key, target in PARAMS.items()}
+_INNER: Final = {"tool_call": "functionCall", "tool_call_response": "functionResponse"}
+# The part's key of the inner object's value, and the inner object's own key for it.
+_INNER_VALUE: Final = {"tool_call": ("arguments", "args"), "tool_call_response": ("response",) * 2}
+_FILES: Final = {"blob": ("inlineData", "data", "content"), "uri": ("fileData", "fileUri", "uri")}
+
+
+def _write_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    kind = part.get("type")
+    out: dict[str, Any] = {}
+    known = {"type", "content", "signature"}
+    if kind in ("text", "reasoning"):
+        out = {"text": part.get("content", "")} | ({"thought": True} if kind == "reasoning" else {})
+        out |= {k: v for k, v in part.items() if k not in known}
+    elif kind in _INNER:
+        inner = {"id": part["id"]} if part.get("id") is not None else {}
+        source, target = _INNER_VALUE[kind]
+        inner |= {"name": part.get("name"), target: part.get(source)}
+        skip = {"type", "id", "name", source, "signature"}
+        inner |= {k: v for k, v in part.items() if k not in skip}
+        out = {_INNER[kind]: inner}
+    elif kind in _FILES:
+        key, value, source = _FILES[kind]
+        skip = {"type", "mime_type", "modality", source, "signature"}
+        inner = {"mimeType": part.get("mime_type"), value: part.get(source)}
+        out = {key: inner | {k: v for k, v in part.items() if k not in skip}}
+    else:  # a part kept as sent (executableCode, ...): its own key is its type
+        out = {k: v for k, v in part.items() if k not in {"type", "signature"}}
+    if "signature" in part:
+        out["thoughtSignature"] = part["signature"]
+    return out
+
+
+def write_elements(message: Mapping[str, Any]) -> list[Any]:
+    """One normalized message as the one content of ``contents`` it reads from."""
+    role = "model" if message["role"] == "assistant" else message["role"]
+    return [{"role": role, "parts": [_write_part(p) for p in message.get("parts", ())]}]
+
+
+def _write_tools(tools: Any) -> list[dict[str, Any]]:
+    """Function tools as one ``functionDeclarations`` entry each run of them, other tools as
+    the entry of their own kind."""
+    out: list[dict[str, Any]] = []
+    for tool in tools or ():
+        kind = tool.get("type", "function")
+        if kind == "function":
+            declaration = {k: v for k, v in tool.items() if k != "type"}
+            if out and "functionDeclarations" in out[-1]:
+                out[-1]["functionDeclarations"].append(declaration)
+            else:
+                out.append({"functionDeclarations": [declaration]})
+            continue
+        inner = {k: v for k, v in tool.items() if k not in {"type", "name"}}
+        out.append({kind: inner["value"] if set(inner) == {"value"} else inner})
+    return out
+
+
+def write_rest(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Every member of the body but ``contents`` (the model is the path's, `write_path`)."""
+    params = dict(request.get("params") or {})
+    body: dict[str, Any] = {}
+    if request.get("system"):
+        body["systemInstruction"] = {"parts": [_write_part(p) for p in request["system"]]}
+    if request.get("tools"):
+        body["tools"] = _write_tools(request["tools"])
+    if "tool_choice" in params:
+        body["toolConfig"] = {"functionCallingConfig": params.pop("tool_choice")}
+    config = dict(params.pop("response_format", None) or {})
+    if set(params) - set(_WRITE_PARAMS):
+        raise Unwritable(
+            f"settings a Gemini request has no key for: {sorted(set(params) - set(_WRITE_PARAMS))}"
+        )
+    config = {_WRITE_PARAMS[k]: v for k, v in params.items()} | config
+    if config:
+        body["generationConfig"] = config
+    return body
+
+
+def _writer(operation: str) -> Writer:
+    def write_path(request: Mapping[str, Any]) -> str:
+        """The path the body goes to: the Gemini API's, or Vertex AI's with its project and
+        location left as ``{project}`` and ``{location}`` (the record holds neither)."""
+        model = request.get("model")
+        if request.get("provider") == VERTEX:
+            where = "/v1beta1/projects/{project}/locations/{location}/publishers/google"
+            return f"{where}/models/{model}:{operation}"
+        return f"/v1beta/models/{model}:{operation}"
+
+    return Writer(ITEMS, write_elements, write_rest, path=write_path)
+
+
 # The providers' own hosts: the Gemini API's one name, Vertex AI's regional ones.
 HOSTS: Final = {
     PROVIDER: re.compile(r"generativelanguage\.googleapis\.com"),
@@ -242,6 +336,7 @@ ENDPOINTS: Final = (
         (b":streamGenerateContent",),
         PROVIDER,
         read_path=read_path,
+        writer=_writer("streamGenerateContent?alt=sse"),
         hosts=HOSTS,
     ),
     Endpoint(
@@ -249,6 +344,7 @@ ENDPOINTS: Final = (
         (b":generateContent",),
         PROVIDER,
         read_path=read_path,
+        writer=_writer("generateContent"),
         hosts=HOSTS,
     ),
 )

@@ -113,12 +113,14 @@ def spell(
     rest: tuple[str, bytes],
     new: Sequence[Any],
     before: Spelling | None = None,
+    path: str = "",
 ) -> Spelling | None:
     """The spelling of a body whose request is ``request``, whose keys blob is ``rest`` and
     whose array ends with the elements ``new`` as sent (all of them when ``before``, the spelling
-    of the earlier body it extends, is None). None when the writer cannot spell the request."""
+    of the earlier body it extends, is None); ``path``: the request path without its query, for
+    an endpoint whose path names the model. None when the writer cannot spell the request."""
     try:
-        return _spell(endpoint, writer, request, rest, new, before)
+        return _spell(endpoint, writer, request, rest, new, before, path)
     except Exception:  # a request the writer has no spelling for: no exact replay
         return None
 
@@ -130,6 +132,7 @@ def _spell(
     rest: tuple[str, bytes],
     new: Sequence[Any],
     before: Spelling | None,
+    path: str,
 ) -> Spelling | None:
     messages = request.messages
     if writer.lead({"system": request.system}) or len(new) > len(messages):
@@ -153,6 +156,8 @@ def _spell(
         "count": covered,
         "items": items,
     }
+    if path:
+        value["path"] = path
     if items or named:  # elements by index: they hold for a body of this size only
         value["size"] = len(messages)
     data = canonical_json(value)

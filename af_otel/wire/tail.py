@@ -45,7 +45,7 @@ import orjson
 from af_otel.model import FrozenDict, Request
 from af_otel.model.gap_rules import sealed_messages
 from af_otel.wire.endpoints import BY_NAME
-from af_otel.wire.read import READERS, Reader, message_of, normalized, parse_body, read_body
+from af_otel.wire.read import READERS, Reader, message_of, normalized, parse_body
 from af_otel.wire.shapes import WireRead
 from af_otel.wire.spelling import Spelling, rest_blob, spell
 
@@ -115,14 +115,23 @@ def read_sent(
 
 
 def _by_path(endpoint: str, body: bytes, path: bytes) -> Sent | None:
-    found = read_body(endpoint, body, path)
-    if found is None:
+    """A body read whole with its path (parsed once: its spelling is made from the same parse)."""
+    known = BY_NAME.get(endpoint)
+    if known is None or known.read_path is None:
         return None
     try:
+        parsed = orjson.loads(body)
+        found = known.read_path(parsed, path) if isinstance(parsed, dict) else None
+        if found is None:
+            return None
         request = Request.from_dict(found.request)
-    except Exception:  # a body the normalizer refuses is not read from the wire
+    except Exception:  # a body the reader or the normalizer refuses is not read from the wire
         return None
-    return Sent(request, found.unread, found.held, sealed_messages(request.messages))
+    writer = known.writer
+    items = parsed.get(writer.items_key) if writer is not None else None
+    where = path.split(b"?", 1)[0].decode("latin-1")  # the query may hold a key: left out
+    spelled = _spelled(endpoint, request, parsed, items if isinstance(items, list) else (), where)
+    return Sent(request, found.unread, found.held, sealed_messages(request.messages), None, spelled)
 
 
 def _extends(layout: Layout, body: bytes) -> bool:
@@ -282,7 +291,7 @@ def _tail(reader: Reader, layout: Layout, body: bytes) -> Layout | None:
 
 
 def _spelled(
-    endpoint: str, request: Request, body: Mapping[str, Any], items: Any
+    endpoint: str, request: Request, body: Mapping[str, Any], items: Any, path: str = ""
 ) -> Spelling | None:
     """A body read whole: its spelling, every element its own (`af_otel.wire.spelling`)."""
     found = BY_NAME.get(endpoint)
@@ -293,7 +302,7 @@ def _spelled(
         rest = rest_blob(writer, request, body)
     except Exception:  # a request the writer has no spelling for
         return None
-    return spell(endpoint, writer, request, rest, list(items))
+    return spell(endpoint, writer, request, rest, list(items), path=path)
 
 
 def _spelled_tail(

@@ -19,6 +19,8 @@ from typing import Any, Final
 
 import af_otel
 from af_otel import names
+from af_otel.canonical import canonical_json
+from af_otel.reader.replay import ReplayRefusedError, replay
 from af_otel.reader.verify import VerdictStatus
 from tests.sidevenv import Env, ensure
 from tests.stacks.gb_convert import Comparable, Difference, differences, from_view
@@ -69,6 +71,8 @@ class Epoch:
     agent: str | None = None
     handoff_from: str | None = None
     tools_run: tuple[str | None, ...] = ()
+    replay: str = ""  # `replay` held to the logged body and path (`replayed`)
+    unspelled: str = ""  # `replay` with no store: the body in the writer's one spelling
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,11 @@ class Outcome:
                     f"{d.field}[{d.where}] {d.aspect}: wire {str(d.wire)[:200]} / served "
                     f"{str(d.served)[:200]}; gaps {list(epoch.gaps)}"
                 )
+        for epoch in self.epochs:
+            if epoch.replay != "equal":
+                lines.append(
+                    f"- REPLAY epoch {epoch.epoch} (wire #{epoch.wire_seq}) {epoch.replay}"
+                )
         return "\n".join(lines)
 
 
@@ -161,6 +170,23 @@ def unnamed(
     return tuple(
         d for d in found if not any(names_field(k, detail, d.field, d.aspect) for k, detail in gaps)
     )
+
+
+def replayed(view: Any, request: Logged, store: Path | None) -> str:
+    """`replay` held to the logged body (as RFC 8785 JSON, nothing left out) and its path:
+    ``equal`` when both are the ones sent, else what it says (refused, not exact, or how it
+    differs)."""
+    try:
+        found = replay(view, store=store)
+    except ReplayRefusedError as exc:
+        return f"refused: {exc}"
+    if not found.exact:
+        return f"not exact: {found.notice}"
+    if canonical_json(found.body) != canonical_json(request.body):
+        return f"differs: rebuilt {json.dumps(found.body)[:600]} / sent {json.dumps(request.body)[:600]}"
+    if found.path != request.path:
+        return f"differs: path {found.path} / sent {request.path}"
+    return "equal"
 
 
 def _place(step: Any) -> tuple[str | None, str | None, tuple[str | None, ...]]:
@@ -211,6 +237,8 @@ def run_stack(stack: Stack, tmp: Path) -> Outcome:
                 view.run_id,
                 view.trace_id,
                 *_place(view.agent),
+                replayed(view, request, tmp / "store"),
+                replayed(view, request, None),
             )
         )
     span_names = tuple(span.name for span in spans)

@@ -64,6 +64,11 @@ def test_every_call_is_verified_from_the_botocore_tap(
     assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
     assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account
     assert not [d for e in outcome.epochs for d in e.differences], account
+    # each body rebuilt from the record (`served --request`) is the one sent, and its path
+    assert [e.replay for e in outcome.epochs] == ["equal"] * CALLS, account
+    for e in outcome.epochs:  # without the spelling: one spelling, the operation guessed, named
+        assert e.unspelled.startswith("not exact: "), (e.epoch, e.unspelled)
+        assert "the operation is not on record" in e.unspelled, (e.epoch, e.unspelled)
     assert not outcome.false_defaults, account
     for epoch in outcome.epochs:  # sent to Bedrock's own regional host
         assert names.GAP_CACHE_TRANSFORM not in {k for k, _ in epoch.gaps}, account
@@ -83,6 +88,9 @@ def test_without_the_tap_no_call_claims_more_than_its_record(
     assert {e.source for e in outcome.epochs} == {names.SOURCE_INSTRUMENTATION}, account
     assert not outcome.overclaims, account
     assert not outcome.unnamed, account
+    for e in outcome.epochs:  # a verified record is rebuilt in one spelling, named; others refused
+        kind = "not exact: " if e.status == VerdictStatus.VERIFIED else "refused: "
+        assert e.replay.startswith(kind), (e.epoch, e.replay, account)
     assert not outcome.false_defaults, account
     if stack is BOTOCORE_NO_WIRE:  # content in log events only: every receipt absent, named
         for epoch in outcome.epochs:

@@ -66,6 +66,11 @@ def test_every_adk_call_is_verified_from_the_wire(tmp_path_factory: pytest.TempP
     assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
     assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account
     assert not [d for e in outcome.epochs for d in e.differences], account
+    # each body rebuilt from the record (`served --request`) is the one sent, and its path
+    assert [e.replay for e in outcome.epochs] == ["equal"] * CALLS, account
+    for e in outcome.epochs:  # without the spelling: one spelling, the operation guessed, named
+        assert e.unspelled.startswith("not exact: "), (e.epoch, e.unspelled)
+        assert "the operation is not on record" in e.unspelled, (e.epoch, e.unspelled)
     assert not outcome.false_defaults, account
 
 
@@ -80,6 +85,9 @@ def test_without_the_tap_adks_record_claims_nothing_it_lacks(
     assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
     assert not outcome.overclaims, account
     assert not outcome.unnamed, account
+    for e in outcome.epochs:  # a verified record is rebuilt in one spelling, named; others refused
+        kind = "not exact: " if e.status == VerdictStatus.VERIFIED else "refused: "
+        assert e.replay.startswith(kind), (e.epoch, e.replay, account)
     assert not outcome.false_defaults, account
 
 

@@ -65,6 +65,11 @@ def test_every_call_is_verified_from_the_wire(
     assert not [d for e in outcome.epochs for d in e.differences], account
     for epoch in outcome.epochs:
         assert names.GAP_CACHE_TRANSFORM not in {k for k, _ in epoch.gaps}, account
+    # each body rebuilt from the record (`served --request`) is the one sent, and its path
+    assert [e.replay for e in outcome.epochs] == ["equal"] * CALLS, account
+    for e in outcome.epochs:  # without the spelling: one spelling, the operation guessed, named
+        assert e.unspelled.startswith("not exact: "), (e.epoch, e.unspelled)
+        assert "the operation is not on record" in e.unspelled, (e.epoch, e.unspelled)
     assert not outcome.false_defaults, account
 
 
@@ -81,6 +86,9 @@ def test_without_the_tap_no_call_claims_more_than_its_record(
     assert {e.source for e in outcome.epochs} == {names.SOURCE_INSTRUMENTATION}, account
     assert not outcome.overclaims, account
     assert not outcome.unnamed, account
+    for e in outcome.epochs:  # a verified record is rebuilt in one spelling, named; others refused
+        kind = "not exact: " if e.status == VerdictStatus.VERIFIED else "refused: "
+        assert e.replay.startswith(kind), (e.epoch, e.replay, account)
     assert not outcome.false_defaults, account
     # what the record lacks is named: the invented ids are left out, the names are unrecorded
     lacking = {d.aspect for e in outcome.epochs for d in e.differences}
