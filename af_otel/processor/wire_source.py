@@ -31,9 +31,10 @@ from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
 from af_otel.wire.hosts import provider_host
 from af_otel.wire.loose import Kept
+from af_otel.wire.sent import VIA_CURRENT, VIA_STARTED
 from af_otel.wire.spelling import Spelling
 from af_otel.wire.tail import Layout, read_sent
-from af_otel.wire.tap import LOOSE, VIA_CURRENT, VIA_STARTED, Owner
+from af_otel.wire.tap import LOOSE, Owner
 
 # The span started last in this context (thread, task), set by the engine at every span start:
 # a callback-based instrumentation starts its LLM span in the context that then sends the request,

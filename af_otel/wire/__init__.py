@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from af_otel.wire.endpoints import ANTHROPIC_MESSAGES, OPENAI_CHAT, OPENAI_RESPONSES, endpoint_of
 from af_otel.wire.read import read_body
+from af_otel.wire.sent import Sent
 from af_otel.wire.shapes import WireRead
-from af_otel.wire.tap import SENT, Sent, install, installed, note, release, uninstall
+from af_otel.wire.tap import SENT, install, installed, note, release, uninstall
 
 __all__ = [
     "ANTHROPIC_MESSAGES",

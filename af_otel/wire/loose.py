@@ -16,12 +16,10 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from af_otel import forksafe
-
-if TYPE_CHECKING:
-    from af_otel.wire.tap import Key, Sent
+from af_otel.wire.sent import Key, Sent
 
 MAX_PER_TRACE: Final = 8
 MAX_TRACES: Final = 256

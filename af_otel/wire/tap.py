@@ -23,15 +23,14 @@ import importlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from af_otel import forksafe
 from af_otel.wire import botocore_tap
 from af_otel.wire.endpoints import endpoint_of
 from af_otel.wire.loose import LooseTable
-
-Key = tuple[int, int]
+from af_otel.wire.sent import VIA_CURRENT, Key, Sent
 
 # Bounds of the table of sent bodies (docs/processor.md, the wire tap): a body is taken off when
 # its span ends, so the table holds the calls in flight; the bounds only matter for spans that
@@ -43,27 +42,6 @@ MAX_AGE_NS: Final = 600 * 1_000_000_000
 # Attempts kept per call (retries under one span); more are counted, not kept.
 MAX_ATTEMPTS: Final = 8
 MODULES: Final = ("httpx", "httpx2")
-# How a body came to be filed under its span (`Owner`): the span was current while it was sent,
-# or it was the span started last in the sending context while another (or none) was current.
-VIA_CURRENT: Final = "current"
-VIA_STARTED: Final = "started"
-
-
-@dataclass(frozen=True, slots=True)
-class Sent:
-    """One HTTP attempt at an LLM endpoint: which endpoint, to which host, with which body; when
-    it was sent (wall clock, ns, as span times are), how it came under its span, the path
-    (which names the model for Gemini and Bedrock), and the trace it was sent in when no LLM
-    span was current (``loose``: kept by that trace too, 0 for none)."""
-
-    endpoint: str
-    host: str
-    body: bytes
-    at: int = field(default=0, compare=False)
-    via: str = field(default=VIA_CURRENT, compare=False)
-    path: bytes = field(default=b"", compare=False)  # the endpoint says what the call is
-    trace: int = field(default=0, compare=False)
-    loose: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
