@@ -35,7 +35,11 @@ from af_otel.audit.clickhouse import Table
 from af_otel.audit.files import Files, _quoted
 from af_otel.audit.tempo import FORMAT, TempoBlocks, find_blocks
 from af_otel.errors import SourceError
-from af_otel.reader.sources.protobuf import framed_records, looks_length_prefixed
+from af_otel.reader.sources.protobuf import (
+    framed_records,
+    looks_length_prefixed,
+    request_document,
+)
 from af_otel.reader.sources.stream import SpanStream
 
 __all__ = ["ParquetFiles", "open_files", "proto_requests"]
@@ -174,23 +178,13 @@ def _proto_lines(paths: list[str], stack: ExitStack, stream: SpanStream) -> str:
     """Decode every request of ``paths`` into one OTLP JSON line each, in a temporary folder
     removed with ``stack``; returns the glob of the lines written. A request that cannot be read
     is a problem of ``stream`` (raised, or skipped when lenient)."""
-    # Imported here: only protobuf input needs protobuf (it comes with the OTLP exporters).
-    from google.protobuf import json_format, message  # type: ignore[import-untyped] # noqa: PLC0415
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: PLC0415
-
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="af-otel-audit-proto-"))
     for index, path in enumerate(paths):
         with open(os.path.join(folder, f"{index:06d}.jsonl"), "wb") as out:
             for where, body in proto_requests(path, stream):
-                request = trace_service_pb2.ExportTraceServiceRequest()
-                try:
-                    request.ParseFromString(body)
-                except message.DecodeError as exc:
-                    stream.problem(
-                        f"{where}: not a protobuf ExportTraceServiceRequest ({exc})", unit="line"
-                    )
+                doc = request_document(body, where, stream)
+                if doc is None:
                     continue
-                doc = json_format.MessageToDict(request)
                 for batch in doc.get("resourceSpans") or ():
                     for block in batch.get("scopeSpans") or ():
                         for span in block.get("spans") or ():

@@ -8,7 +8,7 @@ too. Records are read one at a time, so memory follows the largest record, not t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import IO, BinaryIO, Final
+from typing import IO, Any, BinaryIO, Final, cast
 
 import orjson
 
@@ -83,12 +83,6 @@ def proto_records(file: BinaryIO, name: str, size: int, stream: SpanStream) -> I
     record cut short ends the reading (`framed_records`); an undecodable record whose length is
     intact is skipped when lenient.
     """
-    # Imported here, not at the top (PLC0415): only this format needs protobuf, which comes with
-    # the OTLP exporter, and the JSON sources must load without OpenTelemetry. protobuf ships no
-    # type information (import-untyped).
-    from google.protobuf import json_format, message  # type: ignore[import-untyped] # noqa: PLC0415
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: PLC0415
-
     for origin, body in framed_records(file, name, size, stream):
         if body[:1] == b"{":
             try:
@@ -98,15 +92,26 @@ def proto_records(file: BinaryIO, name: str, size: int, stream: SpanStream) -> I
                 continue
             yield from document_records(doc, origin, stream)
             continue
-        request = trace_service_pb2.ExportTraceServiceRequest()
-        try:
-            request.ParseFromString(body)
-        except message.DecodeError as exc:
-            stream.problem(
-                f"{origin}: not a protobuf ExportTraceServiceRequest ({exc})", unit="line"
-            )
-            continue
         # proto3 JSON of the message is the dialect the OTLP decoder already reads (base64 ids,
         # enum names, int64 as strings): one decoder for every OTLP-shaped input.
-        as_json = json_format.MessageToDict(request)
-        yield from resource_spans_records(as_json.get("resourceSpans"), origin, stream)
+        as_json = request_document(body, origin, stream)
+        if as_json is not None:
+            yield from resource_spans_records(as_json.get("resourceSpans"), origin, stream)
+
+
+def request_document(body: bytes, origin: str, stream: SpanStream) -> dict[str, Any] | None:
+    """One ExportTraceServiceRequest's bytes as its proto3 JSON document, or None with the problem
+    named on ``stream`` (raised, or counted when lenient) when they do not decode."""
+    # Imported here, not at the top (PLC0415): only this format needs protobuf, which comes with
+    # the OTLP exporter, and the JSON sources must load without OpenTelemetry. protobuf ships no
+    # type information (import-untyped).
+    from google.protobuf import json_format, message  # type: ignore[import-untyped] # noqa: PLC0415
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: PLC0415
+
+    request = trace_service_pb2.ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except message.DecodeError as exc:
+        stream.problem(f"{origin}: not a protobuf ExportTraceServiceRequest ({exc})", unit="line")
+        return None
+    return cast("dict[str, Any]", json_format.MessageToDict(request))
