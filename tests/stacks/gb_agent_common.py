@@ -18,6 +18,8 @@ import af_otel
 from af_otel.store import LocalStore
 
 SPAN_HEADER = "x-af-wire-span"  # tests/stacks/gb_server.py reads it
+# The Vertex AI agent's bearer token: the tests look for it in everything af_otel wrote.
+VERTEX_TOKEN = "ya29.af-otel-vertex-token-never-stored"
 QUESTIONS = (
     "What is the weather in Paris?",
     "And what time is it there?",

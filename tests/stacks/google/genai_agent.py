@@ -3,10 +3,15 @@ function call and its answer; two of them streamed, one async), under the real
 opentelemetry-instrumentation-google-genai, with af_otel's processor: one scenario of the Google
 GenAI stack test, run as a subprocess in its side venv.
 
-    python genai_agent.py '<json config>'   # port, trace, store, run_id, run, instrument
+    python genai_agent.py '<json config>'   # port, trace, store, run_id, run, instrument, vertex
 
 The client keeps the Gemini API's own host; its httpx (2.x) or httpx2 (3.x) transport reroutes
-each request to the loopback server. Prints the versions that ran and the instrumentor's fate.
+each request to the loopback server. With ``vertex`` (``project``, ``location``, and optionally
+``model``, ``api_version``, ``base_url``) it is a Vertex AI client (``vertexai=True``) holding
+OAuth credentials of a fixed token (``common.VERTEX_TOKEN``: no expiry and no refresh token, so the client never
+refreshes them and needs no metadata server), sending to ``{location}-aiplatform.googleapis.com``
+rerouted likewise, or, with ``base_url``, to the loopback server by its own address. Prints the
+versions that ran and the instrumentor's fate.
 """
 
 from __future__ import annotations
@@ -68,14 +73,33 @@ def _config(call: int) -> types.GenerateContentConfig:
     return types.GenerateContentConfig(**settings)
 
 
+def _client(port: int, vertex: dict[str, Any] | None) -> genai.Client:
+    http = _http()
+    clients: dict[str, Any] = {
+        "httpx_client": common.rerouted(http, port),
+        "httpx_async_client": common.rerouted(http, port, asynchronous=True),
+    }
+    if vertex is None:
+        return genai.Client(api_key="fake-gemini-key", http_options=types.HttpOptions(**clients))
+    from google.oauth2.credentials import Credentials
+
+    if vertex.get("base_url"):  # the loopback server by its own address: nothing to reroute
+        clients["base_url"] = f"http://127.0.0.1:{port}/"
+    if vertex.get("api_version"):
+        clients["api_version"] = vertex["api_version"]
+    return genai.Client(
+        vertexai=True,
+        project=vertex["project"],
+        location=vertex["location"],
+        credentials=Credentials(token=common.VERTEX_TOKEN),
+        http_options=types.HttpOptions(**clients),
+    )
+
+
 class Agent:
-    def __init__(self, port: int) -> None:
-        http = _http()
-        options = types.HttpOptions(
-            httpx_client=common.rerouted(http, port),
-            httpx_async_client=common.rerouted(http, port, asynchronous=True),
-        )
-        self.client = genai.Client(api_key="fake-gemini-key", http_options=options)
+    def __init__(self, port: int, vertex: dict[str, Any] | None = None) -> None:
+        self.client = _client(port, vertex)
+        self.model = (vertex or {}).get("model") or MODEL
         self.calls = 0
 
     def call(self, contents: list[types.Content]) -> types.Content:
@@ -84,7 +108,7 @@ class Agent:
         if self.calls in (2, 5):  # streamed
             chunks = list(
                 self.client.models.generate_content_stream(
-                    model=MODEL, contents=contents, config=config
+                    model=self.model, contents=contents, config=config
                 )
             )
             parts = [p for c in chunks for p in c.candidates[0].content.parts]
@@ -95,12 +119,12 @@ class Agent:
         if self.calls == 7:  # async
             response = asyncio.run(
                 self.client.aio.models.generate_content(
-                    model=MODEL, contents=contents, config=config
+                    model=self.model, contents=contents, config=config
                 )
             )
         else:
             response = self.client.models.generate_content(
-                model=MODEL, contents=contents, config=config
+                model=self.model, contents=contents, config=config
             )
         return response.candidates[0].content
 
@@ -142,7 +166,7 @@ def main(config: dict[str, Any]) -> None:
         instrumented = instrumentor.is_instrumented_by_opentelemetry
     try:
         with common.conversation_scope(config, provider):
-            calls = run(Agent(config["port"]))
+            calls = run(Agent(config["port"], config.get("vertex")))
     finally:
         provider.shutdown()
     out = {
