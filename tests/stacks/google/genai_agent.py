@@ -7,11 +7,8 @@ GenAI stack test, run as a subprocess in its side venv.
 
 The client keeps the Gemini API's own host; its httpx (2.x) or httpx2 (3.x) transport reroutes
 each request to the loopback server. With ``vertex`` (``project``, ``location``, and optionally
-``model``, ``api_version``, ``base_url``) it is a Vertex AI client (``vertexai=True``) holding
-OAuth credentials of a fixed token (``common.VERTEX_TOKEN``: no expiry and no refresh token, so the client never
-refreshes them and needs no metadata server), sending to ``{location}-aiplatform.googleapis.com``
-rerouted likewise, or, with ``base_url``, to the loopback server by its own address. Prints the
-versions that ran and the instrumentor's fate.
+``model``, ``api_version``, ``base_url``) it is a Vertex AI client (`common.genai_client`).
+Prints the versions that ran and the instrumentor's fate.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ import json
 import sys
 from typing import Any
 
-from google import genai
 from google.genai import types
 
 from tests.stacks import gb_agent_common as common
@@ -73,32 +69,9 @@ def _config(call: int) -> types.GenerateContentConfig:
     return types.GenerateContentConfig(**settings)
 
 
-def _client(port: int, vertex: dict[str, Any] | None) -> genai.Client:
-    http = _http()
-    clients: dict[str, Any] = {
-        "httpx_client": common.rerouted(http, port),
-        "httpx_async_client": common.rerouted(http, port, asynchronous=True),
-    }
-    if vertex is None:
-        return genai.Client(api_key="fake-gemini-key", http_options=types.HttpOptions(**clients))
-    from google.oauth2.credentials import Credentials
-
-    if vertex.get("base_url"):  # the loopback server by its own address: nothing to reroute
-        clients["base_url"] = f"http://127.0.0.1:{port}/"
-    if vertex.get("api_version"):
-        clients["api_version"] = vertex["api_version"]
-    return genai.Client(
-        vertexai=True,
-        project=vertex["project"],
-        location=vertex["location"],
-        credentials=Credentials(token=common.VERTEX_TOKEN),
-        http_options=types.HttpOptions(**clients),
-    )
-
-
 class Agent:
     def __init__(self, port: int, vertex: dict[str, Any] | None = None) -> None:
-        self.client = _client(port, vertex)
+        self.client = common.genai_client(_http(), port, vertex)
         self.model = (vertex or {}).get("model") or MODEL
         self.calls = 0
 

@@ -5,7 +5,8 @@ Gemini server that logs every body and the credential it came with. The same 8-c
 as the Gemini API test (system instruction, tools, plain, streamed and async calls), on Vertex's
 paths: ``v1beta1`` and ``v1``, a project id and a project number, a publisher model named
 bare or by its resource name, a tuned model's endpoint, the regional and the global host, and the
-loopback server named as the client's ``base_url``."""
+loopback server named as the client's ``base_url``; and Google ADK's agent over the same client
+with ADK's own telemetry."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tests.stacks.gb_agent_common import VERTEX_TOKEN as TOKEN
 from tests.stacks.gb_check import GENAI_CONTENT, WIRE_OFF, Outcome, Stack, run_stack
 from tests.stacks.gb_convert import from_gemini
 from tests.stacks.google import server
+from tests.stacks.google.test_adk import AGENT as ADK_AGENT
 from tests.stacks.google.test_google_genai import AGENT, CALLS
 
 PROJECT = {"project": "af-otel-test", "location": "us-central1"}
@@ -28,13 +30,14 @@ PUBLISHED = "/v1beta1/projects/{project}/locations/{location}/publishers/google/
 
 
 def _stack(name: str, env: gb_envs.Env, vertex: dict[str, Any], **options: Any) -> Stack:
+    agent = options.pop("agent", AGENT)
     env_vars = dict(GENAI_CONTENT)
     if options.pop("wire", True) is False:
         env_vars |= WIRE_OFF
     if options.pop("trusted", False):
         env_vars["AF_OTEL_TRUSTED_HOSTS"] = "127.0.0.1"
     config = {"vertex": vertex, **options}
-    return Stack(f"vertex-{name}", env, AGENT, server.server, from_gemini, config, env_vars)
+    return Stack(f"vertex-{name}", env, agent, server.server, from_gemini, config, env_vars)
 
 
 # The client's own regional host (its transport reroutes to the loopback server): no cache-transform.
@@ -59,8 +62,10 @@ LOOPBACK_TRUSTED = _stack(
     "2-loopback-trusted", gb_envs.GOOGLE_GENAI, {**PROJECT, "base_url": True}, trusted=True
 )
 NO_WIRE = _stack("2-no-wire", gb_envs.GOOGLE_GENAI, PROJECT, wire=False)
+# Google ADK's agent on ADK's Gemini model over the same Vertex client (its own telemetry).
+ADK = _stack("adk", gb_envs.GOOGLE_ADK, PROJECT, agent=ADK_AGENT)
 
-DIRECT = (REGIONAL_2, REGIONAL_3, GLOBAL_V1, RESOURCE, TUNED, LOOPBACK_TRUSTED)
+DIRECT = (REGIONAL_2, REGIONAL_3, GLOBAL_V1, RESOURCE, TUNED, LOOPBACK_TRUSTED, ADK)
 ON_WIRE = (*DIRECT, LOOPBACK)
 _OUTCOMES: dict[str, Outcome] = {}
 
@@ -86,7 +91,7 @@ def test_every_vertex_call_is_verified_from_the_wire(
     to the very body and path it was sent with."""
     outcome = _outcome(stack, tmp_path_factory)
     account = outcome.describe()
-    assert outcome.result["instrumented"] is True
+    assert outcome.result.get("instrumented", True) is True  # ADK's telemetry is its own
     assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
     assert all("/projects/" in r.path for r in outcome.requests), account  # Vertex's paths
     assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
@@ -99,7 +104,7 @@ def test_every_vertex_call_is_verified_from_the_wire(
 
 
 @pytest.mark.instrumentation
-@pytest.mark.parametrize("stack", [REGIONAL_2, GLOBAL_V1, TUNED], ids=_ids)
+@pytest.mark.parametrize("stack", [REGIONAL_2, GLOBAL_V1, TUNED, ADK], ids=_ids)
 def test_without_the_spelling_the_path_is_the_writers(
     stack: Stack, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
