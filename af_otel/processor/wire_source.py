@@ -29,6 +29,7 @@ from af_otel.semconv import Call, is_llm_call
 from af_otel.wire import SENT
 from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
+from af_otel.wire.gemini import names_model
 from af_otel.wire.hosts import provider_host
 from af_otel.wire.loose import Kept
 from af_otel.wire.sent import VIA_CURRENT, VIA_STARTED
@@ -330,7 +331,8 @@ def record_differs(
     prefixes: tuple[tuple[Any, ...] | None, tuple[Any, ...] | None] = (None, None),
 ) -> tuple[str, ...]:
     """The fields on which the instrumentation's record of a call (when it made one) says
-    otherwise than the body the client sent: ``model``, ``instructions`` (system and developer
+    otherwise than the body the client sent: ``model`` (a Vertex AI model recorded by the resource
+    name it was handed is the path's: `names_model`), ``instructions`` (system and developer
     text wherever it stands), ``messages`` (the other turns), ``tools``, and each
     ``params.<dial>`` the record holds. Saying otherwise is a value the body does not hold (a cut
     text, a tool echoed from the response, a dropped part or message); leaving a key out (a
@@ -342,7 +344,7 @@ def record_differs(
     if recorded is None:
         return ()
     found: list[str] = []
-    if recorded.model is not None and recorded.model != sent.model:
+    if recorded.model is not None and not names_model(recorded.model, sent):
         found.append("model")
     before = run.compared if run is not None else None
     known = before is not None and prefixes[0] is before.recorded and prefixes[1] is before.sent

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import unquote
 
+from af_otel.model import Request
 from af_otel.wire.endpoint import Endpoint, Unwritable, Writer
 from af_otel.wire.shapes import WireRead, unread
 
@@ -53,9 +54,16 @@ DROPPED: Final = frozenset({"labels", "model"})  # bookkeeping; the model is the
 _TEXT_KEYS: Final = frozenset({"text", "thought", "thoughtSignature"})
 
 
+# A Vertex AI endpoint (a tuned or deployed model), named by its resource name: what the client
+# is handed as the model and keeps as it is (google-genai sends ``{version}/{resource}:...``).
+_VERTEX_ENDPOINT: Final = re.compile(r"/(projects/[^/]+/locations/[^/]+/endpoints/[^/]+)")
+
+
 def model_of(path: bytes) -> tuple[str, str] | None:
     """The model a request path names and the provider it is served by: the Gemini API
-    (``/v1beta/models/{model}:...``, also ``tunedModels/``) or Vertex AI (``.../publishers/...``)."""
+    (``/v1beta/models/{model}:...``, also ``tunedModels/``) or Vertex AI (``.../publishers/...``
+    in any API version and project spelling; an endpoint's resource name,
+    ``projects/{p}/locations/{l}/endpoints/{id}``, is the model of a call sent to it)."""
     text = unquote(path.split(b"?", 1)[0].decode("latin-1"))
     head, colon, _ = text.rpartition(":")
     if not colon:
@@ -66,7 +74,24 @@ def model_of(path: bytes) -> tuple[str, str] | None:
             name = head[at + len(marker) :]
             provider = VERTEX if "/publishers/" in head or "/projects/" in head else PROVIDER
             return (name, provider) if name else None
+    endpoint = _VERTEX_ENDPOINT.search(head)
+    if endpoint is not None and endpoint.end() == len(head):
+        return endpoint.group(1), VERTEX
     return None
+
+
+def names_model(recorded: str, sent: Request) -> bool:
+    """Whether a model as a Vertex AI client is handed it names the model its path does: the
+    client takes ``{model}``, ``{publisher}/{model}``, ``publishers/{publisher}/models/{model}``
+    and a ``projects/.../publishers/...`` resource for one model, and an instrumentation records
+    the name as handed, not the path's (``{model}`` after its ``/models/``). The segments before
+    the model are not compared: the request keeps the path's model alone."""
+    if sent.provider != VERTEX or not sent.model or "/" in sent.model:
+        return recorded == sent.model
+    head, _, model = recorded.rpartition("/")
+    if model != sent.model:
+        return False
+    return "/" not in head or (head.endswith("/models") and "publishers/" in head)
 
 
 def camel(raw: Any) -> Any:
@@ -315,8 +340,11 @@ def write_rest(request: Mapping[str, Any]) -> dict[str, Any]:
 def _writer(operation: str) -> Writer:
     def write_path(request: Mapping[str, Any]) -> str:
         """The path the body goes to: the Gemini API's, or Vertex AI's with its project and
-        location left as ``{project}`` and ``{location}`` (the record holds neither)."""
+        location left as ``{project}`` and ``{location}`` (the record holds neither), or for a
+        Vertex AI endpoint its resource name (the model, which holds both)."""
         model = request.get("model")
+        if request.get("provider") == VERTEX and _VERTEX_ENDPOINT.fullmatch(f"/{model}"):
+            return f"/v1beta1/{model}:{operation}"
         if request.get("provider") == VERTEX:
             where = "/v1beta1/projects/{project}/locations/{location}/publishers/google"
             return f"{where}/models/{model}:{operation}"

@@ -1,6 +1,7 @@
 """What the Google and Bedrock stack agents share: the tracer provider with af_otel's processor
 writing OTLP JSON lines, a rerouting httpx/httpx2 transport that tags each request with the
-current span, the two tools, and the questions. Imported by the agent scripts, which run in side
+current span, the google-genai client over it (Gemini API or Vertex AI), the two tools, and the
+questions. Imported by the agent scripts, which run in side
 venvs with the repository on their path; it imports nothing from the other tests."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import af_otel
 from af_otel.store import LocalStore
 
 SPAN_HEADER = "x-af-wire-span"  # tests/stacks/gb_server.py reads it
+# The Vertex AI agent's bearer token: the tests look for it in everything af_otel wrote.
+VERTEX_TOKEN = "ya29.af-otel-vertex-token-never-stored"
 QUESTIONS = (
     "What is the weather in Paris?",
     "And what time is it there?",
@@ -97,6 +100,37 @@ def rerouted(http: Any, port: int, asynchronous: bool = False) -> Any:
             return super().handle_request(request)
 
     return http.Client(transport=Reroute())
+
+
+def genai_client(http: Any, port: int, vertex: dict[str, Any] | None = None) -> Any:
+    """A google-genai client over `rerouted` httpx (or httpx2) clients: the Gemini API's, or with
+    ``vertex`` (``project``, ``location``; optionally ``api_version``, ``base_url``) a Vertex AI
+    client (``vertexai=True``) holding OAuth credentials of a fixed token (`VERTEX_TOKEN`: no
+    expiry and no refresh token, so the client never refreshes them and needs no metadata
+    server), sending to ``{location}-aiplatform.googleapis.com`` rerouted likewise, or with
+    ``base_url`` to the loopback server by its own address (which the rerouting leaves as is)."""
+    from google import genai
+    from google.genai import types
+
+    clients: dict[str, Any] = {
+        "httpx_client": rerouted(http, port),
+        "httpx_async_client": rerouted(http, port, asynchronous=True),
+    }
+    if vertex is None:
+        return genai.Client(api_key="fake-gemini-key", http_options=types.HttpOptions(**clients))
+    from google.oauth2.credentials import Credentials
+
+    if vertex.get("base_url"):
+        clients["base_url"] = f"http://127.0.0.1:{port}/"
+    if vertex.get("api_version"):
+        clients["api_version"] = vertex["api_version"]
+    return genai.Client(
+        vertexai=True,
+        project=vertex["project"],
+        location=vertex["location"],
+        credentials=Credentials(token=VERTEX_TOKEN),
+        http_options=types.HttpOptions(**clients),
+    )
 
 
 def versions(*distributions: str) -> dict[str, str]:

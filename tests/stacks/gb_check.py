@@ -73,6 +73,7 @@ class Epoch:
     tools_run: tuple[str | None, ...] = ()
     replay: str = ""  # `replay` held to the logged body and path (`replayed`)
     unspelled: str = ""  # `replay` with no store: the body in the writer's one spelling
+    provider: str | None = None  # the served view's
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,19 @@ class Outcome:
     epochs: tuple[Epoch, ...]
     spans: int
     span_names: tuple[str, ...] = ()  # every span the stack wrote, LLM call or not
+    written: Path | None = None  # the folder the agent wrote its trace and store in
+
+    def holding(self, secret: str) -> list[str]:
+        """The files the agent's trace and store hold ``secret`` in (its bytes, anywhere): the
+        trace, every blob, every spelling."""
+        if self.written is None:
+            raise AssertionError("the outcome names no folder")
+        needle = secret.encode()
+        return [
+            str(path.relative_to(self.written))
+            for path in sorted(self.written.rglob("*"))
+            if path.is_file() and needle in path.read_bytes()
+        ]
 
     @property
     def runs(self) -> list[str | None]:
@@ -239,7 +253,8 @@ def run_stack(stack: Stack, tmp: Path) -> Outcome:
                 *_place(view.agent),
                 replayed(view, request, tmp / "store"),
                 replayed(view, request, None),
+                view.provider,
             )
         )
     span_names = tuple(span.name for span in spans)
-    return Outcome(stack, result, requests, tuple(epochs), len(spans), span_names)
+    return Outcome(stack, result, requests, tuple(epochs), len(spans), span_names, tmp)

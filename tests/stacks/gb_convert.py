@@ -104,7 +104,11 @@ def _gemini_part(part: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def gemini_model(path: str) -> str:
+    """The model a Gemini path names: after ``/models/``, or a Vertex AI endpoint's resource name
+    (``projects/.../endpoints/{id}``, the path after its API version)."""
     head = unquote(path.split("?", 1)[0]).rpartition(":")[0]
+    if "/models/" not in head and "/endpoints/" in head:
+        return head.lstrip("/").partition("/")[2]
     return head.rpartition("/models/")[2]
 
 

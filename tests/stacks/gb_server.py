@@ -20,12 +20,15 @@ Answer = Callable[[str, dict[str, Any], int], tuple[str, bytes] | None]
 
 @dataclass(frozen=True, slots=True)
 class Logged:
-    """One request as it arrived: its arrival number, path, the span header and the body."""
+    """One request as it arrived: its arrival number, path, the span header and the body, and
+    the credential it carried (``Authorization``, else ``x-goog-api-key``), which a test looks
+    for in everything af_otel wrote."""
 
     seq: int
     path: str
     span_id: str | None
     body: dict[str, Any]
+    credential: str | None = None
 
 
 class LoggingServer:
@@ -47,8 +50,11 @@ class LoggingServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with owner._lock:
                     seq = len(owner.requests) + 1
+                    credential = self.headers.get("authorization") or self.headers.get(
+                        "x-goog-api-key"
+                    )
                     owner.requests.append(
-                        Logged(seq, self.path, self.headers.get(SPAN_HEADER), body)
+                        Logged(seq, self.path, self.headers.get(SPAN_HEADER), body, credential)
                     )
                 found = answer(self.path, body, seq)
                 if found is None:

@@ -58,9 +58,13 @@ SNAKE_BODY: dict[str, Any] = {
     "generation_config": {"max_output_tokens": 20},
     "model": "ignored",
 }
+VERTEX_ENDPOINT_PATH = (
+    b"/v1/projects/123456789012/locations/us-central1/endpoints/4567:generateContent"
+)
 CASES = [
     (endpoints.GEMINI_GENERATE, GEMINI_BODY, GEMINI_PATH),
     (endpoints.GEMINI_STREAM, SNAKE_BODY, VERTEX_PATH),
+    (endpoints.GEMINI_GENERATE, GEMINI_BODY, VERTEX_ENDPOINT_PATH),
     (endpoints.BEDROCK_CONVERSE, CONVERSE_BODY, CONVERSE_PATH),
     (endpoints.BEDROCK_INVOKE, INVOKE_BODY, INVOKE_PATH),
 ]
@@ -175,6 +179,16 @@ def test_the_path_without_a_spelling_is_the_writers() -> None:
     )
     converse = BY_NAME[endpoints.BEDROCK_CONVERSE]
     assert replay._path(converse, CONVERSE_REQUEST, None).encode() == CONVERSE_PATH
+
+
+def test_a_vertex_endpoints_path_is_its_resource_name() -> None:
+    """A call to a Vertex AI endpoint (a tuned model) is written to the endpoint's resource name,
+    which holds its project and location, and reads back to the same model."""
+    model = "projects/123456789012/locations/europe-west4/endpoints/4567"
+    request = {**GEMINI_REQUEST, "model": model, "provider": "gcp.vertex_ai"}
+    stream = BY_NAME[endpoints.GEMINI_STREAM]
+    assert replay._path(stream, request, None) == f"/v1beta1/{model}:streamGenerateContent?alt=sse"
+    _reads_back(endpoints.GEMINI_STREAM, request)
 
 
 def test_a_setting_no_key_spells_is_refused() -> None:

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 
 from af_otel import semconv, wire
 from af_otel.model import Request
+from af_otel.processor.wire_source import record_differs
 from af_otel.semconv import ledger
 from af_otel.wire import botocore_tap, endpoints
+from af_otel.wire.gemini import names_model
 from af_otel.wire.hosts import provider_host
 
 GEMINI_PATH = b"/v1beta/models/gemini-2.5-flash:generateContent"
@@ -147,6 +149,12 @@ def test_snake_case_keys_read_as_the_api_reads_them() -> None:
         (b"/v1beta/tunedModels/my-model:generateContent", "my-model", "gcp.gemini"),
         (b"/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.0-flash:generateContent",
          "gemini-2.0-flash", "gcp.vertex_ai"),
+        (b"/v1beta1/projects/123456789012/locations/global/publishers/google/models/gemini-2.5-pro"
+         b":streamGenerateContent?alt=sse", "gemini-2.5-pro", "gcp.vertex_ai"),
+        (b"/v1/projects/123456789012/locations/us-central1/endpoints/4567:generateContent",
+         "projects/123456789012/locations/us-central1/endpoints/4567", "gcp.vertex_ai"),
+        (b"/v1beta1/projects/p-1/locations/europe-west4/endpoints/openapi%2Dx:streamGenerateContent",
+         "projects/p-1/locations/europe-west4/endpoints/openapi-x", "gcp.vertex_ai"),
     ],
 )  # fmt: skip
 def test_the_model_and_provider_are_the_paths(path: bytes, model: str, provider: str) -> None:
@@ -154,6 +162,59 @@ def test_the_model_and_provider_are_the_paths(path: bytes, model: str, provider:
     assert endpoint in (endpoints.GEMINI_GENERATE, endpoints.GEMINI_STREAM)
     request = _read(endpoint, {"contents": []}, path).request
     assert (request["model"], request["provider"]) == (model, provider)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        b"/v1/projects/p/locations/us-central1/endpoints/:generateContent",
+        b"/v1/projects/p/endpoints/4567:generateContent",
+        b"/v1/projects/p/locations/l/endpoints/4567/deployedModels/1:generateContent",
+        b"/v1/projects/p/locations/l/publishers/google/models/:generateContent",
+    ],
+)
+def test_a_vertex_path_naming_no_model_is_not_read(path: bytes) -> None:
+    """A path of Vertex AI's shape that names no model (or names more than an endpoint) is no
+    request the reader can name a model for: the call keeps the record."""
+    endpoint = wire.endpoint_of(path)
+    assert endpoint == endpoints.GEMINI_GENERATE
+    assert wire.read_body(endpoint, orjson.dumps(GEMINI_BODY), path) is None
+
+
+@pytest.mark.parametrize(
+    ("recorded", "named"),
+    [
+        ("gemini-2.5-flash", True),
+        ("google/gemini-2.5-flash", True),
+        ("publishers/google/models/gemini-2.5-flash", True),
+        ("projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash", True),
+        ("gemini-2.5-pro", False),
+        ("publishers/google/gemini-2.5-flash", False),
+        ("projects/p/locations/l/endpoints/gemini-2.5-flash", False),
+    ],
+)
+def test_a_vertex_model_recorded_by_its_resource_name_is_the_paths(
+    recorded: str, named: bool
+) -> None:
+    """The names google-genai takes for a Vertex AI publisher model all name the path's model,
+    so the record does not differ from the wire on ``model``; another name does."""
+    path = b"/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent"
+    sent = Request.from_dict(_read(endpoints.GEMINI_GENERATE, GEMINI_BODY, path).request)
+    assert names_model(recorded, sent) is named
+    assert (
+        "model" in record_differs(Request.from_dict({**GEMINI_REQUEST, "model": recorded}), sent)
+    ) is not named
+
+
+def test_only_a_vertex_model_is_named_by_resource() -> None:
+    """On the Gemini API (and any other provider) the record names the model only as sent."""
+    sent = Request.from_dict(_read(endpoints.GEMINI_GENERATE, GEMINI_BODY, GEMINI_PATH).request)
+    assert names_model("gemini-2.5-flash", sent)
+    assert not names_model("publishers/google/models/gemini-2.5-flash", sent)
+    endpoint = b"/v1/projects/p/locations/l/endpoints/4567:generateContent"
+    tuned = Request.from_dict(_read(endpoints.GEMINI_GENERATE, GEMINI_BODY, endpoint).request)
+    assert names_model("projects/p/locations/l/endpoints/4567", tuned)
+    assert not names_model("4567", tuned)
 
 
 CONVERSE_BODY: dict[str, Any] = {

@@ -45,8 +45,13 @@ maps = st.dictionaries(keys, st.one_of(text, int64, st.booleans()), max_size=3)
 values = st.one_of(scalars, arrays, st.binary(max_size=8), maps)
 # The af_otel array keys, holding string arrays as the processor writes them.
 af_arrays = st.dictionaries(st.sampled_from(sorted(ARRAY_KEYS)), st.lists(text, max_size=4))
+# Any other key. Hypothesis also draws text from the string constants of the code under test
+# (af_otel's own names among them), so an af_otel array key is left out here by name: drawn with
+# a scalar it is no attribute the processor writes, and in the Jaeger UI JSON a string on such a
+# key cannot be told from the JSON text of an array.
+plain_keys = keys.filter(lambda k: k not in ARRAY_KEYS)
 attribute_maps = st.builds(
-    lambda plain, af: {**plain, **af}, st.dictionaries(keys, values, max_size=6), af_arrays
+    lambda plain, af: {**plain, **af}, st.dictionaries(plain_keys, values, max_size=6), af_arrays
 )
 
 _EXPORTER = InMemorySpanExporter()

@@ -25,6 +25,8 @@ V1: dict[str, Any] = orjson.loads((FIXTURES / "jaeger-v1.json").read_bytes())
 
 @given(attributes=attribute_maps)
 @example(attributes={"event": ""})  # an attribute in the field that carries the event's name
+@example(attributes={names.GAPS: [], names.RECEIPT_MESSAGES_ADDED: [""]})  # "[]", '[""]'
+@example(attributes={names.GAPS: ["[]", ""], "af.note": "", "af.list": []})
 @SETTINGS
 def test_attributes_round_trip_through_the_ui_json(attributes: dict[str, Any]) -> None:
     """Scalars, binary and the af_otel arrays come back as they were; other arrays and maps as JSON text."""
@@ -34,6 +36,19 @@ def test_attributes_round_trip_through_the_ui_json(attributes: dict[str, Any]) -
     assert record == as_jaeger_v1_sees_it(expected)
     for key in attributes.keys() & {names.GAPS, names.RECEIPT_MESSAGES_ADDED}:
         assert isinstance(record.attributes[key], tuple)
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [("", ""), ("no-run-log", "no-run-log"), ("[]", ()), ('[""]', ("",)), ('["a",1]', ("a", 1))],
+)
+def test_a_string_on_an_af_array_key_is_read_as_its_json_text_says(text: str, read: Any) -> None:
+    """The UI JSON spells an array as the JSON text of it, so a string tag on an af_otel array
+    key is an array where its text is one (a string the processor never writes there could not
+    be told apart) and stays text otherwise."""
+    span = sdk_span({names.GAPS: text})
+    (record,) = read_spans(shapes.jaeger_v1([[span]]))
+    assert record.attributes[names.GAPS] == read
 
 
 def _span(**changes: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ in its side venv.
     python adk_agent.py '<json config>'   # port, trace, store, run_id, run (wrap in af_otel.run),
                                           # sessions (1: one conversation; 2: two of 2 questions),
                                           # handoff (a router agent transfers to the weather agent)
+                                          # vertex (a Vertex AI client: gb_agent_common.genai_client)
 
 ADK's telemetry format is ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN's (the legacy scenarios set it):
 ``1`` writes a ``call_llm`` span around each ``generate_content`` span, with the whole request in
@@ -21,7 +22,6 @@ import sys
 from typing import Any
 
 import httpx
-from google import genai
 from google.adk.agents import LlmAgent
 from google.adk.models import Gemini
 from google.adk.runners import InMemoryRunner
@@ -45,14 +45,10 @@ def get_time(city: str) -> dict[str, str]:
     return {"result": common.tool_output("get_time", TURN["n"])}
 
 
-async def converse(port: int, sessions: int, handoff: bool = False) -> list[str]:
-    client = genai.Client(
-        api_key="fake-gemini-key",
-        http_options=types.HttpOptions(
-            httpx_client=common.rerouted(httpx, port),
-            httpx_async_client=common.rerouted(httpx, port, asynchronous=True),
-        ),
-    )
+async def converse(
+    port: int, sessions: int, handoff: bool = False, vertex: dict[str, Any] | None = None
+) -> list[str]:
+    client = common.genai_client(httpx, port, vertex)
     agent = LlmAgent(
         name="weather_agent",
         model=Gemini(model=MODEL, client=client),
@@ -90,7 +86,12 @@ def main(config: dict[str, Any]) -> None:
     try:
         with scope:
             sessions = asyncio.run(
-                converse(config["port"], config.get("sessions", 1), bool(config.get("handoff")))
+                converse(
+                    config["port"],
+                    config.get("sessions", 1),
+                    bool(config.get("handoff")),
+                    config.get("vertex"),
+                )
             )
     finally:
         provider.shutdown()

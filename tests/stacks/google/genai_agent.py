@@ -3,10 +3,12 @@ function call and its answer; two of them streamed, one async), under the real
 opentelemetry-instrumentation-google-genai, with af_otel's processor: one scenario of the Google
 GenAI stack test, run as a subprocess in its side venv.
 
-    python genai_agent.py '<json config>'   # port, trace, store, run_id, run, instrument
+    python genai_agent.py '<json config>'   # port, trace, store, run_id, run, instrument, vertex
 
 The client keeps the Gemini API's own host; its httpx (2.x) or httpx2 (3.x) transport reroutes
-each request to the loopback server. Prints the versions that ran and the instrumentor's fate.
+each request to the loopback server. With ``vertex`` (``project``, ``location``, and optionally
+``model``, ``api_version``, ``base_url``) it is a Vertex AI client (`common.genai_client`).
+Prints the versions that ran and the instrumentor's fate.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import json
 import sys
 from typing import Any
 
-from google import genai
 from google.genai import types
 
 from tests.stacks import gb_agent_common as common
@@ -69,13 +70,9 @@ def _config(call: int) -> types.GenerateContentConfig:
 
 
 class Agent:
-    def __init__(self, port: int) -> None:
-        http = _http()
-        options = types.HttpOptions(
-            httpx_client=common.rerouted(http, port),
-            httpx_async_client=common.rerouted(http, port, asynchronous=True),
-        )
-        self.client = genai.Client(api_key="fake-gemini-key", http_options=options)
+    def __init__(self, port: int, vertex: dict[str, Any] | None = None) -> None:
+        self.client = common.genai_client(_http(), port, vertex)
+        self.model = (vertex or {}).get("model") or MODEL
         self.calls = 0
 
     def call(self, contents: list[types.Content]) -> types.Content:
@@ -84,7 +81,7 @@ class Agent:
         if self.calls in (2, 5):  # streamed
             chunks = list(
                 self.client.models.generate_content_stream(
-                    model=MODEL, contents=contents, config=config
+                    model=self.model, contents=contents, config=config
                 )
             )
             parts = [p for c in chunks for p in c.candidates[0].content.parts]
@@ -95,12 +92,12 @@ class Agent:
         if self.calls == 7:  # async
             response = asyncio.run(
                 self.client.aio.models.generate_content(
-                    model=MODEL, contents=contents, config=config
+                    model=self.model, contents=contents, config=config
                 )
             )
         else:
             response = self.client.models.generate_content(
-                model=MODEL, contents=contents, config=config
+                model=self.model, contents=contents, config=config
             )
         return response.candidates[0].content
 
@@ -142,7 +139,7 @@ def main(config: dict[str, Any]) -> None:
         instrumented = instrumentor.is_instrumented_by_opentelemetry
     try:
         with common.conversation_scope(config, provider):
-            calls = run(Agent(config["port"]))
+            calls = run(Agent(config["port"], config.get("vertex")))
     finally:
         provider.shutdown()
     out = {

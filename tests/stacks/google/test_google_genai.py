@@ -123,3 +123,15 @@ def test_without_af_otel_run_the_run_is_the_trace(
     (trace,) = {e.trace for e in outcome.epochs}
     assert outcome.runs == [trace], account
     assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account
+
+
+@pytest.mark.instrumentation
+@pytest.mark.parametrize("stack", [GENAI_2, GENAI_2_NO_WIRE], ids=lambda s: s.name)
+def test_the_api_key_is_never_written(
+    stack: Stack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Every request carried the client's API key (``x-goog-api-key``), and neither the trace nor
+    the store (blobs, spellings) holds it."""
+    outcome = _outcome(stack, tmp_path_factory)
+    assert {r.credential for r in outcome.requests} == {"fake-gemini-key"}
+    assert outcome.holding("fake-gemini-key") == []
