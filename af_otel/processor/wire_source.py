@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol, runtime_checkable
 
 from opentelemetry import trace
@@ -25,7 +25,7 @@ from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.processor import commits
 from af_otel.processor.export_gaps import PROVIDER_HOSTS
 from af_otel.processor.settings import Settings
-from af_otel.semconv import Call, is_llm_call
+from af_otel.semconv import Call, Projection, is_llm_call, projection
 from af_otel.wire import SENT
 from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
@@ -218,11 +218,13 @@ def late(
             fits.append((group, found, layouts))
     # One fit is held against the record with the run's memo (the engine then keeps it).
     compares = run if len(fits) == 1 and isinstance(run, Compares) else None
+    convention = call.convention if call is not None else None
     vouched = []
     for group, found, layouts in fits:
         prefixes = (call.prefix if call is not None else None, found.prefix)
         differs = record_differs(recorded, found.request, compares, prefixes)
-        if not _VOUCHED.intersection(differs):
+        endpoint = group[-1][1].sent.endpoint
+        if vouches(recorded, found.request, differs, projection(convention, endpoint)):
             vouched.append((group, found, layouts, differs))
     if len(vouched) != 1:
         return None
@@ -237,6 +239,26 @@ def late(
     if run is not None:
         run.layouts = layouts
     return _made(settings, found, group[-1][1].sent.host, len(group), False, differs)
+
+
+def vouches(
+    recorded: Request, sent: Request, differs: tuple[str, ...], seen: Projection | None
+) -> bool:
+    """Whether a record vouches for a body (`late`): it says otherwise than the body (``differs``,
+    `record_differs`) on neither the instructions nor the messages, or on neither once its
+    messages and the body's are each seen as the record's convention keeps them (``seen``,
+    `Convention.projections`); everything the projection keeps must still be equal."""
+    if not _VOUCHED.intersection(differs):
+        return True
+    if seen is None:
+        return False
+    kept = record_differs(_seen_as(recorded, seen), _seen_as(sent, seen))
+    return not _VOUCHED.intersection(kept)
+
+
+def _seen_as(request: Request, seen: Projection) -> Request:
+    messages = tuple(m for m in map(seen, request.messages) if m is not None)
+    return replace(request, messages=messages)
 
 
 def _made(
