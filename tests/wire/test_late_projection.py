@@ -116,10 +116,17 @@ def _send(body: dict[str, Any]) -> None:
 
 
 def _written_after(
-    pipeline: Pipeline, name: str, start: int, messages: list[dict[str, Any]], marked: bool = True
+    pipeline: Pipeline,
+    name: str,
+    start: int,
+    messages: list[dict[str, Any]],
+    answer: str | None = None,
+    *,
+    marked: bool = True,
 ) -> None:
     """OpenLLMetry's Responses span: started once the response is in, back-dated to the call's
-    start, and ended at once (``marked=False``: without the key that tells OpenLLMetry's)."""
+    start, and ended at once; ``answer`` its output's text, if recorded (``marked=False``:
+    without the key that tells OpenLLMetry's)."""
     attributes: dict[str, Any] = {
         "gen_ai.provider.name": "openai",
         "gen_ai.request.model": "gpt-5-mini",
@@ -132,6 +139,9 @@ def _written_after(
     }
     if not marked:
         del attributes["gen_ai.is_streaming"]
+    if answer is not None:
+        output = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+        attributes["gen_ai.output.messages"] = json.dumps(output)
     span = pipeline.tracer.start_span(name, start_time=start, attributes=attributes)
     span.end()
 
@@ -303,3 +313,72 @@ def test_the_projection_keeps_every_part_but_reasoning_whole_and_in_order(
     ]
     assert [dict(p) for p in kept["parts"]] == expected
     assert responses_kept(kept) == kept
+
+
+def _turns(count: int, edited: int | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
+    """A conversation's bodies and OpenLLMetry's records of them, call by call: each body the last
+    one's items, then that call's reasoning and answer (`_answer`) and a new question. ``edited``:
+    the call whose record says its newest question otherwise."""
+    bodies, records = [], []
+    body, record = _body(), _recorded()
+    for call in range(1, count + 1):
+        if call > 1:
+            question = f"And in city {call}?"
+            body = {**body, "input": [*body["input"], *_turn_items(call - 1, question)]}
+            record = [*record, *_turn_record(call - 1, question)]
+        bodies.append(body)
+        shown = json.loads(json.dumps(record))
+        if call == edited:
+            shown[-1]["parts"][0]["content"] = "Something else?"
+        records.append(shown)
+    return bodies, records
+
+
+def _answer(call: int) -> str:
+    return f"Answer {call}: mild and dry."
+
+
+def _turn_items(answered: int, question: str) -> list[dict[str, Any]]:
+    sealed = f"gAAAAenc{answered:04d}"
+    return [
+        {"id": f"rs_a{answered}", "type": "reasoning", "summary": [], "encrypted_content": sealed},
+        {"role": "assistant", "content": [{"type": "output_text", "text": _answer(answered)}]},
+        {"role": "user", "content": question},
+    ]
+
+
+def _turn_record(answered: int, question: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "assistant", "parts": [{"type": "text", "content": _answer(answered)}]},
+        {"role": "user", "parts": [{"type": "text", "content": question}]},
+    ]
+
+
+@pytest.mark.parametrize("edited", [None, 2, 4], ids=["intact", "second-edited", "last-edited"])
+def test_a_conversation_claimed_late_call_by_call_keeps_its_parent_chain(
+    pipeline: Pipeline, edited: int | None
+) -> None:
+    """Four calls of one conversation, each span written after its call: every call is taken
+    from the wire (the run's memo sees and compares only each call's new messages), verifies,
+    and has the call before it as its parent. A record that says one question otherwise leaves
+    that call to its record, never verified, while the calls before it keep the wire."""
+    bodies, records = _turns(4, edited)
+    with pipeline.tracer.start_as_current_span("agent"):
+        for call, (body, record) in enumerate(zip(bodies, records, strict=True), start=1):
+            start = time.time_ns()
+            _send(body)
+            _written_after(pipeline, f"call {call}", start, record, _answer(call))
+    found = _by_name(pipeline)
+    for call, body in enumerate(bodies, start=1):
+        source, view = found[f"call {call}"]
+        if call == edited:
+            assert source == names.SOURCE_INSTRUMENTATION
+            assert verify(view).status != VerdictStatus.VERIFIED
+            continue
+        if edited is not None and call > edited:
+            continue  # its parent's receipt came from the record: not what this test holds
+        assert source == names.SOURCE_WIRE, call
+        assert verify(view).status == VerdictStatus.VERIFIED, (call, view.gaps)
+        assert canonical_json(replay(view, store=pipeline.store).body) == canonical_json(body)
+        parent = found[f"call {call - 1}"][1].epoch if call > 1 else 0
+        assert view.parent == parent, call
