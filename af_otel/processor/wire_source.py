@@ -194,7 +194,8 @@ def late(
     """A body kept by its trace (`af_otel.wire.loose`) claimed by a call that got none under
     its span (docs/processor.md, Late pairing): sent in the call's trace (or, for a root span,
     in none), within the call's window, asking for the model the record names, and saying
-    what the record's instructions and messages say (the record must hold some). Exactly one
+    what the record's instructions and messages say (the record must hold some), as the
+    record's convention keeps them (`vouches`). Exactly one
     such body (retries of the same bytes are one request), else none: two fit, whose is which
     is unknown, and the record stands. A body filed under an LLM call still open (``calling``:
     the span started last where it was sent) waits for that call."""
