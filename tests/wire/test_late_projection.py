@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 
 from af_otel import canonical_json, names, verify
 from af_otel.model import FrozenDict, Request
+from af_otel.processor.wire_source import record_differs, vouches
 from af_otel.reader.replay import replay
 from af_otel.reader.verify import VerdictStatus
-from af_otel.semconv import projection, tables
+from af_otel.semconv import projection, read_call, tables
 from af_otel.semconv.conventions.openllmetry import RESPONSES_ENDPOINT, responses_kept
 from af_otel.store import LocalStore
 from af_otel.wire import openai_responses, uninstall
@@ -388,3 +389,144 @@ def test_a_conversation_claimed_late_call_by_call_keeps_its_parent_chain(
         assert canonical_json(replay(view, store=pipeline.store).body) == canonical_json(body)
         parent = found[f"call {call - 1}"][1].epoch if call > 1 else 0
         assert view.parent == parent, call
+
+
+# -- the vouch over drawn conversations -----------------------------------------------------------
+
+_WORD = st.text(alphabet="abcdefghij ", min_size=1, max_size=8)
+_ITEM = st.one_of(
+    st.tuples(st.just("user"), _WORD),
+    st.tuples(st.just("reasoning"), _WORD),
+    st.tuples(st.just("call"), _WORD),
+)
+
+
+def _drawn_body(items: list[tuple[str, str]]) -> dict[str, Any]:
+    """A Responses body of the drawn items: user texts, reasoning items, function calls (under an
+    item id) with their outputs."""
+    body: list[dict[str, Any]] = []
+    for index, (kind, word) in enumerate(items):
+        if kind == "user":
+            body.append({"role": "user", "content": word})
+        elif kind == "reasoning":
+            reasoning = {"type": "reasoning", "summary": [], "encrypted_content": word}
+            body.append({"id": f"rs_{index}", **reasoning})
+        else:
+            call = {"type": "function_call", "id": f"fc_{index}", "call_id": f"call_{index}"}
+            arguments = json.dumps({"city": word})
+            body.append({**call, "name": "get_weather", "arguments": arguments})
+            body.append(
+                {"type": "function_call_output", "call_id": f"call_{index}", "output": word}
+            )
+    return {"model": "gpt-5-mini", "instructions": INSTRUCTIONS, "input": body}
+
+
+def _drawn_record(items: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """``gen_ai.input.messages`` as OpenLLMetry writes it for `_drawn_body`."""
+    record: list[dict[str, Any]] = [
+        {"role": "system", "parts": [{"type": "text", "content": INSTRUCTIONS}]}
+    ]
+    for index, (kind, word) in enumerate(items):
+        if kind == "user":
+            record.append({"role": "user", "parts": [{"type": "text", "content": word}]})
+        elif kind == "call":
+            part = {"type": "tool_call", "name": "get_weather", "id": f"fc_{index}"}
+            record.append({"role": "assistant", "parts": [{**part, "arguments": {"city": word}}]})
+            result = {"type": "tool_call_response", "id": f"call_{index}", "response": word}
+            record.append({"role": "tool", "parts": [result]})
+    return record
+
+
+def _drawn_attributes(record: list[dict[str, Any]], *, edit: bool = False) -> dict[str, Any]:
+    """OpenLLMetry's span attributes holding ``record`` (``edit``: its last text edited)."""
+    if edit:
+        record = json.loads(json.dumps(record))
+        record[-1]["parts"][0]["content"] += "!"
+    return {
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-5-mini",
+        "gen_ai.is_streaming": False,
+        "gen_ai.input.messages": json.dumps(record),
+    }
+
+
+def _drawn(items: list[tuple[str, str]]) -> tuple[Request, Request]:
+    """`_drawn_body` as the tap reads it, and its record as the convention reads it."""
+    attributes = _drawn_attributes(_drawn_record(items))
+    recorded = read_call(attributes, "openai.response", remember=False).request
+    assert recorded is not None
+    return recorded, _sent(_drawn_body(items))
+
+
+class _Run:
+    """A run's memos, as `RunState` holds them."""
+
+    compared: Any = None
+    projected: Any = None
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_ITEM, min_size=1, max_size=8), st.data())
+def test_a_drawn_record_vouches_exactly_when_nothing_it_keeps_is_edited(
+    items: list[tuple[str, str]], data: st.DataObject
+) -> None:
+    """OpenLLMetry's record of any drawn body vouches for it through the projection (and, where
+    the body replays reasoning or calls under an item id, not without it); the record with any
+    one kept text edited does not."""
+    recorded, sent = _drawn(items)
+    seen = projection("openllmetry", RESPONSES_ENDPOINT)
+    differs = record_differs(recorded, sent)
+    assert vouches(recorded, sent, differs, seen)
+    if any(kind != "user" for kind, _ in items):
+        assert not vouches(recorded, sent, differs, None)
+    texts = [
+        (m, p)
+        for m, message in enumerate(recorded.messages)
+        for p, part in enumerate(message["parts"])
+        if part.get("type") in ("text", "tool_call_response")
+    ]
+    m, p = data.draw(st.sampled_from(texts))
+    part = recorded.messages[m]["parts"][p]
+    key = "content" if part["type"] == "text" else "response"
+    edited_part = FrozenDict(part, **{key: str(part[key]) + "!"})
+    parts = (
+        *recorded.messages[m]["parts"][:p],
+        edited_part,
+        *recorded.messages[m]["parts"][p + 1 :],
+    )
+    messages = list(recorded.messages)
+    messages[m] = FrozenDict(messages[m], parts=parts)
+    edited = replace(recorded, messages=tuple(messages))
+    assert not vouches(edited, sent, record_differs(edited, sent), seen)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(_ITEM, min_size=1, max_size=3), min_size=2, max_size=5), st.data())
+def test_the_runs_memo_vouches_as_the_whole_view_does(
+    chunks: list[list[tuple[str, str]]], data: st.DataObject
+) -> None:
+    """Calls of one drawn conversation, each read from its tail and from the run's last record as
+    the engine reads them: the vouch with the run's projected memo says what the vouch over the
+    whole view says, call by call, with a drawn call's newest record text edited."""
+    edited = data.draw(st.integers(0, len(chunks)))  # == len(chunks): no call edited
+    seen = projection("openllmetry", RESPONSES_ENDPOINT)
+    run = _Run()
+    layouts: tuple[Any, ...] = ()
+    remembered = None
+    items: list[tuple[str, str]] = []
+    for index, chunk in enumerate(chunks):
+        items += [*chunk, ("user", f"q{index}")]
+        body = orjson.dumps(_drawn_body(items))
+        found, layouts = read_sent(RESPONSES_ENDPOINT, body, layouts, b"/v1/responses")
+        assert found is not None
+        attributes = _drawn_attributes(_drawn_record(items), edit=index == edited)
+        call = read_call(attributes, "openai.response", seen=remembered)
+        remembered = call.seen
+        assert call.request is not None
+        prefixes = (call.prefix, found.prefix)
+        differs = record_differs(call.request, found.request, run, prefixes)
+        whole = vouches(
+            call.request, found.request, record_differs(call.request, found.request), seen
+        )
+        assert vouches(call.request, found.request, differs, seen, run, prefixes) == whole
+        assert whole == (index != edited)
