@@ -269,8 +269,10 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
 ) -> None:
     """Seventeen Responses calls, stateless and continued by previous_response_id, plain and
     streamed, incomplete and failed: no verified epoch differs from the context the model saw, every difference
-    elsewhere is named by a gap, every span written carries a minted receipt, and a call that
-    left no span is named on the call that carries its answer."""
+    elsewhere is named by a gap, every span written carries a receipt minted from the body its
+    client sent, every stateless call verifies (but one after a call that left no span) with its
+    served view and `served --request` the logged body, and a call that left no span is named on
+    the call that carries its answer."""
     count, epochs = run_responses(scenario, tmp_path)
     account = _account(epochs)
     assert count == CALLS
