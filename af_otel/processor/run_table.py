@@ -24,7 +24,7 @@ from af_otel.model.prefix import identical_prefix
 from af_otel.processor.dedupe import RECENT, Opened, Seen
 from af_otel.processor.explicit_memo import Explicit
 from af_otel.processor.history import History, share_history
-from af_otel.processor.wire_source import Compared
+from af_otel.processor.wire_source import Compared, Projected
 from af_otel.receipts import Receipt, ReceiptDigests
 from af_otel.semconv.incremental import Remembered
 from af_otel.wire.tail import Layout
@@ -137,6 +137,7 @@ class RunState:
     layouts: tuple[Layout, ...] = ()
     explicit: Explicit | None = None  # the last `llm_call` messages (explicit_memo.py)
     compared: Compared | None = None  # the last record compared with its body (wire_source.py)
+    projected: Projected | None = None  # the same, each seen through its projection (same)
     charged: int = 0  # the bytes the table counts for this run (see `weight`)
     # The highest epoch finished so far and its receipt digest ("" without one), for the run's
     # close record (`af_otel.processor.closing`).

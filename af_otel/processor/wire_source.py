@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol, runtime_checkable
 
 from opentelemetry import trace
@@ -25,7 +25,7 @@ from af_otel.model.request import INSTRUCTION_ROLES
 from af_otel.processor import commits
 from af_otel.processor.export_gaps import PROVIDER_HOSTS
 from af_otel.processor.settings import Settings
-from af_otel.semconv import Call, is_llm_call
+from af_otel.semconv import Call, Projection, is_llm_call, projection
 from af_otel.wire import SENT
 from af_otel.wire import install as install_tap
 from af_otel.wire import release as release_tap
@@ -195,7 +195,8 @@ def late(
     """A body kept by its trace (`af_otel.wire.loose`) claimed by a call that got none under
     its span (docs/processor.md, Late pairing): sent in the call's trace (or, for a root span,
     in none), within the call's window, asking for the model the record names, and saying
-    what the record's instructions and messages say (the record must hold some). Exactly one
+    what the record's instructions and messages say (the record must hold some), as the
+    record's convention keeps them (`vouches`). Exactly one
     such body (retries of the same bytes are one request), else none: two fit, whose is which
     is unknown, and the record stands. A body filed under an LLM call still open (``calling``:
     the span started last where it was sent) waits for that call."""
@@ -217,13 +218,16 @@ def late(
         found, layouts = read_sent(last.endpoint, last.body, before, last.path)
         if found is not None and same_model(model, found.request.model):
             fits.append((group, found, layouts))
-    # One fit is held against the record with the run's memo (the engine then keeps it).
+    # One fit is held against the record with the run's memos (the engine then keeps them).
     compares = run if len(fits) == 1 and isinstance(run, Compares) else None
+    projects = run if len(fits) == 1 and isinstance(run, Projects) else None
+    convention = call.convention if call is not None else None
     vouched = []
     for group, found, layouts in fits:
         prefixes = (call.prefix if call is not None else None, found.prefix)
         differs = record_differs(recorded, found.request, compares, prefixes)
-        if not _VOUCHED.intersection(differs):
+        seen = projection(convention, group[-1][1].sent.endpoint)
+        if vouches(recorded, found.request, differs, seen, projects, prefixes):
             vouched.append((group, found, layouts, differs))
     if len(vouched) != 1:
         return None
@@ -238,6 +242,80 @@ def late(
     if run is not None:
         run.layouts = layouts
     return _made(settings, found, group[-1][1].sent.host, len(group), False, differs)
+
+
+def vouches(
+    recorded: Request,
+    sent: Request,
+    differs: tuple[str, ...],
+    seen: Projection | None,
+    run: Projects | None = None,
+    prefixes: tuple[tuple[Any, ...] | None, tuple[Any, ...] | None] = (None, None),
+) -> bool:
+    """Whether a record vouches for a body (`late`): it says otherwise than the body (``differs``,
+    `record_differs`) on neither the instructions nor the messages, or on neither once its
+    messages and the body's are each seen as the record's convention keeps them (``seen``,
+    `Convention.projections`); everything the projection keeps must still be equal.
+
+    ``run`` and ``prefixes`` (as `record_differs` takes them): where the record and the body
+    extend the run's last projected pair (`Projected`), only their new messages are projected
+    and compared."""
+    if not _VOUCHED.intersection(differs):
+        return True
+    if seen is None:
+        return False
+    before = run.projected if run is not None else None
+    if before is not None and before.seen is not seen:
+        before = None
+    lasts = (before.record, before.sent) if before is not None else (None, None)
+    mine, my_prefix = _seen_as(recorded.messages, seen, lasts[0], prefixes[0])
+    theirs, their_prefix = _seen_as(sent.messages, seen, lasts[1], prefixes[1])
+    memo = Projected(seen, (recorded.messages, mine), (sent.messages, theirs))
+    memo.compared = before.compared if before is not None else None
+    kept = record_differs(
+        replace(recorded, messages=mine),
+        replace(sent, messages=theirs),
+        memo,
+        (my_prefix, their_prefix),
+    )
+    if run is not None:
+        run.projected = memo
+    return not _VOUCHED.intersection(kept)
+
+
+@dataclass(slots=True)
+class Projected:
+    """A run's last record and body each seen through their convention's projection
+    (`vouches`): per side, the messages as read and as seen, and the two compared
+    (`Compared`), so a call whose record and body extend them sees and compares only its new
+    messages. Changed in place by `record_differs`, as the run's own `Compared` slot is."""
+
+    seen: Projection
+    record: tuple[tuple[Any, ...], tuple[Any, ...]]
+    sent: tuple[tuple[Any, ...], tuple[Any, ...]]
+    compared: Compared | None = None
+
+
+@runtime_checkable
+class Projects(Protocol):
+    """Where a run keeps its last `Projected` (`RunState.projected`)."""
+
+    projected: Projected | None
+
+
+def _seen_as(
+    messages: tuple[Any, ...],
+    seen: Projection,
+    last: tuple[tuple[Any, ...], tuple[Any, ...]] | None,
+    prefix: tuple[Any, ...] | None,
+) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
+    """``messages`` seen through ``seen``, and the view they were built to start with: the
+    ``last`` messages' view followed by the new ones' where ``messages`` were built to start
+    with (``prefix``) the very messages ``last`` saw (else seen whole, starting with none)."""
+    if last is not None and prefix is not None and prefix is last[0]:
+        new = messages[len(prefix) :]
+        return last[1] + tuple(m for m in map(seen, new) if m is not None), last[1]
+    return tuple(m for m in map(seen, messages) if m is not None), None
 
 
 def _made(

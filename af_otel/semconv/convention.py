@@ -17,10 +17,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - types only
-    from af_otel.model.request import Request
+    from af_otel.model.request import FrozenDict, Request
 
 Tell = Callable[[Mapping[str, object], str], bool]
 """A test over a span's attributes (exact ``str`` keys) and its name."""
+
+Projection = Callable[["FrozenDict"], "FrozenDict | None"]
+"""One normalized message as a family's record keeps it, None where it keeps none of it
+(`Convention.projections`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,20 @@ class Convention:
     # The JSON-array attribute the incremental path (`af_otel.semconv.incremental`) reads only the
     # new end of; None: every call is read in full.
     incremental: str | None = None
+    # Per wire endpoint (its `af_otel.wire` name): what its record of a call sent there is known
+    # to keep of each message of the body. A late claim (`af_otel.processor.wire_source.late`)
+    # holds the record's messages and the body's equal as each is seen through it: exact on
+    # everything it keeps, and one rule names what the family never keeps.
+    projections: tuple[tuple[str, Projection], ...] = ()
+
+
+def projection(convention: str | None, endpoint: str) -> Projection | None:
+    """The projection the family called ``convention`` declares for ``endpoint``, or None (its
+    record is held to the body as it is)."""
+    family = named(convention)
+    if family is None:
+        return None
+    return next((seen for name, seen in family.projections if name == endpoint), None)
 
 
 @dataclass(frozen=True, slots=True)

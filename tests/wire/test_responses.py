@@ -269,8 +269,10 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
 ) -> None:
     """Seventeen Responses calls, stateless and continued by previous_response_id, plain and
     streamed, incomplete and failed: no verified epoch differs from the context the model saw, every difference
-    elsewhere is named by a gap, every span written carries a minted receipt, and a call that
-    left no span is named on the call that carries its answer."""
+    elsewhere is named by a gap, every span written carries a receipt minted from the body its
+    client sent, every stateless call verifies (but one after a call that left no span) with its
+    served view and `served --request` the logged body, and a call that left no span is named on
+    the call that carries its answer."""
     count, epochs = run_responses(scenario, tmp_path)
     account = _account(epochs)
     assert count == CALLS
@@ -298,85 +300,76 @@ def test_no_responses_epoch_claims_more_than_the_model_saw(
             assert e.replay == "equal", (e.wire_seq, e.replay)
         else:
             assert e.replay.startswith("not exact: "), (e.wire_seq, e.replay)
-    if {e.source for e in epochs} == {names.SOURCE_WIRE}:  # the body names the held history
-        continued = [e.replay for e in epochs if e.wire_seq > HELD_FROM]
-        assert all("server-held-history" in r for r in continued), continued
+    # Every call is minted from the body its client sent, under every instrumentation: where the
+    # instrumentation's span is current while the request goes out, at once; OpenLLMetry's,
+    # made after the response, by a late claim its record vouches for once the body is seen as
+    # OpenLLMetry keeps a Responses request (no reasoning items, no tool call's item id:
+    # `openllmetry.responses_kept`). So a call's earlier response id is on record (the body
+    # names it) whatever the instrumentation.
+    assert {e.source for e in epochs} == {names.SOURCE_WIRE}, account
+    continued = [e.replay for e in epochs if e.wire_seq > HELD_FROM]
+    assert all("server-held-history" in r for r in continued), continued
     # The call after the incomplete one carries its cut answer: with that call's span missing,
     # two model turns since its parent name the hole; with every span there, nothing does.
     holes = {e.wire_seq for e in epochs for k, _ in e.gaps if k == "unrecorded-call"}
     (after,) = [e for e in epochs if e.wire_seq == AFTER_INCOMPLETE]
     if missing:
         assert after.status != VerdictStatus.VERIFIED, account
-    # Minted from the body sent (the wire tap), a call's earlier response id is on record
-    # whatever the instrumentation; else only OpenInference records it. OpenLLMetry's spans take
-    # their body by a late claim, only where the record says what the body says (its record of a
-    # stateless call that replays reasoning drops it, so those keep their record): the continued
-    # calls' ids are on record where those calls came from the wire.
-    from_wire = {e.source for e in epochs} == {names.SOURCE_WIRE}
-    ids_on_record = from_wire or scenario.instrumentation == "openinference-openai"
     held = [e for e in epochs if e.wire_seq > HELD_FROM]  # every call continued by its id
-    held_on_record = ids_on_record or all(e.source == names.SOURCE_WIRE for e in held)
-    # A continued response no call answered is the same hole, where its id is on record.
+    # A continued response no call answered is the same hole.
     expected = {AFTER_INCOMPLETE} if missing else set()
-    assert holes == expected | ({FAILED} if held_on_record else set()), account
+    assert holes == expected | {FAILED}, account
     assert all(e.status != VerdictStatus.VERIFIED for e in held), account
     # The tell-tale every convention shows: a continued request that opens with a tool result
-    # carries server-held-history, whether or not the id is on record; a stateless one never.
+    # carries server-held-history; a stateless one never.
     telling = {e.wire_seq for e in held if e.opens_with == "function_call_output"}
     assert len(telling) == 4, account  # calls 10, 12, 14 and 16 answer the call before them
     marked = {e.wire_seq for e in epochs for k, _ in e.gaps if k == "server-held-history"}
     assert telling <= marked, account
     assert not {s for s in marked if s <= HELD_FROM}, account
-    if from_wire and scenario.instrumentation == "genai-openai":
-        # genai-openai leaves replayed reasoning items out of its record: stateless calls that
-        # replay them say the record differs from the body on the messages (and on nothing else).
-        stateless = {e.wire_seq for e in epochs if e.wire_seq <= HELD_FROM}
+    stateless = [e for e in epochs if e.wire_seq <= HELD_FROM]
+    if scenario.instrumentation in ("genai-openai", "openllmetry-openai"):
+        # genai-openai and OpenLLMetry leave replayed reasoning items out of their record:
+        # stateless calls that replay them say the record differs from the body on the messages
+        # (and on nothing else); the tap's body is the truth, so they verify all the same.
         differ = {e.wire_seq for e in epochs if "messages" in e.record_differs}
         assert differ, account
-        assert differ <= stateless, account
+        assert differ <= {e.wire_seq for e in stateless}, account
         assert not {f for e in epochs for f in e.record_differs} - {"messages"}, account
-    elif from_wire:
-        assert not [e for e in epochs if e.record_differs], account
-    if ids_on_record:
-        # The control: OpenInference records every field this agent sets, and the wire holds
-        # them all, so each call that holds no history on the server verifies; nothing passes
-        # by verifying nothing.
-        stateless = [e for e in epochs if e.wire_seq <= HELD_FROM]
-        assert all(e.status == VerdictStatus.VERIFIED for e in stateless), account
-    if held_on_record:
-        # the earlier response id is on record: the gap names it, and the call that answered
-        details = [d for e in held for k, d in e.gaps if k == "server-held-history"]
-        assert len(details) == len(held), account
-        linked = [
-            d
-            for e in held
-            for k, d in e.gaps
-            if k == "server-held-history" and e.wire_seq != FAILED
-        ]
-        assert all("resp_w" in d and "of epoch" in d for d in linked), account
-        # each continued call links every earlier call of the conversation, oldest first, by
-        # its epoch (one less than its wire number after a call that left no span)
-        epoch_of = {e.wire_seq: e.epoch for e in epochs}
-        for e in held:
-            if e.wire_seq != FAILED:
-                chain = [(epoch_of[s], f"resp_w{s}") for s in range(HELD_FROM, e.wire_seq)]
-                assert list(e.held) == chain, (e.wire_seq, e.held)
-        # the last continued call: the server held every call of the conversation before it
-        (last,) = [
-            d
-            for e in held
-            for k, d in e.gaps
-            if k == "server-held-history" and e.wire_seq == CALLS - 1
-        ]
-        earlier = ", ".join(str(epoch_of[s]) for s in range(HELD_FROM, CALLS - 1))
-        assert f"epochs {earlier}, in that order" in last, last
-        assert "from its start" in last, last
-        failed = [d for e in held for k, d in e.gaps if e.wire_seq == FAILED]
-        assert any("resp_gone" in d and "not in this run" in d for d in failed), account
-        (gone,) = [e.held for e in held if e.wire_seq == FAILED]
-        assert gone == ((None, "resp_gone"),), gone
     else:
-        assert not [e for e in epochs if e.held], account
+        assert not [e for e in epochs if e.record_differs], account
+    # Each call that holds no history on the server verifies, its served view the logged body
+    # (no difference) and `served --request` that body exactly; the one exception is the call
+    # after OpenLLMetry's missing span, whose hole stands. Nothing passes by verifying nothing.
+    whole = [e for e in stateless if not (missing and e.wire_seq == AFTER_INCOMPLETE)]
+    assert len(whole) == HELD_FROM - (len(_NO_SPAN) + 1 if missing else 0), account
+    assert all(e.status == VerdictStatus.VERIFIED for e in whole), account
+    assert all(not e.differences and e.replay == "equal" for e in whole), account
+    # the earlier response id is on record: the gap names it, and the call that answered
+    details = [d for e in held for k, d in e.gaps if k == "server-held-history"]
+    assert len(details) == len(held), account
+    linked = [
+        d for e in held for k, d in e.gaps if k == "server-held-history" and e.wire_seq != FAILED
+    ]
+    assert all("resp_w" in d and "of epoch" in d for d in linked), account
+    # each continued call links every earlier call of the conversation, oldest first, by
+    # its epoch (one less than its wire number after a call that left no span)
+    epoch_of = {e.wire_seq: e.epoch for e in epochs}
+    for e in held:
+        if e.wire_seq != FAILED:
+            chain = [(epoch_of[s], f"resp_w{s}") for s in range(HELD_FROM, e.wire_seq)]
+            assert list(e.held) == chain, (e.wire_seq, e.held)
+    # the last continued call: the server held every call of the conversation before it
+    (last,) = [
+        d for e in held for k, d in e.gaps if k == "server-held-history" and e.wire_seq == CALLS - 1
+    ]
+    earlier = ", ".join(str(epoch_of[s]) for s in range(HELD_FROM, CALLS - 1))
+    assert f"epochs {earlier}, in that order" in last, last
+    assert "from its start" in last, last
+    failed = [d for e in held for k, d in e.gaps if e.wire_seq == FAILED]
+    assert any("resp_gone" in d and "not in this run" in d for d in failed), account
+    (gone,) = [e.held for e in held if e.wire_seq == FAILED]
+    assert gone == ((None, "resp_gone"),), gone
 
 
 def main() -> None:

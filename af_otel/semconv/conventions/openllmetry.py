@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from af_otel.model import fields
+from af_otel.model import FrozenDict, fields
 from af_otel.semconv.adapted import Adapted, conclude
 from af_otel.semconv.coerce import text
 from af_otel.semconv.convention import Convention, Entry
@@ -82,6 +82,34 @@ SDK_SCOPES: Final = frozenset(
 
 # It names the span of a Responses API call so (it records no API type).
 RESPONSES_SPAN: Final = "openai.response"
+# The wire endpoint of the Responses API (`af_otel.wire.openai_responses.NAME`: semconv imports
+# nothing of the wire; a test holds the names equal).
+RESPONSES_ENDPOINT: Final = "openai.responses"
+
+
+def responses_kept(message: FrozenDict) -> FrozenDict | None:
+    """What OpenLLMetry's record of a Responses call keeps of one message of the body, as its
+    wrapper writes ``gen_ai.input.messages`` from ``input`` (read in its 0.62 releases, and
+    measured on the wire tests): a ``reasoning`` item, which it has no case for, not at all; a
+    function call under the item's own ``id`` where the item has one, else under its
+    ``call_id``, which is the only one the normalized request holds (the item id is
+    bookkeeping), so no tool call's id is kept. The result of a call keeps its ``call_id``, and
+    every other value stays, to be equal. Other item kinds it leaves out too (web searches,
+    computer calls, ...) are not projected: such a call keeps its record."""
+    parts = message.get("parts", ())
+    kept = tuple(_kept_part(part) for part in parts if part.get("type") != "reasoning")
+    if not kept and parts:
+        return None
+    if all(a is b for a, b in zip(kept, parts, strict=False)) and len(kept) == len(parts):
+        return message
+    return FrozenDict(message, parts=kept)
+
+
+def _kept_part(part: FrozenDict) -> FrozenDict:
+    if part.get("type") != "tool_call" or "id" not in part:
+        return part
+    return FrozenDict({key: value for key, value in part.items() if key != "id"})
+
 
 OPENLLMETRY: Final = Convention(
     "openllmetry",
@@ -101,4 +129,5 @@ OPENLLMETRY: Final = Convention(
     responses=frozenset({"reasoning_effort"}),
     responses_call=lambda attributes, span_name: span_name == RESPONSES_SPAN,
     incremental=genai.MESSAGES.key,
+    projections=((RESPONSES_ENDPOINT, responses_kept),),
 )
