@@ -48,6 +48,15 @@ class GapKind:
     # The record itself is partial: a match proves only the part recorded, so `verify` never says
     # `verified` while a gap of such a kind is on the view.
     partial: bool = False
+    # The gap is about other calls than this one (a call that left no span, calls after it): a
+    # call minted from the wire has its whole request on record without them, so there the gap
+    # stays a caveat and does not hold `verified` back (`holds_back`).
+    of_other_calls: bool = False
+
+    def holds_back(self, source: str) -> bool:
+        """Whether a gap of this kind keeps a call whose receipt came from ``source`` (the
+        span's ``af.receipt.source``) from `verified`."""
+        return self.partial and not (self.of_other_calls and source == names.SOURCE_WIRE)
 
     @property
     def rank(self) -> int:
@@ -127,6 +136,7 @@ _ROWS: Final = (
         "call's request and receipt are not on record and the epoch numbers close over it; "
         "look for it in the application's own logs.",
         partial=True,
+        of_other_calls=True,
     ),
     GapKind(
         names.GAP_RUN_CUT_AT_END,
@@ -138,6 +148,7 @@ _ROWS: Final = (
         "deleted. This call may read as it was sent; what came after it is missing. Look for "
         "the later calls in the trace backend.",
         partial=True,
+        of_other_calls=True,
     ),
     GapKind(
         names.GAP_UNRECORDED,

@@ -61,6 +61,10 @@ class Gap:
     def partial(self) -> bool:
         return SERVED_GAPS[self.kind].partial
 
+    def holds_back(self, source: str) -> bool:
+        """Whether this gap keeps a call whose receipt came from ``source`` from `verified`."""
+        return SERVED_GAPS[self.kind].holds_back(source)
+
 
 UNGAPPED_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
     {

@@ -42,7 +42,6 @@ from af_otel.wire.spelling import FORMAT, plain
 __all__ = ["ReplayRefusedError", "Replayed", "replay", "replay_request"]
 
 # Gap kinds about other calls of the run, not about this request's content.
-_ABOUT_OTHER_CALLS: Final = frozenset({names.GAP_RUN_CUT_AT_END, names.GAP_UNRECORDED_CALL})
 # What a body in the writer's one spelling leaves out (docs/receipt-spec.md §14).
 NOT_SPELLED: Final = (
     "transport keys (stream, stream_options, ...), cache_control marks and the client's own "
@@ -125,7 +124,7 @@ def _path(endpoint: Endpoint, request: Mapping[str, Any], spelling: Any) -> str:
 
 def _proven(view: ServedView, key: Any, where: str) -> None:
     verdict = verify(view, key=key)
-    blocking = [g for g in view.gaps if g.kind not in _ABOUT_OTHER_CALLS and g.partial]
+    blocking = [g for g in view.gaps if g.holds_back(view.source)]
     if verdict.status is not VerdictStatus.VERIFIED or blocking:
         first = blocking[0] if blocking else None
         why = f"gap {first.kind}: {first.detail or first.why}" if first else verdict.reason

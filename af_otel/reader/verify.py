@@ -390,7 +390,7 @@ def _compare(view: ServedView, receipt: Receipt, secret: bytes | None) -> Verdic
     mismatches.sort(key=lambda m: order.index(m.field))
     judged = tuple(replace(m, excused_by=_excuse(view.gaps, m.field)) for m in mismatches)
     if not judged:
-        partial = next((g for g in view.gaps if g.partial), None)
+        partial = next((g for g in view.gaps if g.holds_back(view.source)), None)
         if partial is not None:
             # A match proves the record, and this record is partial: never `verified`.
             found = f": {partial.detail}" if partial.detail else ""

@@ -52,11 +52,13 @@ def synthetic_run(
     inline_limit: int = 1024,
     key: bytes | None = None,
     forget_parent: Sequence[int] = (),
+    source: str = names.SOURCE_INSTRUMENTATION,
 ) -> tuple[SpanRecord, ...]:
     """One span per request; ``parents[i]`` is request i+1's parent epoch (0: the base).
 
     ``forget_parent`` lists epochs minted as a writer that no longer held its parent's receipt
-    does (``kept`` = 0, every key written whole)."""
+    does (``kept`` = 0, every key written whole); ``source`` is where the writer read each
+    request (``af.receipt.source``, bound by af-2)."""
     states: dict[int, Mapping[str, Any]] = {0: {"messages": []}}
     receipts: dict[int, Receipt | None] = {0: None}
     base_address = None
@@ -79,7 +81,9 @@ def synthetic_run(
             epoch=epoch,
             parent=parent_receipt if parent_receipt is not None else parent,
             key=key,
-            context=ReceiptContext(base=base_address),  # the span's af.run.base, bound by af-2
+            context=ReceiptContext(
+                base=base_address, source=source
+            ),  # the span's af.run.base, bound by af-2
         )
         state = request.to_dict()
         before: Mapping[str, Any] = {} if forgot else states[parent]

@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,13 +30,20 @@ def result(call_id: str, role: str = "tool") -> dict[str, Any]:
     return {"role": role, "parts": [part]}
 
 
-def views_of(requests: Sequence[Sequence[Any]], parents: Sequence[int]) -> list[ServedView]:
+def views_of(
+    requests: Sequence[Sequence[Any]],
+    parents: Sequence[int],
+    source: str = names.SOURCE_INSTRUMENTATION,
+) -> list[ServedView]:
+    """The run's views; ``source`` is where the writer read each request (wire: the body the
+    client sent)."""
     with tempfile.TemporaryDirectory() as directory:
         spans = synthetic_run(
             "run-u",
             [{"messages": list(m), "model": "m"} for m in requests],
             parents,
             store=LocalStore(directory),
+            source=source,
         )
         return list(served_views(spans, store=LocalStore(directory)))
 
@@ -73,6 +81,27 @@ def test_a_call_missing_between_two_recorded_calls_is_named() -> None:
     verdict = verify(two)
     assert verdict.status is VerdictStatus.RECONSTRUCTED
     assert "unrecorded-call" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("source", "status"),
+    [
+        (names.SOURCE_WIRE, VerdictStatus.VERIFIED),
+        (names.SOURCE_INSTRUMENTATION, VerdictStatus.RECONSTRUCTED),
+    ],
+)
+def test_the_hole_holds_back_only_a_call_minted_from_its_record(
+    source: str, status: VerdictStatus
+) -> None:
+    """The same hole on a call minted from the body its client sent: the gap is about the call
+    in between, and this call's receipt fingerprints its whole request, so it verifies with the
+    gap standing; minted from an instrumentation's record, the record around it is partial."""
+    first = [user("q1")]
+    last = [*first, assistant("a1"), user("q2"), assistant("a2"), user("q3")]
+    _, two = views_of([first, last], [0, 1], source)
+    assert two.source == source
+    assert two.gap(names.GAP_UNRECORDED_CALL) is not None, two.gap_kinds
+    assert verify(two).status is status
 
 
 def test_the_same_conversation_with_every_call_on_record_is_verified() -> None:

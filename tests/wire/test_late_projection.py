@@ -363,7 +363,8 @@ def test_a_conversation_claimed_late_call_by_call_keeps_its_parent_chain(
     from the wire (the run's memo sees and compares only each call's new messages), verifies,
     and has the call before it as its parent. A record that says one question otherwise leaves
     that call to its record, never verified; the call after it names the hole its parent leaves
-    and does not verify either, and the calls past that chain from the wire again."""
+    (a caveat about that other call: its own receipt came from its body, so it verifies), and the
+    calls past that chain from the wire again."""
     bodies, records = _turns(4, edited)
     with pipeline.tracer.start_as_current_span("agent"):
         for call, (body, record) in enumerate(zip(bodies, records, strict=True), start=1):
@@ -378,11 +379,13 @@ def test_a_conversation_claimed_late_call_by_call_keeps_its_parent_chain(
             assert verify(view).status != VerdictStatus.VERIFIED
             continue
         if edited is not None and call == edited + 1:
-            # Its body extends the edited call's, whose receipt is the record's: what was served
-            # between is proven by no receipt, so the call names the hole and does not verify.
+            # Its body extends the edited call's, whose receipt is the record's: the call names
+            # the hole before it, a caveat about that other call; its own receipt came from its
+            # body, which its view equals, so it verifies all the same.
             assert source == names.SOURCE_WIRE
-            assert verify(view).status != VerdictStatus.VERIFIED
             assert "unrecorded-call" in {g.kind for g in view.gaps}
+            assert verify(view).status == VerdictStatus.VERIFIED, (call, view.gaps)
+            assert canonical_json(replay(view, store=pipeline.store).body) == canonical_json(body)
             continue
         assert source == names.SOURCE_WIRE, call
         assert verify(view).status == VerdictStatus.VERIFIED, (call, view.gaps)
