@@ -41,6 +41,7 @@ __all__ = [
     "rebuilt_receipt",
     "recompute",
     "recomputer",
+    "unsigned_receipt",
 ]
 
 # Recomputed epochs kept per run and key: enough for a reader walking forward (each epoch needs
@@ -300,6 +301,35 @@ def rebuilt_receipt(
     *,
     with_entries: bool = False,
 ) -> Receipt:
+    fields = _rebuilt_fields(view, state, basis, kept, secret, with_entries=with_entries)
+    # Built once to take the digest over, then once with it (`replace` costs several builds).
+    fields["digest"] = worker.hash(digest_preimage(Receipt(**fields)))
+    return Receipt(**fields)
+
+
+def unsigned_receipt(
+    view: ServedView,
+    state: _State,
+    basis: Sequence[str] | None,
+    kept: int | None,
+    secret: bytes | None,
+    worker: _Recomputer,
+) -> tuple[Receipt, str]:
+    """`rebuilt_receipt` without its digest, and the digest apart: what `verify` compares field
+    by field, one receipt built instead of two (the preimage does not read the digest)."""
+    unsigned = Receipt(**_rebuilt_fields(view, state, basis, kept, secret))
+    return unsigned, worker.hash(digest_preimage(unsigned))
+
+
+def _rebuilt_fields(
+    view: ServedView,
+    state: _State,
+    basis: Sequence[str] | None,
+    kept: int | None,
+    secret: bytes | None,
+    *,
+    with_entries: bool = False,
+) -> dict[str, Any]:
     recorded = view.receipt if isinstance(view.receipt, Receipt) else None
     # The request's parts straight from the view (building a `Request` would copy the messages).
     params_value = view.params if view.params is not None else FrozenDict()
@@ -345,9 +375,7 @@ def rebuilt_receipt(
         # the span's own attributes in `verify`), not something a rebuild recomputes.
         for name in _CONTEXT_FIELDS:
             fields[name] = getattr(recorded, name)
-    # Built once to take the digest over, then once with it (`replace` costs several builds).
-    fields["digest"] = worker.hash(digest_preimage(Receipt(**fields)))
-    return Receipt(**fields)
+    return fields
 
 
 def _scheme(recorded: Receipt | None, secret: bytes | None) -> str:
