@@ -12,6 +12,12 @@ package, which ``make bench`` installs when run as root), and without it the lin
 Each run is built once here and written to a temporary file; Valgrind runs a child that loads
 it, reads it ``reads`` times, and the same child reading it zero times: the difference is the
 reads' instructions alone.
+
+It also counts, on `benchmarks/reader.py`'s throughput file, the instructions of ``orjson.loads``
+over its lines, of `read_spans` and of building the views and verifying them from spans already
+read: where the file-to-verdicts throughput target is not met, how the reader's work divides
+between reading and the views, in a measure the neighbours' load does not move (printed, no
+target).
 """
 
 from __future__ import annotations
@@ -54,6 +60,32 @@ for _ in range({reads}):
 """
 
 
+FILE_CHILD = """
+import gc, sys
+import orjson
+sys.path.insert(0, {bench_dir!r})
+from af_otel.reader.sources import read_spans
+from af_otel.reader.verify import verify
+from af_otel.reader.view import served_views
+from af_otel.store import LocalStore
+store = LocalStore({store!r})
+with open({spans!r}, "rb") as stream:
+    lines = stream.read().splitlines()
+spans = tuple(read_spans({spans!r}))
+verify(served_views(spans, store=store))  # imports and first-call work, in both counts alike
+for _ in range({reads}):
+    gc.collect()
+    if {phase!r} == "orjson":
+        for line in lines:
+            orjson.loads(line)
+    elif {phase!r} == "read":
+        tuple(read_spans({spans!r}))
+    else:
+        verify(served_views(spans, store=store))
+"""
+FILE_PHASES = ("orjson", "read", "views")
+
+
 def instructions(script: str) -> int:
     done = subprocess.run(
         [*VALGRIND, sys.executable, "-c", script],
@@ -92,6 +124,22 @@ def per_read(directory: Path, turns: int, reads: int, collector_off: bool) -> fl
     return (instructions(CHILD.format(reads=reads, **fields)) - base) / reads
 
 
+def file_phases(directory: Path, reads: int = 3) -> dict[str, float]:
+    """Instructions per read of each of `FILE_PHASES` on the throughput file."""
+    path, store = bench.write_throughput_file(directory)
+    out = {}
+    for phase in FILE_PHASES:
+        fields = {
+            "bench_dir": str(Path(__file__).parent),
+            "store": str(store),
+            "spans": str(path),
+            "phase": phase,
+        }
+        base = instructions(FILE_CHILD.format(reads=0, **fields))
+        out[phase] = (instructions(FILE_CHILD.format(reads=reads, **fields)) - base) / reads
+    return out
+
+
 def main() -> int:
     print("af_otel keyed reader: instructions per read (Valgrind), 1,000 turns vs 100")
     if shutil.which("valgrind") is None:
@@ -112,6 +160,14 @@ def main() -> int:
                 f"  {label}: 100 turns {small / 1e6:8.1f} M, 1,000 turns {large / 1e6:8.1f} M:"
                 f" {large / small:.2f}x"
             )
+        phases = file_phases(directory)
+    print(
+        f"  the throughput file ({bench.THROUGHPUT_TURNS} calls), instructions per read:"
+        f" orjson.loads {phases['orjson'] / 1e6:.1f} M, read_spans {phases['read'] / 1e6:.1f} M"
+        f" ({phases['read'] / phases['orjson']:.2f}x orjson.loads), views and verify"
+        f" {phases['views'] / 1e6:.1f} M ({phases['views'] / phases['read']:.2f}x read_spans;"
+        " no target)"
+    )
     passed = ratios[False] <= SCALING_TARGET
     print(
         f"  keyed at 1,000 turns / at 100 turns, instructions: {ratios[False]:.2f}x"

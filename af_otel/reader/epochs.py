@@ -152,23 +152,30 @@ def span_cut(span: SpanRecord) -> list[str]:
         cut.append(f"{span.dropped_attributes_count} attribute(s) dropped")
     if span.dropped_events_count:
         cut.append(f"{span.dropped_events_count} event(s) dropped")
-    events = [e for e in span.events if not own or e.name == names.COMMIT_EVENT]
+    events = [e for e in span.events if e.name == names.COMMIT_EVENT] if own else span.events
     dropped_in_events = sum(e.dropped_attributes_count for e in events)
     if dropped_in_events:
         cut.append(f"{dropped_in_events} event attribute(s) dropped")
-    for event, attrs in [(None, span.attributes)] + [(e, e.attributes) for e in events]:
-        for key, value in attrs.items():
-            # UTF-8 holds 1 to 4 bytes a character: most strings are ruled out by length alone.
-            if (
-                isinstance(value, str)
-                and 4 * len(value) >= _LOW
-                and len(value) <= _HIGH
-                and (event is not None or not own or key.startswith("af."))
-                and _at_limit(value)
-            ):
-                owner = f"event {event.name} " if event is not None else ""
-                cut.append(f"{owner}{key} stops at {len(value.encode('utf-8'))} bytes")
+    for key, size in _at_limits(span.attributes):
+        if not own or key.startswith("af."):
+            cut.append(f"{key} stops at {size} bytes")
+    for event in events:
+        for key, size in _at_limits(event.attributes):
+            cut.append(f"event {event.name} {key} stops at {size} bytes")
     return cut
+
+
+def _at_limits(attrs: Mapping[str, AttrValue]) -> list[tuple[str, int]]:
+    """The string values of ``attrs`` that stop at a backend limit (`_at_limit`), each key with
+    the value's size in bytes."""
+    # UTF-8 holds 1 to 4 bytes a character: most strings are ruled out by length alone, in one
+    # comprehension (a span has some thirty attributes, and every call's span is looked at).
+    near = [
+        (key, value)
+        for key, value in attrs.items()
+        if isinstance(value, str) and 4 * len(value) >= _LOW and len(value) <= _HIGH
+    ]
+    return [(key, len(value.encode("utf-8"))) for key, value in near if _at_limit(value)]
 
 
 def _decode_commit(

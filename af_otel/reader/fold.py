@@ -78,14 +78,14 @@ class ChainedTuple(Sequence[Any]):
     def __init__(
         self, head: tuple[Any, ...] | ChainedTuple, tail: tuple[Any, ...], weight: int
     ) -> None:
-        for name, value in (
-            ("_head", head),
-            ("_tail", tail),
-            ("_split", len(head)),
-            ("_size", len(head) + len(tail)),
-            ("_weight", weight),
-        ):
-            object.__setattr__(self, name, value)
+        # Five calls spelled out, not a loop over pairs: a view and its check build several.
+        setter = object.__setattr__
+        split = len(head)
+        setter(self, "_head", head)
+        setter(self, "_tail", tail)
+        setter(self, "_split", split)
+        setter(self, "_size", split + len(tail))
+        setter(self, "_weight", weight)
 
     @staticmethod
     def extend(before: Sequence[Any], tail: tuple[Any, ...]) -> tuple[Any, ...] | ChainedTuple:

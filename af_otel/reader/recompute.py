@@ -41,6 +41,7 @@ __all__ = [
     "rebuilt_receipt",
     "recompute",
     "recomputer",
+    "unsigned_receipt",
 ]
 
 # Recomputed epochs kept per run and key: enough for a reader walking forward (each epoch needs
@@ -59,6 +60,8 @@ _CONTEXT_FIELDS: Final = (
     "base",
     "held",
 )
+# The params of a view whose params are not on record, as the writer's empty dict.
+_NO_PARAMS: Final = FrozenDict()
 # One key, or a ring of them (rotation), for keyed receipts.
 KeyArg: TypeAlias = bytes | str | KeyRing | None
 
@@ -98,6 +101,17 @@ class _Recomputer:
         self.states: OrderedDict[int, _State] = OrderedDict()
         self.recorded: OrderedDict[int, tuple[str | None, ...] | None] = OrderedDict()
         self.base: _State | None = None
+        # id -> (params, canonical JSON): the object is held, so its id names it while it is here
+        self.params: dict[int, tuple[FrozenDict, bytes]] = {}
+
+    def params_json(self, params: FrozenDict) -> bytes:
+        """`canonical_json` of a view's params, once per params object of the run (the views of
+        a run share one object for params that did not change)."""
+        found = self.params.get(id(params))
+        if found is None or found[0] is not params:
+            found = (params, canonical_json(params))
+            self.params[id(params)] = found
+        return found[1]
 
     def _remember(self, cache: OrderedDict[int, Any], epoch: int, value: Any) -> None:
         cache[epoch] = value
@@ -300,13 +314,43 @@ def rebuilt_receipt(
     *,
     with_entries: bool = False,
 ) -> Receipt:
+    fields = _rebuilt_fields(view, state, basis, kept, secret, worker, with_entries=with_entries)
+    # Built once to take the digest over, then once with it (`replace` costs several builds).
+    fields["digest"] = worker.hash(digest_preimage(Receipt(**fields)))
+    return Receipt(**fields)
+
+
+def unsigned_receipt(
+    view: ServedView,
+    state: _State,
+    basis: Sequence[str] | None,
+    kept: int | None,
+    secret: bytes | None,
+    worker: _Recomputer,
+) -> tuple[Receipt, str]:
+    """`rebuilt_receipt` without its digest, and the digest apart: what `verify` compares field
+    by field, one receipt built instead of two (the preimage does not read the digest)."""
+    unsigned = Receipt(**_rebuilt_fields(view, state, basis, kept, secret, worker))
+    return unsigned, worker.hash(digest_preimage(unsigned))
+
+
+def _rebuilt_fields(
+    view: ServedView,
+    state: _State,
+    basis: Sequence[str] | None,
+    kept: int | None,
+    secret: bytes | None,
+    worker: _Recomputer,
+    *,
+    with_entries: bool = False,
+) -> dict[str, Any]:
     recorded = view.receipt if isinstance(view.receipt, Receipt) else None
     # The request's parts straight from the view (building a `Request` would copy the messages).
-    params_value = view.params if view.params is not None else FrozenDict()
+    params_value = view.params if view.params is not None else _NO_PARAMS
     model, provider = view.model, view.provider
     entries = state.entries
     split = (state.most_kept(basis) if basis else 0) if kept is None else min(kept, len(entries))
-    params = canonical_json(params_value)
+    params = worker.params_json(params_value)
     size = request_bytes(
         list_bytes(len(entries), state.sizes[-1]),
         model=model,
@@ -345,9 +389,7 @@ def rebuilt_receipt(
         # the span's own attributes in `verify`), not something a rebuild recomputes.
         for name in _CONTEXT_FIELDS:
             fields[name] = getattr(recorded, name)
-    # Built once to take the digest over, then once with it (`replace` costs several builds).
-    fields["digest"] = worker.hash(digest_preimage(Receipt(**fields)))
-    return Receipt(**fields)
+    return fields
 
 
 def _scheme(recorded: Receipt | None, secret: bytes | None) -> str:

@@ -33,9 +33,9 @@ from af_otel.reader.recompute import (
     KeyArg,
     basis_entries,
     key_for,
-    rebuilt_receipt,
     recompute,
     recomputer,
+    unsigned_receipt,
 )
 from af_otel.reader.records import SpanRecord
 from af_otel.reader.view import ServedView, served_views
@@ -372,10 +372,11 @@ def _compare(view: ServedView, receipt: Receipt, secret: bytes | None) -> Verdic
             mismatches.append(Mismatch("messages.kept", claim, most, most))
             claim = most
     kept_judged = bool(mismatches)
-    rebuilt = rebuilt_receipt(view, state, basis, claim, secret, worker)
+    rebuilt, digest = unsigned_receipt(view, state, basis, claim, secret, worker)
     recorded_entries: tuple[str | None, ...] | None = None
     for name, attr in _FIELDS:
-        old, new = getattr(receipt, attr), getattr(rebuilt, attr)
+        old = getattr(receipt, attr)
+        new = digest if attr == "digest" else getattr(rebuilt, attr)
         if old == new or (name == "messages.kept" and kept_judged):
             continue
         if name.startswith("messages"):

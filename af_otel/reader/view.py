@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final
 
 from af_otel import forksafe, names
 from af_otel.canonical import canonical_json
@@ -295,11 +295,15 @@ def _writer_epoch(record: EpochRecord) -> int | None:
     return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
 
 
+# Absent params, one object for every view (so that a run's receipts encode it once).
+_NO_PARAMS: Final = FrozenDict()
+
+
 def _params(value: Any, memo: dict[int, tuple[Any, FrozenDict]]) -> FrozenDict | None:
     if value is UNKNOWN:
         return None
     if value is ABSENT:
-        return FrozenDict()
+        return _NO_PARAMS
     found = memo.get(id(value))
     if found is not None and found[0] is value:
         return found[1]

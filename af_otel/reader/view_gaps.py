@@ -5,6 +5,7 @@ server-held history, and the kinds taken from the writer's own ``af.gaps``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -57,7 +58,15 @@ def unrecorded_of(span: SpanRecord) -> tuple[str, ...]:
         value = (value,)
     if not isinstance(value, tuple):
         return ()
+    # Every span an instrumentation writes names the same few fields: ordered once per list.
+    if all(type(v) is str for v in value):
+        return _ordered(value)
     return order_fields(v for v in value if isinstance(v, str) and v)
+
+
+@functools.lru_cache(maxsize=256)
+def _ordered(value: tuple[str, ...]) -> tuple[str, ...]:
+    return order_fields(v for v in value if v)
 
 
 def on_record_gap(missing: Sequence[str]) -> Gap | None:
