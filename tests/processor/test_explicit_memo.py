@@ -108,11 +108,14 @@ def test_an_appended_call_reuses_the_last_messages_and_an_edit_does_not() -> Non
     assert third.request.messages[0]["parts"][0]["content"] == "z"
 
 
-def _minted(steps: list[Any], patch: pytest.MonkeyPatch, form: str = "list") -> list[Any]:
+def _minted(
+    steps: list[Any], patch: pytest.MonkeyPatch, form: str = "list", requests: Any = None
+) -> list[Any]:
     """The af.* attributes and commit events of each call of the run ``steps`` make, the
     requests handed as the caller's own dicts (``list``), as deep copies made at each call
     (``copies``: nothing af_otel holds can be changed later), or as a `Conversation`
-    (``conversation``: added to while the caller appends, built anew when it edits)."""
+    (``conversation``: added to while the caller appends, built anew when it edits); the
+    requests are ``requests`` (`requests_of` unless given) of the steps."""
     patch.setattr("af_otel.processor.run_table.secrets.token_hex", lambda n: "cd" * n)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -121,7 +124,7 @@ def _minted(steps: list[Any], patch: pytest.MonkeyPatch, form: str = "list") -> 
     try:
         with run("memo"):
             conversation = Conversation()
-            for made in requests_of(copy.deepcopy(steps)):
+            for made in (requests or requests_of)(copy.deepcopy(steps)):
                 request = made
                 if form == "copies":
                     request = copy.deepcopy(made)
@@ -255,3 +258,146 @@ def test_a_conversation_added_to_reuses_the_last_messages_by_identity() -> None:
     assert listed is not None
     assert listed.prefix is None
     assert repr(listed.request) == repr(Request.from_dict({"messages": list(second)}))
+
+
+# Values `==` or orjson would take for another (a boolean for 1, -0.0 for 0.0), nested arguments,
+# and values orjson refuses (bytes, a set, an object, a non-string key).
+_DEEP: Any = st.recursive(
+    _VALUE | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_ODD: Any = st.sampled_from([b"x", frozenset({1}), object(), {1: "a"}, math.inf, ("t", 1)])
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Any]:
+    """Steps of one run along a longer history: besides `calls`' steps, an earlier message changed
+    deep in place (a key added, dropped or given another value, a nested list grown), the list
+    cut short, a message put in before the end, the list replaced by equal copies, and values
+    orjson refuses slipped into an earlier or a new message."""
+    steps: list[Any] = [
+        ("append", _message(draw, index)) for index in range(draw(st.integers(1, 6)))
+    ]
+    steps.append(("call",))
+    for index in range(draw(st.integers(2, 8))):
+        change = draw(
+            st.sampled_from(
+                ["append", "append", "append", "deep", "drop", "cut", "insert", "replace", "odd"]
+            )
+        )
+        at = draw(st.integers(0, 99))
+        if change == "append":
+            steps.append(("append", _message(draw, 10 + index)))
+        elif change in ("deep", "drop"):
+            steps.append((change, at, draw(st.text(max_size=2)), draw(_DEEP)))
+        elif change == "cut":
+            steps.append(("cut", draw(st.integers(1, 3))))
+        elif change == "insert":
+            steps.append(("insert", at, _message(draw, 10 + index)))
+        elif change == "odd":
+            steps.append(("odd", at, draw(_ODD), draw(st.booleans())))
+        else:
+            steps.append((change,))
+        steps.append(("call",))
+    return steps
+
+
+def _arguments(message: dict[str, Any]) -> dict[str, Any] | None:
+    parts = message.get("parts")
+    return parts[0]["arguments"] if parts else None
+
+
+def changed_requests(steps: list[Any]) -> Any:
+    """`requests_of` for `histories`' steps: each change made to the very dicts (and list) the
+    earlier calls were handed."""
+    messages: list[dict[str, Any]] = []
+    for step in steps:
+        target = messages[step[1] % len(messages)] if messages and step[0] in _AT else None
+        if step[0] == "append":
+            messages.append(step[1])
+        elif step[0] == "deep" and target is not None:
+            arguments = _arguments(target)
+            if arguments is None:
+                target["content"] = f"{target['content']}{step[2]}"
+            else:
+                arguments[step[2]] = step[3]
+                if isinstance(arguments.get("a"), list):
+                    arguments["a"].append(step[3])
+        elif step[0] == "drop" and target is not None:
+            arguments = _arguments(target)
+            if arguments is not None and arguments:
+                del arguments[next(iter(arguments))]
+        elif step[0] == "cut":
+            del messages[max(1, len(messages) - step[1]) :]
+        elif step[0] == "insert" and target is not None:
+            messages.insert(step[1] % len(messages), step[2])
+        elif step[0] == "replace":
+            messages = copy.deepcopy(messages)
+        elif step[0] == "odd" and target is not None:
+            if step[3]:
+                messages.append({"role": "user", "content": step[2]})
+            elif (arguments := _arguments(target)) is not None:
+                arguments["a"] = step[2]
+            else:
+                target["content"] = step[2]
+        elif step[0] == "call":
+            yield {"model": "m", "provider": "openai", "messages": list(messages)}
+
+
+_AT = frozenset({"deep", "drop", "insert", "odd"})
+
+
+def _minted_changed(steps: list[Any], patch: pytest.MonkeyPatch, form: str) -> list[Any]:
+    """`_minted` over `changed_requests`: the caller's own dicts (``list``), a deep copy made at
+    each call (``copies``), or the caller's dicts with the memo switched off (``whole``)."""
+    if form == "whole":
+        patch.setattr(explicit_memo, "read", lambda request, run: None)
+    return _minted(steps, patch, "copies" if form == "copies" else "list", changed_requests)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(drawn=histories())
+def test_a_history_changed_anywhere_mints_what_a_run_from_scratch_mints(
+    drawn: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever a caller does to the history it handed earlier calls (changes deep inside an
+    earlier message, cuts, inserts, a new list of equal copies, values orjson refuses), `llm_call`
+    raises nothing and mints the receipts and commits of a run read without the memo and of a
+    run handed fresh copies."""
+    minted = {}
+    for form in ("list", "whole", "copies"):
+        with monkeypatch.context() as patch:
+            minted[form] = repr(_minted_changed(drawn, patch, form))
+    assert minted["list"] == minted["whole"]
+    assert minted["list"] == minted["copies"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories())
+def test_the_memo_reads_a_changed_history_as_from_dict_does(drawn: list[Any]) -> None:
+    """Along `histories`, each request the memo reads is `Request.from_dict` of it, or the memo
+    declines (None) exactly where `from_dict` of a deep copy refuses or orjson cannot write the
+    messages; a memo never survives a change before the end."""
+    holder = _Run()
+    for request in changed_requests(copy.deepcopy(drawn)):
+        before = holder.explicit
+        found = explicit_memo.read(request, holder)
+        try:
+            expected = repr(Request.from_dict(copy.deepcopy(request)))
+        except Exception:
+            expected = None
+        if found is None:
+            assert holder.explicit is None
+            continue
+        assert repr(found.request) == expected
+        if found.prefix is not None:
+            assert before is not None
+            assert found.prefix is before.messages
+            assert found.request.messages[: len(found.prefix)] == found.prefix
