@@ -21,8 +21,10 @@ hashed. System, tools and dials are copied and normalized every call, as on the 
 Exact where the serialization is one to one on what normalization tells apart: types orjson would
 write as something else (datetimes, dataclasses, subclasses of the JSON types but af_otel's own
 frozen dict) make it refuse, and the call takes the full path (over a deep copy of the request);
-orjson writes a non-finite float as ``null``, so a memo whose messages hold ``null`` anywhere is
-not used (the full path decides, where such a float makes the request unreadable). Enum members
+orjson writes a non-finite float as ``null``, so a memo whose messages hold a ``null`` value
+anywhere is not used (the full path decides, where such a float makes the request unreadable);
+``null`` inside a string (a word of the text, a tool result's JSON) is no such value and does not
+count (`_null_value`). Enum members
 and UUIDs orjson writes by value without asking: a caller that swaps one for its value in place
 between calls is not seen (the memo mints the value, which is how canonical JSON writes either).
 """
@@ -30,6 +32,7 @@ between calls is not seen (the memo mints the value, which is how canonical JSON
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -48,6 +51,10 @@ _OPTIONS: Final = (
     | orjson.OPT_PASSTHROUGH_DATACLASS
 )
 _NULL: Final = b"null"
+# A string as orjson writes it: quotes around anything but a quote or a backslash, or a backslash
+# and the character it escapes (``\uXXXX``'s hex digits hold neither). Outside strings, JSON text
+# holds ``null`` only where a value is null.
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +64,7 @@ class Explicit:
 
     body: bytes  # orjson of the message list; empty for a Conversation
     messages: tuple[FrozenDict, ...]
-    null: bool  # the bytes hold ``null``
+    null: bool  # the messages hold a ``null`` value (`_null_value`)
     sealed: bool  # a message replays sealed reasoning
     scan: responses.Scan  # the server-held-history tell-tales in the messages
     conversation: bool = False  # handed a Conversation: recognized by identity, not bytes
@@ -135,13 +142,23 @@ def _listed(messages: Sequence[Any], before: Explicit | None) -> tuple[Explicit,
     if not extends or before is None:
         added = _normalized(messages)
         return Explicit(
-            body, added, _NULL in body, sealed_messages(added), responses.scan(added)
+            body, added, _null_value(body), sealed_messages(added), responses.scan(added)
         ), False
     added = _normalized(messages[len(before.messages) :])
-    null = body.find(_NULL, max(0, end - len(_NULL))) >= 0
+    # Last call's bytes hold no null value (else no memo); ``end`` is outside any string.
+    null = _null_value(body, end)
     sealed = before.sealed or sealed_messages(added)
     scan = responses.scan(added, before.scan)
     return Explicit(body, before.messages + added, null, sealed, scan), True
+
+
+def _null_value(body: bytes, start: int = 0) -> bool:
+    """Whether the JSON text from ``start`` (outside any string) holds a ``null`` value: the
+    fast test for the four bytes first, then the text with its strings removed (in C, about 10 ms
+    a megabyte: paid where the bytes say ``null``, over the new ones only once a memo stands)."""
+    if body.find(_NULL, start) < 0:
+        return False
+    return _NULL in _STRING.sub(b"", body[start:])
 
 
 def _normalized(messages: Sequence[Any]) -> tuple[FrozenDict, ...]:

@@ -10,6 +10,7 @@ import copy
 import math
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,12 +24,14 @@ from af_otel.model import Request
 from af_otel.processor import ReceiptSpanProcessor, explicit_memo, llm_call, run
 
 _VALUE = st.integers(-3, 3) | st.booleans() | st.none() | st.sampled_from([1.0, -0.0, math.nan])
+# Text, some of it saying ``null`` the way prose, a quote or a tool result's JSON does.
+_TEXT = st.text(max_size=5) | st.sampled_from(["null", '{"a": null}', 'say "null"\\', "\\null"])
 
 
 def _message(draw: st.DrawFn, index: int) -> dict[str, Any]:
     role = draw(st.sampled_from(["user", "assistant", "system"]))
     if draw(st.booleans()):
-        return {"role": role, "content": draw(st.text(max_size=5))}
+        return {"role": role, "content": draw(_TEXT)}
     part = {"type": "tool_call", "id": f"c{index}", "name": "f", "arguments": {"a": draw(_VALUE)}}
     return {"role": role, "parts": [part, {"type": "text", "content": "t"}]}
 
@@ -43,7 +46,7 @@ def calls(draw: st.DrawFn) -> list[Any]:
         if change == "append":
             steps.append(("append", _message(draw, index + 1)))
         elif change == "edit":
-            steps.append(("edit", draw(st.integers(0, 99)), draw(st.text(max_size=5) | _VALUE)))
+            steps.append(("edit", draw(st.integers(0, 99)), draw(_TEXT | _VALUE)))
         elif change == "system":
             steps.append(("system", draw(st.text(max_size=5))))
         steps.append(("call",))
@@ -179,6 +182,32 @@ def test_a_null_turned_nan_in_place_is_not_taken_from_the_memo() -> None:
     assert math.isnan(found.request.messages[0]["parts"][0]["arguments"]["a"])
 
 
+def test_null_in_the_text_keeps_the_memo_and_a_null_value_does_not() -> None:
+    """``null`` inside strings (a word, a tool result's JSON, a key) is no null value: the next
+    call reuses the memo; a message holding a null value leaves the memo unused."""
+    holder = _Run()
+    tool = {"type": "tool_call", "id": "c", "name": "f", "arguments": {"null": 'x "null" \\'}}
+    messages: list[Any] = [
+        {"role": "user", "content": 'Why is it null? {"a": null}'},
+        {"role": "assistant", "parts": [tool]},
+    ]
+    first = explicit_memo.read({"messages": list(messages)}, holder)
+    messages.append({"role": "user", "content": "null, again"})
+    second = explicit_memo.read({"messages": list(messages)}, holder)
+    assert first is not None
+    assert second is not None
+    assert second.prefix is first.request.messages
+    assert repr(second.request) == repr(Request.from_dict({"messages": messages}))
+    messages.append({"role": "assistant", "parts": [{**tool, "arguments": {"a": None}}]})
+    third = explicit_memo.read({"messages": list(messages)}, holder)
+    messages.append({"role": "user", "content": "b"})
+    fourth = explicit_memo.read({"messages": list(messages)}, holder)
+    assert third is not None
+    assert third.prefix is second.request.messages
+    assert fourth is not None
+    assert fourth.prefix is None
+
+
 def _conversation(before: Conversation, messages: list[dict[str, Any]]) -> Conversation:
     """``before`` with the messages appended since, or built anew when an earlier one changed."""
     fresh = Conversation(messages)
@@ -263,7 +292,7 @@ def test_a_conversation_added_to_reuses_the_last_messages_by_identity() -> None:
 # Values `==` or orjson would take for another (a boolean for 1, -0.0 for 0.0), nested arguments,
 # and values orjson refuses (bytes, a set, an object, a non-string key).
 _DEEP: Any = st.recursive(
-    _VALUE | st.text(max_size=3),
+    _VALUE | _TEXT,
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3)
     ),
@@ -401,3 +430,29 @@ def test_the_memo_reads_a_changed_history_as_from_dict_does(drawn: list[Any]) ->
             assert before is not None
             assert found.prefix is before.messages
             assert found.request.messages[: len(found.prefix)] == found.prefix
+
+
+def _holds_null(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_holds_null(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds_null(item) for item in value)
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+_JSON: Any = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers(-9, 9) | st.text() | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text() | _TEXT, inner),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON, st.lists(_JSON, max_size=3))
+def test_a_null_value_is_told_from_null_in_a_string(head: Any, more: list[Any]) -> None:
+    """orjson's text of any JSON value holds a null value exactly where the value holds None, NaN
+    or an infinity, whatever its strings say, also read from a later item on."""
+    body = orjson.dumps([head, *more])
+    assert explicit_memo._null_value(body) is _holds_null([head, *more])
+    start = len(orjson.dumps([head])) - 1
+    assert explicit_memo._null_value(body, start) is _holds_null(more)
