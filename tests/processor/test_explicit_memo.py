@@ -7,6 +7,7 @@ gets, and a `Conversation` of the same messages mints them too."""
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from typing import Any
 
@@ -182,30 +183,40 @@ def test_a_null_turned_nan_in_place_is_not_taken_from_the_memo() -> None:
     assert math.isnan(found.request.messages[0]["parts"][0]["arguments"]["a"])
 
 
-def test_null_in_the_text_keeps_the_memo_and_a_null_value_does_not() -> None:
-    """``null`` inside strings (a word, a tool result's JSON, a key) is no null value: the next
-    call reuses the memo; a message holding a null value leaves the memo unused."""
+def test_null_in_the_text_and_none_values_keep_the_memo_and_a_nan_does_not() -> None:
+    """``null`` inside strings (a word, a tool result's JSON, a key) and None values keep the
+    memo; a None that became NaN in place (the same bytes) is seen, and a message holding a NaN
+    leaves the memo unused."""
     holder = _Run()
     tool = {"type": "tool_call", "id": "c", "name": "f", "arguments": {"null": 'x "null" \\'}}
     messages: list[Any] = [
         {"role": "user", "content": 'Why is it null? {"a": null}'},
         {"role": "assistant", "parts": [tool]},
     ]
-    first = explicit_memo.read({"messages": list(messages)}, holder)
-    messages.append({"role": "user", "content": "null, again"})
-    second = explicit_memo.read({"messages": list(messages)}, holder)
-    assert first is not None
-    assert second is not None
-    assert second.prefix is first.request.messages
-    assert repr(second.request) == repr(Request.from_dict({"messages": messages}))
-    messages.append({"role": "assistant", "parts": [{**tool, "arguments": {"a": None}}]})
-    third = explicit_memo.read({"messages": list(messages)}, holder)
-    messages.append({"role": "user", "content": "b"})
-    fourth = explicit_memo.read({"messages": list(messages)}, holder)
-    assert third is not None
-    assert third.prefix is second.request.messages
-    assert fourth is not None
-    assert fourth.prefix is None
+    found = [explicit_memo.read({"messages": list(messages)}, holder)]
+    nested = {"a": None, "b": [1, None]}
+    for message in (
+        {"role": "user", "content": "null, again"},
+        {"role": "assistant", "parts": [{**tool, "arguments": nested}]},
+        {"role": "user", "content": "b"},
+    ):
+        messages.append(message)
+        found.append(explicit_memo.read({"messages": list(messages)}, holder))
+    for before, now in itertools.pairwise(found):
+        assert before is not None
+        assert now is not None
+        assert now.prefix is before.request.messages
+    assert repr(found[-1].request) == repr(Request.from_dict({"messages": messages}))  # type: ignore[union-attr]
+    nested["b"][1] = math.nan  # type: ignore[index]
+    messages.append({"role": "assistant", "content": "c"})
+    turned = explicit_memo.read({"messages": list(messages)}, holder)
+    assert turned is not None
+    assert turned.prefix is None
+    assert math.isnan(turned.request.messages[3]["parts"][0]["arguments"]["b"][1])
+    messages.append({"role": "user", "content": "d"})
+    after = explicit_memo.read({"messages": list(messages)}, holder)
+    assert after is not None
+    assert after.prefix is None
 
 
 def _conversation(before: Conversation, messages: list[dict[str, Any]]) -> Conversation:
