@@ -21,8 +21,13 @@ hashed. System, tools and dials are copied and normalized every call, as on the 
 Exact where the serialization is one to one on what normalization tells apart: types orjson would
 write as something else (datetimes, dataclasses, subclasses of the JSON types but af_otel's own
 frozen dict) make it refuse, and the call takes the full path (over a deep copy of the request);
-orjson writes a non-finite float as ``null``, so a memo whose messages hold ``null`` anywhere is
-not used (the full path decides, where such a float makes the request unreadable). Enum members
+orjson writes a non-finite float as ``null`` too, so where the bytes hold a ``null`` value (not
+inside a string: a word of the text, a tool result's JSON is no such value, `_null_value`) the new
+messages are walked once: a memo whose messages hold a non-finite float is not used (the full
+path decides, where such a float makes the request unreadable), and each ``None`` is kept by its
+place, which the next call looks up (equal bytes mean the same JSON shape, so the place is there)
+to see it still ``None``: a look-up per ``None`` value in the history, in Python, is what such
+values cost a call. Enum members
 and UUIDs orjson writes by value without asking: a caller that swaps one for its value in place
 between calls is not seen (the memo mints the value, which is how canonical JSON writes either).
 """
@@ -30,6 +35,8 @@ between calls is not seen (the memo mints the value, which is how canonical JSON
 from __future__ import annotations
 
 import copy
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -48,6 +55,10 @@ _OPTIONS: Final = (
     | orjson.OPT_PASSTHROUGH_DATACLASS
 )
 _NULL: Final = b"null"
+# A string as orjson writes it: quotes around anything but a quote or a backslash, or a backslash
+# and the character it escapes (``\uXXXX``'s hex digits hold neither). Outside strings, JSON text
+# holds ``null`` only where a value is null.
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +68,11 @@ class Explicit:
 
     body: bytes  # orjson of the message list; empty for a Conversation
     messages: tuple[FrozenDict, ...]
-    null: bool  # the bytes hold ``null``
+    null: bool  # the messages hold a non-finite float (orjson writes ``null``)
     sealed: bool  # a message replays sealed reasoning
     scan: responses.Scan  # the server-held-history tell-tales in the messages
     conversation: bool = False  # handed a Conversation: recognized by identity, not bytes
+    nones: tuple[tuple[Any, ...], ...] = ()  # the place of each None value in the messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,17 +143,62 @@ def _listed(messages: Sequence[Any], before: Explicit | None) -> tuple[Explicit,
         and len(body) > end
         and body.startswith(memoryview(before.body)[:end])
         and body[end : end + 1] in (b",", b"]")
+        and _still_none(messages, before.nones)
     )
     if not extends or before is None:
         added = _normalized(messages)
-        return Explicit(
-            body, added, _NULL in body, sealed_messages(added), responses.scan(added)
-        ), False
-    added = _normalized(messages[len(before.messages) :])
-    null = body.find(_NULL, max(0, end - len(_NULL))) >= 0
+        null, nones = _nulls(messages, 0) if _null_value(body) else (False, ())
+        sealed, scan = sealed_messages(added), responses.scan(added)
+        return Explicit(body, added, null, sealed, scan, nones=nones), False
+    count = len(before.messages)
+    added = _normalized(messages[count:])
+    # ``end`` is outside any string, and only the new messages' bytes are looked at.
+    null, nones = _nulls(messages, count) if _null_value(body, end) else (False, ())
     sealed = before.sealed or sealed_messages(added)
     scan = responses.scan(added, before.scan)
-    return Explicit(body, before.messages + added, null, sealed, scan), True
+    out = Explicit(body, before.messages + added, null, sealed, scan, nones=before.nones + nones)
+    return out, True
+
+
+def _nulls(messages: Sequence[Any], start: int) -> tuple[bool, tuple[tuple[Any, ...], ...]]:
+    """Whether the messages from ``start`` hold a non-finite float, and the place of each None
+    value in them (message index, then keys and indexes)."""
+    nones: list[tuple[Any, ...]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [
+        ((i,), messages[i]) for i in range(start, len(messages))
+    ]
+    while stack:
+        place, value = stack.pop()
+        if value is None:
+            nones.append(place)
+        elif isinstance(value, float) and not math.isfinite(value):
+            return True, ()
+        elif isinstance(value, dict):
+            stack.extend(((*place, key), item) for key, item in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend(((*place, index), item) for index, item in enumerate(value))
+    return False, tuple(nones)
+
+
+def _still_none(messages: Sequence[Any], nones: tuple[tuple[Any, ...], ...]) -> bool:
+    """Whether each place that held None last call holds None now (not a NaN, whose bytes are
+    the same); raises where a place is not there (then the memo is not used)."""
+    for place in nones:
+        value: Any = messages
+        for step in place:
+            value = value[step]
+        if value is not None:
+            return False
+    return True
+
+
+def _null_value(body: bytes, start: int = 0) -> bool:
+    """Whether the JSON text from ``start`` (outside any string) holds a ``null`` value: the
+    fast test for the four bytes first, then the text with its strings removed (in C, about 10 ms
+    a megabyte: paid where the bytes say ``null``, over the new ones only once a memo stands)."""
+    if body.find(_NULL, start) < 0:
+        return False
+    return _NULL in _STRING.sub(b"", body[start:])
 
 
 def _normalized(messages: Sequence[Any]) -> tuple[FrozenDict, ...]:
