@@ -77,7 +77,7 @@ def record(folder: Path, calls: int) -> tuple[Path, Path]:
     parts = [folder / f"llm-{part}.jsonl" for part in range(RECORDERS)]
     recorders = [
         subprocess.Popen(
-            [sys.executable, __file__, "--record", str(folder), str(part), str(calls)],
+            [sys.executable, __file__, "--record", str(folder), f"{part}/{RECORDERS}", str(calls)],
             cwd=tempfile.gettempdir(),
         )
         for part in range(RECORDERS)
@@ -92,8 +92,8 @@ def record(folder: Path, calls: int) -> tuple[Path, Path]:
     return traces, folder / "store"
 
 
-def record_part(folder: Path, part: int, calls: int) -> None:
-    """In a process of its own: runs ``part``, ``part + RECORDERS``, ... of the day."""
+def record_part(folder: Path, part: int, parts: int, calls: int) -> None:
+    """In a process of its own: runs ``part``, ``part + parts``, ... of the day."""
     from af_otel.cli.pipeline import json_lines_provider
     from af_otel.store import LocalStore
     from tests.reader.recordings import Recorder, agent
@@ -102,7 +102,7 @@ def record_part(folder: Path, part: int, calls: int) -> None:
     lines = folder / f"llm-{part}.jsonl"
     rec = Recorder(store, provider=json_lines_provider(lines, store=store, service_name="bench"))
     try:
-        for index in range(part, calls // TURNS, RECORDERS):
+        for index in range(part, calls // TURNS, parts):
             agent(rec, f"bench-run-{index}", TURNS)
             # Drain the batch processor's queue after each run: recording runs back to back
             # fills it faster than its worker exports, and the SDK then drops spans ("Queue
@@ -400,11 +400,12 @@ def main() -> int:
         help="only the audit on one worker at each size and the memory line (no reader, no workers)",
     )
     parser.add_argument("--child", nargs=3, metavar=("URL", "STORE", "WORKERS"))
-    parser.add_argument("--record", nargs=3, metavar=("FOLDER", "PART", "CALLS"))
+    parser.add_argument("--record", nargs=3, metavar=("FOLDER", "PART/PARTS", "CALLS"))
     options = parser.parse_args()
     if options.record:
         folder, part, calls = options.record
-        record_part(Path(folder), int(part), int(calls))
+        index, parts = part.split("/")
+        record_part(Path(folder), int(index), int(parts), int(calls))
         return 0
     if options.child:
         url, store, workers = options.child
