@@ -5,15 +5,23 @@
 Both go through the same client, so the query is the same text either way. ClickHouse does the
 scan (the exporter's day partitions and its index on the attribute keys), the filter (the spans
 af_otel enriched) and the grouping: the run keys are sorted alone, then each range of runs comes
-ordered by run, in blocks, and is handed on one run at a time, so the Python side holds one run
-(and one block) and the engine one range's sort, never the day.
+ordered by run, and is handed on one run at a time, so the Python side holds one run (and one
+chunk of the stream) and the engine one range's sort, never the day.
+
+The rows come as ClickHouse encodes them, one JSON object a row (`ROW_FORMAT`), and are cut into
+runs here by the hex of the run key each line opens with, without being decoded: this process
+only splits bytes, and whoever verifies a run (a worker, or this process on one) decodes its
+lines (`RunRows.rows`). Decoding is what a row costs on the Python side; kept off the stream, it
+is spread over the workers instead of holding them all up behind one process.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, cast
+
+import orjson
 
 from af_otel import names
 from af_otel.errors import SourceError
@@ -48,10 +56,28 @@ __all__ = [
     "connect_embedded",
     "count_runs",
     "referencing_rows",
+    "row_of",
     "run_ranges",
     "stream_runs",
     "table_scan",
 ]
+
+# How the rows of `stream_runs` and `referencing_rows` travel: JSON lines (a format every
+# ClickHouse streams, chDB included, with no header or footer), each ``{"k": hex of the run key,
+# "r": [the row's columns]}``, 64-bit integers as numbers, a float that is no number as text
+# ("nan", "inf"), and a string that is not UTF-8 with its bad bytes replaced (U+FFFD), so that
+# every line is JSON. The settings ride in the query's text: per-call settings make chDB's
+# client hold the whole result.
+ROW_FORMAT: Final = "JSONEachRow"
+_ROW_SETTINGS: Final = (
+    " SETTINGS output_format_json_quote_64bit_integers = 0,"
+    " output_format_json_quote_denormals = 1, output_format_json_validate_utf8 = 1,"
+    " output_format_json_named_tuples_as_objects = 1, max_block_size = "
+)
+# The start of each line, before the run key's hex (``{"k":"``).
+_KEY_START: Final = 6
+# Bytes read from the stream at a time.
+_CHUNK: Final = 1 << 20
 
 # The connection, the table's names, its shards and the decoding of its rows are the reader's
 # (`af_otel.reader.sources.clickhouse`, whose `ClickHouseSource` reads the same table for
@@ -59,7 +85,8 @@ __all__ = [
 # day is cut into runs and streamed.
 
 # Rows one query of `stream_runs` sorts (ClickHouse holds them while it sorts): some 25 MB of the
-# exporter's rows, and a scan of the window per 10,000 rows, a few percent of the audit's time.
+# exporter's rows, and a scan of the window per 10,000 rows (some 8% of a one-worker audit at 1M
+# spans).
 SORT_ROWS: Final = 10_000
 
 
@@ -155,11 +182,33 @@ class Scan(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class RunRows:
-    """The rows of one run (or of one call that names no run), in start order."""
+    """The rows of one run (or of one call that names no run), in start order, as ClickHouse
+    wrote them (`ROW_FORMAT`): ``lines`` holds ``count`` lines of the run ``key``.
+    Bytes are what crosses to a worker, cheap to send; `rows` decodes them."""
 
     key: str
-    rows: tuple[tuple[Any, ...], ...]
+    lines: bytes
+    count: int
     kind: str = Table.kind
+
+    def split(self) -> list[bytes]:
+        """The run's lines, one a row."""
+        return self.lines.split(b"\n") if self.count else []
+
+    @property
+    def rows(self) -> list[list[Any]]:
+        """Each row's columns, decoded (`row_of`)."""
+        return [row_of(line) for line in self.split()]
+
+
+def row_of(line: bytes) -> list[Any]:
+    """The columns of one row from its line (`ROW_FORMAT`); raises `ValueError` on a line that is
+    not what ClickHouse writes."""
+    decoded = orjson.loads(line)
+    row = decoded.get("r") if isinstance(decoded, dict) else None
+    if not isinstance(row, list):
+        raise ValueError('the line holds no row (a JSON array under "r")')
+    return row
 
 
 def connect_embedded() -> Client:
@@ -201,13 +250,10 @@ def referencing_rows(
     the whole trace: a store holding none of their blobs cannot be the one they were written
     with."""
     sql, parameters = scan.sql(
-        window, shard, scan.row_columns, f"AND {scan.refers} LIMIT {STORE_SAMPLE}"
+        window, shard, _row_select(scan), f"AND {scan.refers} LIMIT {STORE_SAMPLE}"
     )
-    try:
-        rows = client.query(sql, parameters=parameters).result_rows
-    except Exception as exc:
-        raise _failed(scan, exc) from exc
-    return RunRows("", tuple(tuple(row) for row in rows), scan.kind)
+    lines = list(_row_lines(client, scan, sql, parameters, BLOCK_ROWS))
+    return RunRows("", b"\n".join(lines), len(lines), scan.kind)
 
 
 def run_ranges(
@@ -266,31 +312,66 @@ def stream_runs(
     order = f"ORDER BY {scan.order}"
     between = f"AND {scan.run_key} BETWEEN unhex({{low:String}}) AND unhex({{high:String}})"
     for low, high in run_ranges(client, scan, window, shard, sort_rows):
-        sql, parameters = scan.sql(window, shard, scan.row_columns, f"{between} {order}")
+        sql, parameters = scan.sql(window, shard, _row_select(scan), f"{between} {order}")
         parameters.update(low=low, high=high)
-        yield from _sorted_runs(client, scan, sql, parameters, block_rows)
+        yield from _runs(_row_lines(client, scan, sql, parameters, block_rows), scan.kind)
 
 
-def _sorted_runs(
+def _row_select(scan: Scan) -> str:
+    """The columns of a streamed row: the run key's hex, then the row (`ROW_FORMAT`)."""
+    return f"hex({scan.run_key}) AS k, ({scan.row_columns}) AS r"
+
+
+def _runs(lines: Iterator[bytes], kind: str) -> Iterator[RunRows]:
+    """The runs of lines ordered by run key: each line's key is read from where it opens, the
+    rest of the line is not looked at."""
+    key: bytes | None = None
+    held: list[bytes] = []
+    for line in lines:
+        line_key = line[_KEY_START : line.index(b'"', _KEY_START)]
+        if line_key != key:
+            if key is not None:
+                yield RunRows(_text(key), b"\n".join(held), len(held), kind)
+            key, held = line_key, []
+        held.append(line)
+    if key is not None:
+        yield RunRows(_text(key), b"\n".join(held), len(held), kind)
+
+
+def _text(key_hex: bytes) -> str:
+    return bytes.fromhex(key_hex.decode("ascii")).decode("utf-8", "replace")
+
+
+def _row_lines(
     client: Client, scan: Scan, sql: str, parameters: dict[str, Any], block_rows: int
-) -> Iterator[RunRows]:
-    """The runs of one query whose rows come ordered by run key."""
-    key: str | None = None
-    rows: list[tuple[Any, ...]] = []
+) -> Iterator[bytes]:
+    """The lines of one query's rows (`ROW_FORMAT`), read a chunk at a time."""
+    sql += f"{_ROW_SETTINGS}{int(block_rows)}"
     try:
-        with client.query_row_block_stream(
-            sql,
-            parameters=parameters,
-            settings={"max_block_size": block_rows},
-        ) as blocks:
-            for block in blocks:
-                for row in block:
-                    if row[0] != key:
-                        if key is not None:
-                            yield RunRows(key, tuple(rows), scan.kind)
-                        key, rows = row[0], []
-                    rows.append(tuple(row))
+        with client.raw_stream(sql, parameters=parameters, fmt=ROW_FORMAT) as out:
+            yield from _lines(cast(_Readable, out))
     except Exception as exc:
         raise _failed(scan, exc) from exc
-    if key is not None:
-        yield RunRows(key, tuple(rows), scan.kind)
+
+
+class _Readable(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+
+
+def _lines(stream: _Readable) -> Iterator[bytes]:
+    """The lines of ``stream`` without their newlines (a JSON line holds none of its own)."""
+    pieces: list[bytes] = []
+    while chunk := stream.read(_CHUNK):
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if pieces:
+                pieces.append(chunk[start:end])
+                yield b"".join(pieces)
+                pieces = []
+            elif end > start:
+                yield chunk[start:end]
+            start = end + 1
+        if start < len(chunk):
+            pieces.append(chunk[start:])
+    if pieces:
+        yield b"".join(pieces)

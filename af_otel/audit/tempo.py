@@ -191,6 +191,8 @@ def _value(attribute: Mapping[str, Any], what: str) -> AttrValue | None:
     """One generic attribute column as Tempo reads it back (``parquetToProtoAttrs``): the first
     filled list wins; an array its whole list; a value of no column type is its OTLP JSON."""
     lists = [attribute.get(k) or [] for k in ("Value", "ValueInt", "ValueDouble", "ValueBool")]
+    # The audit's rows come as JSON, which writes a double that is no number as text ("nan").
+    lists[2] = [float(v) if isinstance(v, str) else v for v in lists[2]]
     if attribute.get("IsArray"):
         return next((tuple(values) for values in lists if values), ())
     for values in lists:

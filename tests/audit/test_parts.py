@@ -7,12 +7,16 @@ import io
 from itertools import pairwise
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 
 from af_otel.audit.calls import CallResult
 from af_otel.audit.clickhouse import (
     JsonTable,
     Table,
+    _lines,
+    _runs,
     connect_embedded,
     count_runs,
     run_ranges,
@@ -120,3 +124,42 @@ def test_the_worst_runs_are_the_most_damaged_then_reconstructed() -> None:
     )[:WORST]
     assert tally.runs == WORST + 6
     assert tally.calls == sum(i % 3 + i + 1 for i in range(WORST + 5)) + 1
+
+
+class _Chunks:
+    """A stream that hands its bytes out in the given sizes (as a socket or chDB's blocks do)."""
+
+    def __init__(self, data: bytes, sizes: list[int]) -> None:
+        self.data, self.sizes = data, sizes
+
+    def read(self, size: int, /) -> bytes:
+        step = min(size, self.sizes.pop(0) if self.sizes else size)
+        out, self.data = self.data[:step], self.data[step:]
+        return out
+
+
+@given(
+    lines=st.lists(st.binary(min_size=1).map(lambda b: b.replace(b"\n", b" ")), max_size=20),
+    sizes=st.lists(st.integers(1, 40), max_size=60),
+    last_newline=st.booleans(),
+)
+def test_the_stream_is_cut_into_its_lines_wherever_its_chunks_end(
+    lines: list[bytes], sizes: list[int], last_newline: bool
+) -> None:
+    """However the bytes arrive, each line comes whole, once, in order, without its newline."""
+    data = b"\n".join(lines) + (b"\n" if lines and last_newline else b"")
+    assert list(_lines(_Chunks(data, sizes))) == lines
+
+
+@given(st.lists(st.sampled_from(["a", "b", "é", "span:1:2"]), max_size=12))
+def test_lines_in_key_order_make_one_run_a_key(keys: list[str]) -> None:
+    """Consecutive lines of one key are one run, holding those lines in their order."""
+    keys.sort()
+    lines = [
+        b'{"k":"' + key.encode().hex().upper().encode() + b'","r":[' + str(n).encode() + b"]}"
+        for n, key in enumerate(keys)
+    ]
+    runs = list(_runs(iter(lines), Table.kind))
+    assert [run.key for run in runs] == sorted(set(keys))
+    assert [row for run in runs for row in run.rows] == [[n] for n in range(len(keys))]
+    assert sum(run.count for run in runs) == len(keys)
