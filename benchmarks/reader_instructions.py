@@ -15,9 +15,9 @@ reads' instructions alone.
 
 It also counts, on `benchmarks/reader.py`'s throughput file, the instructions of ``orjson.loads``
 over its lines, of `read_spans` and of building the views and verifying them from spans already
-read: where the file-to-verdicts throughput target is not met, how the reader's work divides
-between reading and the views, in a measure the neighbours' load does not move (printed, no
-target).
+read. Target: views and verify at most 1.5x `read_spans`' instructions (the parse is held to
+0.4x ``orjson.loads``' throughput by `benchmarks/reader.py`; together they bound the file to
+verdicts, in a measure the neighbours' load does not move).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import reader as bench
 from af_otel.store import LocalStore
 
 SCALING_TARGET = 10.5  # instructions at 1,000 turns over those at 100, at most
+VIEWS_TARGET = 1.5  # views and verify over read_spans, instructions on the throughput file, at most
 VALGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
 CHILD = """
 import gc, pickle, sys
@@ -161,18 +162,24 @@ def main() -> int:
                 f" {large / small:.2f}x"
             )
         phases = file_phases(directory)
+    views = phases["views"] / phases["read"]
+    views_ok = views <= VIEWS_TARGET
     print(
         f"  the throughput file ({bench.THROUGHPUT_TURNS} calls), instructions per read:"
         f" orjson.loads {phases['orjson'] / 1e6:.1f} M, read_spans {phases['read'] / 1e6:.1f} M"
         f" ({phases['read'] / phases['orjson']:.2f}x orjson.loads), views and verify"
-        f" {phases['views'] / 1e6:.1f} M ({phases['views'] / phases['read']:.2f}x read_spans;"
-        " no target)"
+        f" {phases['views'] / 1e6:.1f} M"
     )
-    passed = ratios[False] <= SCALING_TARGET
+    print(
+        f"  views and verify / read_spans, instructions: {views:.2f}x (target <= {VIEWS_TARGET}x)"
+        f" {'PASS' if views_ok else 'FAIL'}"
+    )
+    scaled = ratios[False] <= SCALING_TARGET
     print(
         f"  keyed at 1,000 turns / at 100 turns, instructions: {ratios[False]:.2f}x"
-        f" (target <= {SCALING_TARGET}x) {'PASS' if passed else 'FAIL'}"
+        f" (target <= {SCALING_TARGET}x) {'PASS' if scaled else 'FAIL'}"
     )
+    passed = scaled and views_ok
     return 0 if passed else 1
 
 
