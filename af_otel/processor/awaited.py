@@ -1,0 +1,80 @@
+"""What the exporter form knows of the calls still to come (docs/processor.md, The exporter: what
+differs): the LLM calls its `RunTagger` saw start that its exporter has not exported yet, and
+the ended ones that hold the late bodies of their trace until their batch comes.
+
+The processor form enriches a call at its end, so a body filed under a call still open waits for
+it (`Engine`'s open calls) and a late body waits only until the span written after its call
+ends. The exporter form sees a call a batch later: without this table a body filed under a call
+of a later batch could be claimed late by another call, and a late body could be dropped for a
+newer one before its span came. Bounded like the engine's open calls (a span never exported falls
+out oldest first, and one a full queue dropped is gone with its span object); one short lock made by `af_otel.forksafe`, and a
+forked child starts empty (the parent's calls are not its own).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from typing import Any, Final
+
+from af_otel import forksafe
+from af_otel.processor.facts import SpanKey
+from af_otel.semconv import is_llm_call
+from af_otel.wire.tap import LOOSE
+
+MAX_AWAITED: Final = 65_536
+
+
+class Awaited:
+    """Spans started and not yet exported, for one exporter: each by a weak reference, so the
+    table keeps no span alive, and one whose span object is gone (a full queue dropped it) can
+    no longer come. Whether one is an LLM call is asked only when a late claim meets a body
+    filed under it, on the export thread: a span start costs a weak reference and a put."""
+
+    def __init__(self) -> None:
+        self._lock = forksafe.lock(self)
+        self._spans: OrderedDict[SpanKey, weakref.ref[Any]] = OrderedDict()
+        forksafe.on_fork(self, Awaited._clear)
+
+    def started(self, key: SpanKey, span: Any) -> None:
+        """Span ``key`` started (``span``: the SDK's span object, the one it exports)."""
+        held = weakref.ref(span)
+        with self._lock:
+            self._spans[key] = held
+            if len(self._spans) > MAX_AWAITED:
+                self._spans.popitem(last=False)
+
+    def ended(self, span: Any) -> None:
+        """An LLM span ended and waits for its batch: it holds the late bodies of its trace (and
+        of none, for a root span) sent within its window (`wire_source.window_of`)."""
+        context = span.context
+        if context is None:
+            return
+        trace_id = context.trace_id
+        traces = (trace_id, 0) if span.parent is None else (trace_id,)
+        if not LOOSE.keeps(traces):  # the common case: nothing waits by these traces
+            return
+        if not is_llm_call(span.attributes or {}, span.name):
+            return
+        start, end = span.start_time or 0, span.end_time or 0
+        events = span.events
+        if events:
+            end = max(end, events[-1].timestamp or 0)
+        LOOSE.hold((trace_id, context.span_id), traces, start, end)
+
+    def exported(self, keys: list[SpanKey]) -> None:
+        """The spans ``keys`` reached the exporter: nothing waits for them any more."""
+        with self._lock:
+            if self._spans:
+                for key in keys:
+                    self._spans.pop(key, None)
+        LOOSE.release(keys)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether ``key`` is an LLM call still to come: a body filed under it waits for it."""
+        held = self._spans.get(key) if isinstance(key, tuple) else None
+        span = held() if held is not None else None
+        return span is not None and is_llm_call(span.attributes or {}, span.name)
+
+    def _clear(self) -> None:
+        self._spans = OrderedDict()
