@@ -34,10 +34,14 @@ class Awaited:
     def __init__(self) -> None:
         self._lock = forksafe.lock(self)
         self._spans: OrderedDict[SpanKey, weakref.ref[Any]] = OrderedDict()
+        self._holding: OrderedDict[SpanKey, None] = OrderedDict()  # ended spans holding bodies
+        self._closed = False
         forksafe.on_fork(self, Awaited._clear)
 
     def started(self, key: SpanKey, span: Any) -> None:
         """Span ``key`` started (``span``: the SDK's span object, the one it exports)."""
+        if self._closed:
+            return
         held = weakref.ref(span)
         with self._lock:
             self._spans[key] = held
@@ -48,7 +52,7 @@ class Awaited:
         """An LLM span ended and waits for its batch: it holds the late bodies of its trace (and
         of none, for a root span) sent within its window (`wire_source.window_of`)."""
         context = span.context
-        if context is None:
+        if context is None or self._closed:
             return
         trace_id = context.trace_id
         traces = (trace_id, 0) if span.parent is None else (trace_id,)
@@ -56,11 +60,14 @@ class Awaited:
             return
         if not is_llm_call(span.attributes or {}, span.name):
             return
-        start, end = span.start_time or 0, span.end_time or 0
-        events = span.events
-        if events:
-            end = max(end, events[-1].timestamp or 0)
-        LOOSE.hold((trace_id, context.span_id), traces, start, end)
+        start = span.start_time or 0
+        end = max(span.end_time or 0, max((event.timestamp for event in span.events), default=0))
+        key = (trace_id, context.span_id)
+        if LOOSE.hold(key, traces, start, end):
+            with self._lock:
+                self._holding[key] = None
+                if len(self._holding) > MAX_AWAITED:
+                    self._holding.popitem(last=False)
 
     def exported(self, keys: list[SpanKey]) -> None:
         """The spans ``keys`` reached the exporter: nothing waits for them any more."""
@@ -68,7 +75,20 @@ class Awaited:
             if self._spans:
                 for key in keys:
                     self._spans.pop(key, None)
-        LOOSE.release(keys)
+            released = [key for key in keys if key in self._holding] if self._holding else []
+            for key in released:
+                del self._holding[key]
+        if released:
+            LOOSE.release(released)
+
+    def close(self) -> None:
+        """The exporter shut down (its batch processor exported what it had first): no span of
+        it comes any more, so none waits or holds; a span ending later holds nothing."""
+        with self._lock:
+            self._closed = True
+            released = list(self._holding)
+            self._clear()
+        LOOSE.release(released)
 
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is an LLM call still to come: a body filed under it waits for it."""
@@ -78,3 +98,4 @@ class Awaited:
 
     def _clear(self) -> None:
         self._spans = OrderedDict()
+        self._holding = OrderedDict()

@@ -203,6 +203,7 @@ class ReceiptSpanExporter(SpanExporter):
         )
 
     def shutdown(self) -> None:
+        self.awaited.close()
         self.engine.close()
         self._inner.shutdown()
 

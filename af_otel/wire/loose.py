@@ -89,19 +89,20 @@ class LooseTable:
         """Whether any of ``traces`` keeps a body now (no lock: a hint, `hold` looks again)."""
         return any(trace in self._traces for trace in traces)
 
-    def hold(self, key: Key, traces: tuple[int, ...], start: int, end: int) -> None:
+    def hold(self, key: Key, traces: tuple[int, ...], start: int, end: int) -> bool:
         """Span ``key`` has ended and may claim a body of ``traces`` sent from ``start`` to
         ``end`` when its batch is exported: keep those past the count and age bounds until
-        `release` (a hold costs one look-up when its traces keep nothing)."""
+        `release` (a hold costs one look-up when its traces keep nothing); whether it holds."""
         with self._lock:
             if not any(trace in self._traces for trace in traces):
-                return
+                return False
             self._unhold(key)
             self._holds[key] = traces
             for trace in traces:
                 self._windows.setdefault(trace, {})[key] = (start, end)
             while len(self._holds) > MAX_HOLDS:
                 self._unhold(next(iter(self._holds)))
+            return True
 
     def release(self, keys: list[Key]) -> None:
         """The spans ``keys`` were exported: they hold nothing more."""

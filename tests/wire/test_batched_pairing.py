@@ -28,7 +28,8 @@ from af_otel import ReceiptSpanExporter, RunTagger, names, verify
 from af_otel.processor.awaited import Awaited
 from af_otel.reader.verify import VerdictStatus
 from af_otel.store import LocalStore
-from af_otel.wire import uninstall
+from af_otel.wire import Sent, uninstall
+from af_otel.wire.tap import LOOSE
 from tests.builders import Pipeline, end_attributes, make_pipeline, start_attributes, user
 from tests.wire.server import WireServer
 from tests.wire.test_pairing import _by_name, _served_is
@@ -168,6 +169,7 @@ def test_sequential_calls_split_across_batches_each_get_their_own_body(
         assert source == names.SOURCE_WIRE, name
         assert _served_is(view, body), name
         assert verify(view).status == VerdictStatus.VERIFIED, name
+    assert LOOSE._holds == {}  # exported: no span holds a body any more
 
 
 def test_overlapping_calls_ending_in_different_batches_each_get_their_own_body(
@@ -208,6 +210,7 @@ def test_overlapping_calls_ending_in_different_batches_each_get_their_own_body(
         source, view = found[name]
         assert source == names.SOURCE_WIRE, name
         assert _served_is(view, body), name
+    assert LOOSE._holds == {}  # exported: no span holds a body any more
 
 
 def test_late_written_calls_exported_after_many_more_were_sent_keep_their_bodies(
@@ -228,6 +231,7 @@ def test_late_written_calls_exported_after_many_more_were_sent_keep_their_bodies
         source, view = found[name]
         assert source == names.SOURCE_WIRE, name
         assert _served_is(view, body), name
+    assert LOOSE._holds == {}  # exported: no span holds a body any more
 
 
 def test_the_calls_still_to_come_are_llm_spans_alive_and_not_exported(tmp_path: Path) -> None:
@@ -259,3 +263,48 @@ def test_the_calls_still_to_come_are_llm_spans_alive_and_not_exported(tmp_path: 
     assert keys["call"] in awaited  # ended, waiting for its batch
     awaited.exported([keys["call"]])
     assert keys["call"] not in awaited
+
+
+def test_a_late_span_exported_only_at_shutdown_gets_its_body_and_nothing_is_held_after(
+    one_batch: Batched,
+) -> None:
+    """A span written after its call ends and waits in the batch processor's queue until the
+    provider shuts down: the shutdown's own export gives it its body, and afterwards no span
+    holds a body, nor does a span that ends after the shutdown."""
+    batched = one_batch
+    start = time.time_ns()
+    body = batched.ask("Weather in Oslo?")
+    _written_after(batched, "litellm_request", start, "Weather in Oslo?")
+    batched.pipeline.provider.shutdown()
+    source, view = _by_name(batched.pipeline)["litellm_request"]
+    assert source == names.SOURCE_WIRE
+    assert _served_is(view, body)
+    assert LOOSE._holds == {}
+    start = time.time_ns()
+    batched.ask("Weather in Lima?")  # kept by no trace once the tap's last user is gone
+    _written_after(batched, "after-shutdown", start, "Weather in Lima?")
+    assert LOOSE._holds == {}
+
+
+def test_a_held_body_is_released_when_its_span_never_comes(tmp_path: Path) -> None:
+    """An ended span holds its trace's late body; if its exporter shuts down before the span
+    reached it (a queue that dropped it), the hold goes with the shutdown: the body is bounded
+    by the table's own count and age again."""
+    provider = TracerProvider()
+    tracer = provider.get_tracer("test")
+    awaited = Awaited()
+    try:
+        LOOSE.add(0, Sent("openai.chat", "api.openai.com", b"{}", time.time_ns()), None)
+        span = tracer.start_span("chat", attributes=start_attributes("gpt-4o", provider="openai"))
+        span.end()
+        awaited.ended(span)
+        context = span.get_span_context()
+        assert list(LOOSE._holds) == [(context.trace_id, context.span_id)]
+        awaited.close()
+        assert LOOSE._holds == {}
+        other = tracer.start_span("chat", attributes=start_attributes("gpt-4o", provider="openai"))
+        other.end()
+        awaited.ended(other)  # after the shutdown: holds nothing
+        assert LOOSE._holds == {}
+    finally:
+        LOOSE.reset()
