@@ -90,11 +90,20 @@ class Awaited:
             self._clear()
         LOOSE.release(released)
 
-    def __contains__(self, key: object) -> bool:
-        """Whether ``key`` is an LLM call still to come: a body filed under it waits for it."""
-        held = self._spans.get(key) if isinstance(key, tuple) else None
+    def takes(self, key: SpanKey, at: int) -> bool:
+        """Whether ``key`` is an LLM call still to come that will take a body sent at ``at``
+        and filed under it: its span is open, or ended with ``at`` in its window
+        (`wire_source.window_of`); then the body waits for it, as in the processor form (an
+        open call there keeps it, and one that ended has taken it already)."""
+        held = self._spans.get(key)
         span = held() if held is not None else None
-        return span is not None and is_llm_call(span.attributes or {}, span.name)
+        if span is None or not is_llm_call(span.attributes or {}, span.name):
+            return False
+        end = span.end_time
+        if end is None:
+            return True
+        last = max((event.timestamp for event in span.events), default=0)
+        return bool(span.start_time <= at <= max(end, last))
 
     def _clear(self) -> None:
         self._spans = OrderedDict()

@@ -310,9 +310,12 @@ class Engine:
         facts = minting.facts
         named = minting.call.model  # the record's model, if any
         take = wire_source.take
-        # An open call keeps what was filed under it (the exporter form: one still to come).
-        opened, awaited = self._llm_scope.__contains__, self.awaited
-        calling = opened if awaited is None else lambda key: opened(key) or key in awaited
+        # An open call keeps what was filed under it (the exporter form: one still to take it).
+        opened, awaited = self._llm_scope, self.awaited
+
+        def calling(key: SpanKey, at: int) -> bool:
+            return key in opened or (awaited is not None and awaited.takes(key, at))
+
         sent = take(self.settings, facts, named, run, minting.call, calling) if self._wire else None
         if sent is None and minting.call.held_read:
             return minting, None, ()
