@@ -34,6 +34,7 @@ from af_otel import forksafe, names
 from af_otel.model import Request
 from af_otel.processor import commits, dedupe, export_gaps, metrics, wire_source, wire_spelling
 from af_otel.processor import settings as settings_module
+from af_otel.processor.awaited import Awaited
 from af_otel.processor.context import current_run, declared_base, tagged
 from af_otel.processor.facts import CallFacts, Enrichment, Minting, SpanKey, Supplied
 from af_otel.processor.guard import report
@@ -93,6 +94,7 @@ class Engine:
         self._llm_scope: OrderedDict[SpanKey, str | None] = OrderedDict()
         self._merged: OrderedDict[SpanKey, tuple[str, str, int]] = OrderedDict()
         self._wire = wire_source.activate(settings)
+        self.awaited: Awaited | None = None  # the exporter form's calls still to come
         self.enclosing = Enclosing()  # agent spans open now (run_discovery.py)
         with _default_lock:
             _serial += 1
@@ -308,7 +310,12 @@ class Engine:
         facts = minting.facts
         named = minting.call.model  # the record's model, if any
         take = wire_source.take
-        calling = self._llm_scope.__contains__  # an open call keeps what was filed under it
+        # An open call keeps what was filed under it (the exporter form: one still to take it).
+        opened, awaited = self._llm_scope, self.awaited
+
+        def calling(key: SpanKey, at: int) -> bool:
+            return key in opened or (awaited is not None and awaited.takes(key, at))
+
         sent = take(self.settings, facts, named, run, minting.call, calling) if self._wire else None
         if sent is None and minting.call.held_read:
             return minting, None, ()

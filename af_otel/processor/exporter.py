@@ -18,7 +18,9 @@ What the exporter cannot know, it is told or it says:
   under its trace, carries ``no-run-log``, and the exporter logs a warning once.
 * It sees no ``on_start``, so it numbers each batch's LLM calls by their start time (the tagger
   hands the wire tap each span's start, so a body pairs with a span that is not current as in
-  the processor form; with no tagger only a current LLM span or a late claim pairs). A call that
+  the processor form; with no tagger only a current LLM span or a late claim pairs; the tagger
+  also tells which calls are still to come, so a body waits for its call whichever batch brings
+  it: `af_otel.processor.awaited`). A call that
   started before one already numbered in an earlier batch (overlapping calls split across
   batches) is numbered after it, and its span carries ``no-run-log``: the epoch order is not the
   start order there.
@@ -42,6 +44,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from af_otel import forksafe, names
 from af_otel.processor import closing, dedupe, wire_source
 from af_otel.processor import context as run_context
+from af_otel.processor.awaited import Awaited
 from af_otel.processor.context import current_run
 from af_otel.processor.engine import Engine
 from af_otel.processor.facts import CallFacts
@@ -76,6 +79,9 @@ class ReceiptSpanExporter(SpanExporter):
         self.tagged = False
         self._entries_at_start = run_context.run_entries()
         self._warned = False
+        # The calls a tagger saw start and this exporter has not exported: a body filed under one
+        # waits for it whichever batch brings it (`af_otel.processor.awaited`).
+        self.awaited = self.engine.awaited = Awaited()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._settings.disabled:
@@ -161,9 +167,9 @@ class ReceiptSpanExporter(SpanExporter):
         # nothing: it is not exported.
         out = [done[index] for index in range(len(spans)) if not _empty_close(done[index])]
         with guard("ReceiptSpanExporter.untag"):
-            run_context.untag(
-                [(s.context.trace_id, s.context.span_id) for s in spans if s.context is not None]
-            )
+            keys = [(s.context.trace_id, s.context.span_id) for s in spans if s.context is not None]
+            run_context.untag(keys)
+            self.awaited.exported(keys)
         return out
 
     def _enriched(
@@ -197,6 +203,7 @@ class ReceiptSpanExporter(SpanExporter):
         )
 
     def shutdown(self) -> None:
+        self.awaited.close()
         self.engine.close()
         self._inner.shutdown()
 
@@ -207,9 +214,10 @@ class ReceiptSpanExporter(SpanExporter):
 class RunTagger(ForwardingProcessor):
     """Pass-through around the exporter form's batch processor: records the `af_otel.run` block
     each span starts in, for `ReceiptSpanExporter` to read, and, when that exporter taps the
-    wire, notes each span's start for the tap's pairing as the processor does. Every call
-    reaches ``inner`` with the very span it was given; outside a run block ``on_start`` costs one
-    context-variable read (and one context-variable set with the tap on)."""
+    wire, notes each span's start for the tap's pairing as the processor does, and which spans
+    are still to come (`af_otel.processor.awaited`). Every call reaches ``inner`` with the very
+    span it was given; outside a run block ``on_start`` costs one context-variable read (with the
+    tap on, one context-variable set and a weak reference more, and ``on_end`` one look-up)."""
 
     def __init__(self, inner: SpanProcessor) -> None:
         super().__init__(inner)
@@ -221,9 +229,12 @@ class RunTagger(ForwardingProcessor):
         # The wire tap pairs a body with the span started last where it is sent: the tagger is
         # the one part of the exporter form that sees span starts (docs/processor.md, Pairing).
         self._starts = False
+        self._awaited: Awaited | None = None
         if isinstance(exporter, ReceiptSpanExporter):
             exporter.tagged = True
             self._starts = wire_source.wanted(exporter._settings)
+            # Which calls are still to come, for the tap's bodies filed under them or kept late.
+            self._awaited = exporter.awaited if self._starts else None
         # The runs this tagger saw spans of (bounded, latest kept) and their spans' resource,
         # for the close records it hands on (`af_otel.processor.closing`).
         self._runs: OrderedDict[str, tuple[Resource, tuple[int, int]]] = OrderedDict()
@@ -235,7 +246,10 @@ class RunTagger(ForwardingProcessor):
         if self._starts:
             try:  # not `guard`: a context manager would cost more than the note itself
                 context = span.get_span_context()
-                wire_source.started((context.trace_id, context.span_id))
+                key = (context.trace_id, context.span_id)
+                wire_source.started(key)
+                if self._awaited is not None:
+                    self._awaited.started(key, span)
             except Exception as exc:
                 settle("RunTagger.on_start", exc)
         run_id = current_run.get()
@@ -251,6 +265,14 @@ class RunTagger(ForwardingProcessor):
                     while len(self._runs) > _RUNS_TAGGED:
                         self._runs.popitem(last=False)
         self._inner.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._awaited is not None:
+            try:
+                self._awaited.ended(span)
+            except Exception as exc:
+                settle("RunTagger.on_end", exc)
+        self._inner.on_end(span)
 
     def _forget_runs(self) -> None:
         """In a forked child: no runs (the parent's open blocks are not the child's)."""

@@ -147,7 +147,7 @@ def take(
     model: str | None = None,
     run: Layouts | None = None,
     recorded: Call | None = None,
-    calling: Callable[[tuple[int, int]], bool] | None = None,
+    calling: Callable[[tuple[int, int], int], bool] | None = None,
 ) -> FromWire | None:
     """The request sent under the call's span (module rule), or None; the tap forgets it.
 
@@ -155,7 +155,7 @@ def take(
     (not current) counts only when sent within the span's window (`window_of`), and only
     when the ``model`` the instrumentation recorded, where it did, is the body's (`same_model`).
     A call with no body under its span may claim one kept by its trace (`late`; ``calling``
-    says which spans are LLM calls still open, whose bodies wait for them). ``run``: the
+    says whether a body filed under a span, sent at a time, waits for that span's call). ``run``: the
     call's run, whose layouts let a body that extends an earlier one be read from its tail
     (`af_otel.wire.tail`), and which keeps this body's."""
     start, end = window_of(facts)
@@ -190,7 +190,7 @@ def late(
     model: str | None,
     run: Layouts | None = None,
     call: Call | None = None,
-    calling: Callable[[tuple[int, int]], bool] | None = None,
+    calling: Callable[[tuple[int, int], int], bool] | None = None,
 ) -> FromWire | None:
     """A body kept by its trace (`af_otel.wire.loose`) claimed by a call that got none under
     its span (docs/processor.md, Late pairing): sent in the call's trace (or, for a root span,
@@ -198,8 +198,8 @@ def late(
     what the record's instructions and messages say (the record must hold some), as the
     record's convention keeps them (`vouches`). Exactly one
     such body (retries of the same bytes are one request), else none: two fit, whose is which
-    is unknown, and the record stands. A body filed under an LLM call still open (``calling``:
-    the span started last where it was sent) waits for that call."""
+    is unknown, and the record stands. A body filed under an LLM call still to take it
+    (``calling(key, sent at)``: the span started last where it was sent) waits for that call."""
     recorded = call.request if call is not None else None
     if model is None or recorded is None or not recorded.messages:
         return None
@@ -208,7 +208,7 @@ def late(
     groups: dict[tuple[str, bytes], list[tuple[int, Kept]]] = {}
     for trace_id in traces:
         for kept in LOOSE.waiting(trace_id):
-            mine = kept.key is None or calling is None or not calling(kept.key)
+            mine = kept.key is None or calling is None or not calling(kept.key, kept.sent.at)
             if mine and start <= kept.sent.at <= end:
                 groups.setdefault((kept.sent.endpoint, kept.sent.body), []).append((trace_id, kept))
     before = run.layouts if run is not None else ()

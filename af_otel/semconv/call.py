@@ -71,8 +71,10 @@ def read_call(
     None), reading only what follows ``seen`` (the run's last call) when that is proven safe
     (`af_otel.semconv.incremental`), and what its instrumentation (``scope``) does not record.
     ``remember=False``: no memory for a next call is made (`Call.seen` is None). ``held=False``:
-    the server-held history is not looked for (the caller mints from the body the wire sent
-    when there is one, whose reader tells it); `with_held` looks for it when there is none."""
+    the caller mints from the body the wire sent when there is one, so what only a record-minted
+    call uses is not made: the server-held history is not looked for (the body's reader tells
+    it) and the Responses fields the record leaves off are not listed (`responses.unrecorded`:
+    a body holds every field); `with_held` makes both when the call falls back to its record."""
     recorded = span if isinstance(span, Recorded) else record_of(span, span_name)
     limits = limits if limits is not None else environment_limits()
     if remember:
@@ -86,10 +88,13 @@ def read_call(
         reason = None if request is not None else names.REASON_UNREADABLE
     unrecorded: tuple[str, ...] = ()
     if request is not None:
-        found = ledger.unrecorded(request, scope, adapted.convention, adapted.notes, read.shown)
-        unrecorded = responses.with_responses(
-            found, request, adapted.convention, recorded.attributes, recorded.span_name
+        unrecorded = ledger.unrecorded(
+            request, scope, adapted.convention, adapted.notes, read.shown
         )
+        if held:
+            unrecorded = responses.with_responses(
+                unrecorded, request, adapted.convention, recorded.attributes, recorded.span_name
+            )
     return Call(
         request,
         reason,
@@ -114,10 +119,17 @@ def read_call(
 
 def with_held(call: Call, span: Recorded | Mapping[str, object], span_name: str = "") -> Call:
     """A call read with ``held=False`` (`read_call`), with the server-held history its record
-    ``span`` shows (`responses.held_history`, over the scan made while reading it)."""
+    ``span`` shows (`responses.held_history`, over the scan made while reading it) and the
+    Responses fields its record leaves off (`responses.with_responses`): it is minted from its
+    record after all."""
     recorded = span if isinstance(span, Recorded) else record_of(span, span_name)
     found = responses.held_history(recorded.attributes, call.request, recorded.span_name, call.scan)
-    return replace(call, held=found, held_read=True)
+    unrecorded = call.unrecorded
+    if call.request is not None and call.convention is not None:
+        unrecorded = responses.with_responses(
+            unrecorded, call.request, call.convention, recorded.attributes, recorded.span_name
+        )
+    return replace(call, held=found, held_read=True, unrecorded=unrecorded)
 
 
 def handed_call(

@@ -250,3 +250,73 @@ def test_a_body_filed_under_an_open_call_waits_for_it(tmp_path: Path) -> None:
     finally:
         pipeline.provider.shutdown()
         uninstall()
+
+
+def _sent_at(size: int, at: int) -> Sent:
+    return Sent("openai.chat", "api.openai.com", b"x" * size, at)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.integers(0, 20), st.integers(1, 4096)),
+            st.tuples(st.just("hold"), st.integers(0, 20), st.integers(0, 50)),
+            st.tuples(st.just("release"), st.integers(0, 20), st.integers(0, 50)),
+        ),
+        max_size=300,
+    )
+)
+def test_held_bodies_outlast_the_count_bound_and_never_the_memory_bounds(
+    steps: list[tuple[str, int, int]],
+) -> None:
+    """Whatever is added, held and released: the trace and byte bounds hold, no trace keeps more
+    than 64 bodies nor more than 8 that no span holds, its byte count is exact, a body a span
+    holds is dropped only past those hard bounds, and releasing every hold leaves no window."""
+    table = LooseTable()
+    for at, (verb, trace_id, value) in enumerate(steps, 1):
+        if verb == "add":
+            table.add(trace_id, _sent_at(value, at), None)
+        elif verb == "hold":  # span (trace, value) holds what was sent in its last 10 ticks
+            table.hold((trace_id, value), (trace_id,), at - 10, at)
+        else:
+            table.release([(trace_id, value)])
+        for held_trace, kept in table._traces.items():
+            assert len(kept) <= loose_module.MAX_KEPT_PER_TRACE
+            free = [k for k in kept if not table._held(held_trace, k)]
+            assert len(free) <= loose_module.MAX_PER_TRACE
+    assert len(table._traces) <= loose_module.MAX_TRACES
+    assert table._bytes <= loose_module.MAX_BYTES
+    assert table._bytes == sum(len(k.sent.body) for kept in table._traces.values() for k in kept)
+    table.release(list(table._holds))
+    assert table._windows == {}
+
+
+def test_a_held_body_outlasts_newer_bodies_and_its_age_until_released(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A body a span holds stays while twelve newer ones come and past the age bound; released,
+    it is the first to go."""
+    table = LooseTable()
+    first = _sent_at(10, 1)
+    table.add(7, first, None)
+    table.hold((7, 1), (7,), 0, 1)
+    for at in range(2, 14):
+        table.add(7, _sent_at(10, at), None)
+    assert table.waiting(7)[0].sent is first
+    assert len(table.waiting(7)) == loose_module.MAX_PER_TRACE + 1
+    now = time.monotonic_ns()
+    monkeypatch.setattr(
+        loose_module.time, "monotonic_ns", lambda: now + loose_module.MAX_AGE_NS + 1
+    )
+    assert [k.sent for k in table.waiting(7)] == [first]
+    table.release([(7, 1)])
+    assert table.waiting(7) == ()
+
+
+def test_a_hold_of_traces_that_keep_nothing_is_not_kept() -> None:
+    """An ended span whose traces keep no body holds nothing (the exporter form's common case)."""
+    table = LooseTable()
+    table.hold((3, 1), (3, 0), 0, 10)
+    assert table._holds == {}
+    assert table._windows == {}

@@ -2,7 +2,9 @@
 body goes to the span started last in the context that sent it, within that span's window, and
 every case that rule cannot settle falls back to the instrumentation's record. Each scenario runs
 under the processor and under the exporter form (`RunTagger` around its processor hands the tap
-the span starts). Real SDK spans, a real httpx client (its MockTransport answers), the tap."""
+the span starts), behind a simple processor and behind a batch processor that exports each span
+in a batch of its own. Real SDK spans, a real httpx client (its MockTransport answers), the
+tap."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import pytest
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from af_otel import ReceiptSpanExporter, RunTagger, names, read_spans, served_views, verify
@@ -31,25 +33,43 @@ from tests.wire.convert import differences, from_openai, from_view
 CHAT = "https://api.openai.com/v1/chat/completions"
 
 
-FORMS = ("processor", "exporter")
+FORMS = ("processor", "exporter", "exporter-batched")
 
 
-def exporter_pipeline(store: LocalStore, *, tagged: bool = True) -> Pipeline:
-    """The exporter form: `ReceiptSpanExporter` behind a SimpleSpanProcessor, in a `RunTagger`
-    unless ``tagged`` is False."""
+class Flushed(Pipeline):
+    """A pipeline whose spans are read after its batch processor exported what has ended."""
+
+    def spans(self) -> Any:
+        self.processor.force_flush()
+        return super().spans()
+
+
+def exporter_pipeline(store: LocalStore, *, tagged: bool = True, batched: bool = False) -> Pipeline:
+    """The exporter form: `ReceiptSpanExporter` behind a SimpleSpanProcessor (``batched``: a
+    BatchSpanProcessor exporting each span in a batch of its own), in a `RunTagger` unless
+    ``tagged`` is False."""
     memory = InMemorySpanExporter()
-    processor: Any = SimpleSpanProcessor(ReceiptSpanExporter(memory, store=store))
+    exporter = ReceiptSpanExporter(memory, store=store)
+    processor: Any = (
+        BatchSpanProcessor(exporter, max_export_batch_size=1, schedule_delay_millis=600_000)
+        if batched
+        else SimpleSpanProcessor(exporter)
+    )
     if tagged:
         processor = RunTagger(processor)
     provider = TracerProvider()
     provider.add_span_processor(processor)
-    return Pipeline(provider, provider.get_tracer("test"), memory, processor, store)
+    made = Flushed if batched else Pipeline
+    return made(provider, provider.get_tracer("test"), memory, processor, store)
 
 
 @pytest.fixture(params=FORMS)
 def pipeline(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pipeline]:
     store = LocalStore(tmp_path / "store")
-    made = make_pipeline(store) if request.param == "processor" else exporter_pipeline(store)
+    if request.param == "processor":
+        made = make_pipeline(store)
+    else:
+        made = exporter_pipeline(store, batched=request.param == "exporter-batched")
     yield made
     made.provider.shutdown()
     uninstall()
