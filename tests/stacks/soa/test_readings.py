@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from af_otel import names
 from af_otel.model import Request
 from af_otel.semconv import adapt, content_keys, is_llm_call, ledger
+from af_otel.semconv.coerce import is_placeholder
 
 FIXTURES: Final = Path(__file__).resolve().parent / "fixtures"
 
@@ -237,13 +238,20 @@ def test_a_model_name_with_another_prefix_is_not_a_routing_name() -> None:
     assert adapted.request["model"] == "openai/gpt-4o-mini"  # as recorded: not a routing name
 
 
+def _content(**size: int) -> st.SearchStrategy[str]:
+    """Text a model turn may hold, never a redaction placeholder (``REDACTED``, ``****``): a
+    record holding one withholds its content (content-redacted, tested apart). Hypothesis also
+    draws the code's own string constants, the placeholder words among them."""
+    return st.text(**size).filter(lambda t: not is_placeholder(t))
+
+
 _CALLS = st.lists(
     st.fixed_dictionaries(
         {
             "id": st.text(max_size=8),
             "type": st.just("function"),
             "function": st.fixed_dictionaries(
-                {"name": st.text(min_size=1, max_size=8), "arguments": st.text(max_size=16)}
+                {"name": _content(min_size=1, max_size=8), "arguments": _content(max_size=16)}
             ),
         }
     ),
@@ -251,7 +259,18 @@ _CALLS = st.lists(
 )
 
 
-@given(_CALLS, st.lists(st.text(max_size=8), max_size=2))
+def test_a_redacted_tool_call_withholds_the_turn() -> None:
+    """The case the drawn calls leave out: LiteLLM's record with a placeholder for a call's
+    arguments is no request at all, never one read with the placeholder as content."""
+    messages = json.loads(LITELLM["gen_ai.input.messages"])
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "REDACTED"}}
+    messages[2]["tool_calls"] = [call]
+    adapted = adapt({**LITELLM, "gen_ai.input.messages": json.dumps(messages)}, "litellm_request")
+    assert adapted.request is None
+    assert adapted.absent_reason == names.REASON_REDACTED
+
+
+@given(_CALLS, st.lists(_content(max_size=8), max_size=2))
 def test_litellm_keeps_every_tool_call_it_recorded(calls: list[Any], texts: list[str]) -> None:
     """Whatever an assistant turn holds beside its tool calls, every recorded call is a
     tool_call part of that turn, in order, after its text."""
