@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -102,6 +103,25 @@ def test_the_hole_holds_back_only_a_call_minted_from_its_record(
     assert two.source == source
     assert two.gap(names.GAP_UNRECORDED_CALL) is not None, two.gap_kinds
     assert verify(two).status is status
+
+
+def test_a_source_rewritten_to_wire_after_minting_is_damage() -> None:
+    """Claiming the wire for a call minted from a record, to slip the hole past `verified`:
+    af-2's digest binds ``af.receipt.source``, so the edit reads damaged, never verified."""
+    first = [user("q1")]
+    last = [*first, assistant("a1"), user("q2"), assistant("a2"), user("q3")]
+    with tempfile.TemporaryDirectory() as directory:
+        store = LocalStore(directory)
+        spans = synthetic_run(
+            "run-u", [{"messages": m, "model": "m"} for m in (first, last)], [0, 1], store=store
+        )
+        edited = replace(
+            spans[1], attributes={**spans[1].attributes, names.RECEIPT_SOURCE: names.SOURCE_WIRE}
+        )
+        _, two = served_views((spans[0], edited), store=store)
+        assert two.source == names.SOURCE_WIRE
+        verdict = verify(two)
+    assert verdict.status is VerdictStatus.DAMAGED, verdict.reason
 
 
 def test_the_same_conversation_with_every_call_on_record_is_verified() -> None:
