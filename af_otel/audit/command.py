@@ -180,7 +180,9 @@ def audit_command(args: argparse.Namespace) -> int:
 
         if table is not None:
             scan = table_scan(opened(), table.url, table.database, table.table)
-        runs: Iterator[RunRows] = stream_runs(opened(), scan, window, shard)
+        runs = stream_runs(opened(), scan, window, shard)
+        # Closed before its client (an early exit): it starts an embedded table's merges again.
+        clients.callback(runs.close)
         first = next(runs, None)
         if first is None:
             _say_skipped(unread.skipped, 0, where)

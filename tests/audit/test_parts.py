@@ -7,6 +7,7 @@ import io
 from itertools import pairwise
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
@@ -17,6 +18,7 @@ from af_otel.audit.clickhouse import (
     Table,
     _lines,
     _runs,
+    connect,
     connect_embedded,
     count_runs,
     run_ranges,
@@ -163,3 +165,39 @@ def test_lines_in_key_order_make_one_run_a_key(keys: list[str]) -> None:
     assert [run.key for run in runs] == sorted(set(keys))
     assert [row for run in runs for row in run.rows] == [[n] for n in range(len(keys))]
     assert sum(run.count for run in runs) == len(keys)
+
+
+def test_an_embedded_table_does_not_merge_while_its_runs_stream(
+    loaded: Loaded, clickhouse: Any
+) -> None:
+    """The embedded engine merges a table's parts in the process that reads it: while the stream
+    is open an embedded table's merges are held off (an OPTIMIZE is refused, its parts stay), and
+    after the last run they are started again (the same OPTIMIZE merges them into one)."""
+    clickhouse.command("CREATE DATABASE IF NOT EXISTS merges")
+    clickhouse.command("DROP TABLE IF EXISTS merges.otel_traces")
+    clickhouse.command("CREATE TABLE merges.otel_traces AS default.otel_traces")
+    for _ in range(2):
+        clickhouse.command("INSERT INTO merges.otel_traces SELECT * FROM default.otel_traces")
+    other = connect(loaded.url)
+
+    def parts() -> int:
+        return int(
+            other.query(
+                "SELECT count() FROM system.parts"
+                " WHERE database = 'merges' AND table = 'otel_traces' AND active"
+            ).result_rows[0][0]
+        )
+
+    try:
+        assert parts() == 2
+        runs = stream_runs(clickhouse, Table(loaded.url, "merges"), None, None)
+        first = next(runs)
+        with pytest.raises(Exception, match="Cancelled merging parts"):
+            other.command("OPTIMIZE TABLE merges.otel_traces FINAL")
+        assert parts() == 2
+        assert len([first, *runs]) == 12  # the last run read: the stream has ended
+        other.command("OPTIMIZE TABLE merges.otel_traces FINAL")
+        assert parts() == 1
+    finally:
+        other.command("DROP DATABASE merges")
+        other.close()
