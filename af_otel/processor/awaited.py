@@ -60,8 +60,7 @@ class Awaited:
             return
         if not is_llm_call(span.attributes or {}, span.name):
             return
-        start = span.start_time or 0
-        end = max(span.end_time or 0, max((event.timestamp for event in span.events), default=0))
+        start, end = _window(span)
         key = (trace_id, context.span_id)
         if LOOSE.hold(key, traces, start, end):
             with self._lock:
@@ -99,12 +98,18 @@ class Awaited:
         span = held() if held is not None else None
         if span is None or not is_llm_call(span.attributes or {}, span.name):
             return False
-        end = span.end_time
-        if end is None:
+        if span.end_time is None:
             return True
-        last = max((event.timestamp for event in span.events), default=0)
-        return bool(span.start_time <= at <= max(end, last))
+        start, end = _window(span)
+        return start <= at <= end
 
     def _clear(self) -> None:
         self._spans = OrderedDict()
         self._holding = OrderedDict()
+
+
+def _window(span: Any) -> tuple[int, int]:
+    """An ended span's window as `wire_source.window_of` reads it from the call's facts: its
+    start to its end, or to its last event when that comes later."""
+    last = max((event.timestamp for event in span.events), default=0)
+    return span.start_time or 0, max(span.end_time or 0, last)

@@ -270,8 +270,8 @@ def vouches(
     lasts = (before.record, before.sent) if before is not None else (None, None)
     mine, my_prefix = _seen_as(recorded.messages, seen, lasts[0], prefixes[0])
     theirs, their_prefix = _seen_as(sent.messages, seen, lasts[1], prefixes[1])
-    memo = Projected(seen, (recorded.messages, mine), (sent.messages, theirs))
-    memo.compared = before.compared if before is not None else None
+    compared = before.compared if before is not None else None
+    memo = Projected(seen, (recorded.messages, mine), (sent.messages, theirs), compared)
     kept = record_differs(
         replace(recorded, messages=mine),
         replace(sent, messages=theirs),
