@@ -15,8 +15,9 @@ import bisect
 import secrets
 import time
 from collections import OrderedDict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 from af_otel import forksafe
 from af_otel.model import Request
@@ -29,6 +30,7 @@ from af_otel.receipts import Receipt, ReceiptDigests
 from af_otel.semconv.incremental import Remembered
 from af_otel.wire.tail import Layout
 
+_Items = TypeVar("_Items", bound=Sequence[Any])
 MAX_RUNS: Final = 10_000
 MAX_BYTES: Final = 256 * 1024 * 1024
 # What one run costs beyond its history (locks, memo records, the finished-call list).
@@ -98,8 +100,8 @@ class Finished:
         return Finished(self.end_time, self.epoch, None, None, self.digest)
 
 
-def _first(items: tuple[Any, ...], count: int) -> tuple[Any, ...]:
-    return items if len(items) == count else items[:count]
+def _first(items: _Items, count: int) -> _Items:
+    return items if len(items) == count else cast(_Items, items[:count])
 
 
 @dataclass(frozen=True, slots=True)
