@@ -35,7 +35,8 @@ MAX_RUNS: Final = 10_000
 MAX_BYTES: Final = 256 * 1024 * 1024
 # What one run costs beyond its history (locks, memo records, the finished-call list).
 RUN_OVERHEAD: Final = 4096
-# A record's own slots plus its af-2 digest (a 64-character string), which it keeps for life.
+# A record's own slots plus its af-2 digest (32 raw bytes), which it keeps for life (an estimate
+# from above: the table's budget must hold).
 FINISHED_OVERHEAD: Final = 280
 IDLE_SECONDS: Final = 3600.0
 STATE_DEPTH: Final = 16
@@ -48,7 +49,7 @@ class Finished:
     receipt. Its messages and entries are the first ``count`` of its `History`'s, which later
     calls that extend it share (`RunState.finish`)."""
 
-    __slots__ = ("_history", "_receipt", "_request", "count", "digest", "end_time", "epoch")
+    __slots__ = ("_digest", "_history", "_receipt", "_request", "count", "end_time", "epoch")
 
     def __init__(
         self,
@@ -60,7 +61,10 @@ class Finished:
     ) -> None:
         self.end_time = end_time
         self.epoch = epoch
-        self.digest = receipt.digest if receipt is not None else digest
+        digest = receipt.digest if receipt is not None else digest
+        # Kept as its raw bytes (a record keeps it for life, HISTORY_DEPTH of them a run): the
+        # hex text is lowercase hex by construction, so `digest` reads it back unchanged.
+        self._digest = bytes.fromhex(digest) if digest else None
         entries = receipt.entries if receipt is not None else None
         self._history = History(request.messages, entries) if request is not None else None
         self.count = len(request.messages) if request is not None else 0
@@ -69,6 +73,11 @@ class Finished:
         self._receipt = receipt
         if receipt is not None and entries is not None and self._history is not None:
             self._receipt = replace(receipt, entries=None)
+
+    @property
+    def digest(self) -> str | None:
+        """The call's receipt digest (hex), or None without one."""
+        return self._digest.hex() if self._digest is not None else None
 
     @property
     def request(self) -> Request | None:
