@@ -8,8 +8,9 @@ the square of its length. `ReceiptDigests` keeps, for the current run only:
   and entry hash. An item that is *the same* as the item at the same position last call costs no
   canonicalization and no hashing. "The same" is stricter than ``==`` (see `same_json`): Python
   says ``True == 1``, JCS writes ``true`` and ``1``. The messages, which a run has thousands of,
-  are kept lean (`_Messages`): the request's own tuple, the receipt's tuple of entry hashes and
-  one machine integer a message, no object per message;
+  are kept lean (`_Messages`): the request's own tuple, the receipt's entry hashes as raw
+  digest bytes end to end (`af_otel.receipts.entries.Entries`, hex made only where the chain
+  and the wire need it) and one machine integer a message, no object per message;
 * the messages chain of the previous call: its last link ``c_n`` and every `CHECKPOINT`-th link
   ``c_0, c_16, ...``, so a call whose first k entries are unchanged extends the chain from ``c_k``
   (k = n, the usual append) or from the checkpoint before it (at most 15 links hashed again),
