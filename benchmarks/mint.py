@@ -164,26 +164,31 @@ def _run(requests: list[Request], *, memo: bool) -> list[float]:
 
 def _sha_input(requests: list[Request], *, memo: bool) -> list[int]:
     """Bytes fed to SHA-256 per call, counted in an untimed pass: the mint keeps no counters, so
-    the memo's hash function is wrapped for the length of this pass."""
-    real = memo_module.salted_hash
+    the memo's hash functions (hex hashes, and the raw entry digests) are wrapped for the length
+    of this pass."""
     fed = [0]
 
-    def counting(
-        salt: str, *, key: bytes | str | None = None, digits: int = 16
-    ) -> Callable[[str | bytes], str]:
-        hash_text = real(salt, key=key, digits=digits)
-        prefix = len(salt.encode("utf-8", "surrogatepass")) + 1
+    def counting(real: Callable[..., Callable[[Any], Any]]) -> Callable[..., Callable[[Any], Any]]:
+        def made(
+            salt: str, *, key: bytes | str | None = None, digits: int = 16
+        ) -> Callable[[Any], Any]:
+            hash_text = real(salt, key=key, digits=digits)
+            prefix = len(salt.encode("utf-8", "surrogatepass")) + 1
 
-        def counted(data: str | bytes) -> str:
-            fed[0] += prefix + len(data)
-            return hash_text(data)
+            def counted(data: str | bytes) -> Any:
+                fed[0] += prefix + len(data)
+                return hash_text(data)
 
-        return counted
+            return counted
+
+        return made
 
     shared = ReceiptDigests()
     sha = []
     parent: Receipt | int = 0
-    memo_module.salted_hash = counting
+    reals = {name: getattr(memo_module, name) for name in ("salted_hash", "salted_digest")}
+    for name, real in reals.items():
+        setattr(memo_module, name, counting(real))
     try:
         for epoch, request in enumerate(requests, start=1):
             before = fed[0]
@@ -193,7 +198,8 @@ def _sha_input(requests: list[Request], *, memo: bool) -> list[int]:
             )
             sha.append(fed[0] - before)
     finally:
-        memo_module.salted_hash = real
+        for name, real in reals.items():
+            setattr(memo_module, name, real)
     return sha
 
 

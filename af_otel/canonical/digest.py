@@ -67,17 +67,24 @@ def receipt_hash(
     return salted_hash(salt, key=key, digits=digits_of(scheme))(text)
 
 
-def salted_hash(
-    salt: str, *, key: bytes | str | None = None, digits: int = DIGITS
-) -> Callable[[str | bytes], str]:
-    """`receipt_hash` with its salt, key and length bound, for the thousands of hashes of one
-    run: the salt's bytes are prepared once. Raises ValueError for an empty salt or key."""
+def _prepared(salt: str, key: bytes | str | None) -> tuple[bytes, bytes | None]:
+    """The preimage's prefix (``salt + "\\x1f"`` in UTF-8) and the key as bytes; raises
+    ValueError for an empty salt or key."""
     if not salt:
         raise ValueError("receipt_hash needs a non-empty salt (the run id)")
     prefix = fix_surrogates(salt).encode("utf-8") + b"\x1f"
     secret = key_bytes(key)
     if secret is not None and not secret:
         raise ValueError("receipt_hash needs a non-empty key, or key=None for the plain scheme")
+    return prefix, secret
+
+
+def salted_hash(
+    salt: str, *, key: bytes | str | None = None, digits: int = DIGITS
+) -> Callable[[str | bytes], str]:
+    """`receipt_hash` with its salt, key and length bound, for the thousands of hashes of one
+    run: the salt's bytes are prepared once. Raises ValueError for an empty salt or key."""
+    prefix, secret = _prepared(salt, key)
     sha256 = hashlib.sha256
 
     if digits >= DIGITS_2:  # no slice: af-2 keeps the whole digest
@@ -97,6 +104,24 @@ def salted_hash(
         return hmac.new(secret, prefix + body, sha256).hexdigest()[:digits]
 
     return hash_text
+
+
+def salted_digest(
+    salt: str, *, key: bytes | str | None = None, digits: int = DIGITS
+) -> Callable[[bytes], bytes]:
+    """`salted_hash` giving the raw digest bytes whose hex is its text (``digits // 2`` bytes):
+    what the emit path keeps per message (`af_otel.receipts.entries`). Raises as `salted_hash`."""
+    prefix, secret = _prepared(salt, key)
+    sha256, width = hashlib.sha256, digits // 2
+
+    def hash_raw(body: bytes) -> bytes:
+        if secret is None:
+            whole = sha256(prefix + body).digest()
+        else:
+            whole = hmac.new(secret, prefix + body, sha256).digest()
+        return whole if width >= len(whole) else whole[:width]
+
+    return hash_raw
 
 
 def key_id(key: bytes | str) -> str:

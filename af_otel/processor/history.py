@@ -5,11 +5,12 @@ run's first call already holds earlier turns (`carries_history`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from af_otel.model import Request
 from af_otel.model.request import INSTRUCTION_ROLES
+from af_otel.receipts.entries import common_entries
 
 _HISTORY_ROLES: Final = INSTRUCTION_ROLES | {"user"}
 
@@ -22,19 +23,23 @@ class History:
 
     __slots__ = ("entries", "messages")
 
-    def __init__(self, messages: tuple[Any, ...], entries: tuple[str, ...] | None = None) -> None:
+    def __init__(self, messages: tuple[Any, ...], entries: Sequence[str] | None = None) -> None:
         self.messages = messages
         self.entries = entries
 
     def extend(
-        self, prefix: tuple[Any, ...], messages: tuple[Any, ...], entries: tuple[str, ...] | None
+        self, prefix: tuple[Any, ...], messages: tuple[Any, ...], entries: Sequence[str] | None
     ) -> bool:
         """Hold the tuples of a call whose ``messages`` were built to start with ``prefix``, when
         this history holds ``prefix`` and ``entries`` start with its entries; whether it does."""
         theirs = self.entries
         if self.messages is not prefix or (theirs is None) != (entries is None):
             return False
-        if theirs is not None and entries is not None and entries[: len(theirs)] != theirs:
+        if (
+            theirs is not None
+            and entries is not None
+            and (len(entries) < len(theirs) or common_entries(theirs, entries) < len(theirs))
+        ):
             return False
         self.messages, self.entries = messages, entries
         return True
@@ -44,7 +49,7 @@ def share_history(
     histories: Iterable[History | None],
     prefix: tuple[Any, ...],
     messages: tuple[Any, ...],
-    entries: tuple[str, ...] | None,
+    entries: Sequence[str] | None,
 ) -> History | None:
     """The first of ``histories`` (newest first) that takes on a call whose ``messages`` were
     built to start with ``prefix`` (`History.extend`), for that call to share; None if none."""

@@ -15,8 +15,9 @@ import bisect
 import secrets
 import time
 from collections import OrderedDict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 from af_otel import forksafe
 from af_otel.model import Request
@@ -29,11 +30,13 @@ from af_otel.receipts import Receipt, ReceiptDigests
 from af_otel.semconv.incremental import Remembered
 from af_otel.wire.tail import Layout
 
+_Items = TypeVar("_Items", bound=Sequence[Any])
 MAX_RUNS: Final = 10_000
 MAX_BYTES: Final = 256 * 1024 * 1024
 # What one run costs beyond its history (locks, memo records, the finished-call list).
 RUN_OVERHEAD: Final = 4096
-# A record's own slots plus its af-2 digest (a 64-character string), which it keeps for life.
+# A record's own slots plus its af-2 digest (32 raw bytes), which it keeps for life (an estimate
+# from above: the table's budget must hold).
 FINISHED_OVERHEAD: Final = 280
 IDLE_SECONDS: Final = 3600.0
 STATE_DEPTH: Final = 16
@@ -46,7 +49,7 @@ class Finished:
     receipt. Its messages and entries are the first ``count`` of its `History`'s, which later
     calls that extend it share (`RunState.finish`)."""
 
-    __slots__ = ("_history", "_receipt", "_request", "count", "digest", "end_time", "epoch")
+    __slots__ = ("_digest", "_history", "_receipt", "_request", "count", "end_time", "epoch")
 
     def __init__(
         self,
@@ -58,7 +61,10 @@ class Finished:
     ) -> None:
         self.end_time = end_time
         self.epoch = epoch
-        self.digest = receipt.digest if receipt is not None else digest
+        digest = receipt.digest if receipt is not None else digest
+        # Kept as its raw bytes (a record keeps it for life, HISTORY_DEPTH of them a run): the
+        # hex text is lowercase hex by construction, so `digest` reads it back unchanged.
+        self._digest = bytes.fromhex(digest) if digest else None
         entries = receipt.entries if receipt is not None else None
         self._history = History(request.messages, entries) if request is not None else None
         self.count = len(request.messages) if request is not None else 0
@@ -67,6 +73,11 @@ class Finished:
         self._receipt = receipt
         if receipt is not None and entries is not None and self._history is not None:
             self._receipt = replace(receipt, entries=None)
+
+    @property
+    def digest(self) -> str | None:
+        """The call's receipt digest (hex), or None without one."""
+        return self._digest.hex() if self._digest is not None else None
 
     @property
     def request(self) -> Request | None:
@@ -98,8 +109,8 @@ class Finished:
         return Finished(self.end_time, self.epoch, None, None, self.digest)
 
 
-def _first(items: tuple[Any, ...], count: int) -> tuple[Any, ...]:
-    return items if len(items) == count else items[:count]
+def _first(items: _Items, count: int) -> _Items:
+    return items if len(items) == count else cast(_Items, items[:count])
 
 
 @dataclass(frozen=True, slots=True)

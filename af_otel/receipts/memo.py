@@ -8,8 +8,9 @@ the square of its length. `ReceiptDigests` keeps, for the current run only:
   and entry hash. An item that is *the same* as the item at the same position last call costs no
   canonicalization and no hashing. "The same" is stricter than ``==`` (see `same_json`): Python
   says ``True == 1``, JCS writes ``true`` and ``1``. The messages, which a run has thousands of,
-  are kept lean (`_Messages`): the request's own tuple, the receipt's tuple of entry hashes and
-  one machine integer a message, no object per message;
+  are kept lean (`_Messages`): the request's own tuple, the receipt's entry hashes as raw
+  digest bytes end to end (`af_otel.receipts.entries.Entries`, hex made only where the chain
+  and the wire need it) and one machine integer a message, no object per message;
 * the messages chain of the previous call: its last link ``c_n`` and every `CHECKPOINT`-th link
   ``c_0, c_16, ...``, so a call whose first k entries are unchanged extends the chain from ``c_k``
   (k = n, the usual append) or from the checkpoint before it (at most 15 links hashed again),
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 import operator
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -50,9 +51,10 @@ import orjson
 
 from af_otel import forksafe
 from af_otel.canonical import canonical_json, salted_hash
-from af_otel.canonical.digest import DIGITS
+from af_otel.canonical.digest import DIGITS, salted_digest
 from af_otel.model import FrozenDict
-from af_otel.model.prefix import equal_prefix, identical_prefix
+from af_otel.model.prefix import identical_prefix
+from af_otel.receipts.entries import Entries, common_entries
 
 CHAIN_SEED: Final = "af.messages.v1"
 # Every CHECKPOINT-th chain link is kept (with the last): see the module docstring.
@@ -82,12 +84,14 @@ class _Hasher:
     every canonical encoding of a mint goes through here, and nothing is counted on the way
     (benchmarks/mint.py measures the work by wrapping this module's two functions)."""
 
-    __slots__ = ("digits", "hash_bytes", "key")
+    __slots__ = ("digits", "hash_bytes", "hash_raw", "key")
 
     def __init__(self, salt: str, key: bytes | None, digits: int = DIGITS) -> None:
         self.key = key
         self.digits = digits
         self.hash_bytes: Callable[[bytes], str] = salted_hash(salt, key=key, digits=digits)
+        # A message entry is kept as its raw digest (`Entries`), its hex made where needed.
+        self.hash_raw: Callable[[bytes], bytes] = salted_digest(salt, key=key, digits=digits)
 
     def hash_text(self, text: str) -> str:
         return self.hash_bytes(text.encode("utf-8"))
@@ -99,10 +103,10 @@ class _Hasher:
 @dataclass(frozen=True, slots=True)
 class _Messages:
     """The last call's messages, their entry hashes and ``ends[i]``, the canonical bytes of
-    ``values[: i + 1]`` (the tuples are the request's and the receipt's own: shared)."""
+    ``values[: i + 1]`` (the tuple and the entries are the request's and the receipt's own)."""
 
     values: tuple[Any, ...] = ()
-    digests: tuple[str, ...] = ()
+    digests: Entries = field(default_factory=Entries)
     ends: array[int] = field(default_factory=lambda: array("q"))
 
     def size(self, index: int) -> int:
@@ -118,7 +122,7 @@ class _Pending:
     chain: tuple[tuple[str, ...], str] | None = None  # (marks, last)
     # Last call's entry hashes, when this mint's start with all of them (the very strings): the
     # chain and ``messages.kept`` then extend them without comparing each (`message_entries`).
-    extends: tuple[str, ...] | None = None
+    extends: Entries | None = None
 
 
 class ReceiptDigests:
@@ -217,7 +221,7 @@ class ReceiptDigests:
 
     def message_entries(
         self, hasher: _Hasher, values: tuple[Any, ...], prefix: tuple[Any, ...] | None = None
-    ) -> tuple[tuple[str, ...], int]:
+    ) -> tuple[Entries, int]:
         """The entry hash of each message and their canonical bytes in all, reusing last call's
         for a message that is the same JSON at the same position (`same_json`), as `pieces`.
         ``prefix``: a tuple ``values`` was built to start with (its very objects in front); when
@@ -231,27 +235,27 @@ class ReceiptDigests:
             same = identical_prefix(before.values, values) if before.values else 0
         ends = before.ends[:same]
         total = ends[-1] if same else 0
-        added: list[str] = []
+        added: list[bytes] = []
         for index in range(same, len(values)):
             value = values[index]
             if index < len(before.values) and same_json(before.values[index], value):
-                digest, size = before.digests[index], before.size(index)
+                digest, size = before.digests.raw_at(index), before.size(index)
             else:
                 data = hasher.canonical(value)
-                digest, size = hasher.hash_bytes(data), len(data)
+                digest, size = hasher.hash_raw(data), len(data)
             added.append(digest)
             total += size
             ends.append(total)
-        if same == len(before.digests):  # the usual append: one copy of the tuple, not two
-            digests = before.digests + tuple(added)
+        width = hasher.digits // 2  # a new scheme is a new run (`begin`): widths never mix
+        # One copy of the raw bytes (a memcpy), where a tuple of strings took a reference each.
+        raw = before.digests.raw[: same * width] + b"".join(added)
+        if same == len(before.digests):  # the usual append
             self._pending.extends = before.digests
-        else:
-            digests = before.digests[:same] + tuple(added)
-        kept = _Messages(values, digests, ends)
+        kept = _Messages(values, Entries(raw, width), ends)
         self._pending.messages = kept
         return kept.digests, total
 
-    def chain(self, hasher: _Hasher, entries: tuple[str, ...]) -> str:
+    def chain(self, hasher: _Hasher, entries: Entries) -> str:
         """The last chain link ``c_n`` for ``entries`` (what `message_entries` gave this mint),
         extended from the common prefix with last call's."""
         at, link, marks = self._chain_from(hasher, entries)
@@ -263,27 +267,26 @@ class ReceiptDigests:
         self._pending.chain = (tuple(kept), link)
         return link
 
-    def _chain_from(
-        self, hasher: _Hasher, entries: tuple[str, ...]
-    ) -> tuple[int, str, tuple[str, ...]]:
+    def _chain_from(self, hasher: _Hasher, entries: Entries) -> tuple[int, str, tuple[str, ...]]:
         """Where to extend the chain from: ``(i, c_i, checkpoints up to c_i)``."""
         if not self._marks:
             first = chain_start(hasher.hash_text)
             return 0, first, (first,)
         before = self._messages.digests
-        same = len(before) if self._pending.extends is before else equal_prefix(before, entries)
+        same = len(before) if self._pending.extends is before else common_entries(before, entries)
         if same == len(before):
             return same, self._last, self._marks[: same // CHECKPOINT + 1]
         mark = same // CHECKPOINT
         return mark * CHECKPOINT, self._marks[mark], self._marks[: mark + 1]
 
-    def kept(self, parent: tuple[str, ...] | None, entries: tuple[str, ...]) -> int:
+    def kept(self, parent: Sequence[str] | None, entries: Entries) -> int:
         """How many leading ``entries`` (this mint's) equal the ``parent`` receipt's."""
         if not parent:
             return 0
-        if parent is self._pending.extends:
-            return len(parent)
-        return equal_prefix(parent, entries)
+        extends = self._pending.extends
+        if extends is not None and parent is extends:
+            return len(extends)
+        return common_entries(parent, entries)
 
     def retained(self) -> int:
         """How many memo records are held now (see the module docstring for the bound)."""

@@ -218,7 +218,7 @@ def _mint(
         messages_count=len(entries),
         messages_chain=chain,
         messages_kept=kept,
-        messages_added=entries[kept:],
+        messages_added=entries.texts(kept),
         tools_names=request.tool_names,
         tools_hashes=tuple(piece.digest for piece in tools),
         tools_forced=request.forced_tool(),

@@ -57,8 +57,9 @@ class Receipt:
     params: str | None = None
     bytes: int = 0
     # Every message entry hash; in memory only (the wire carries kept + added + chain instead),
-    # so that the next epoch can compute its own `kept`.
-    entries: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    # so that the next epoch can compute its own `kept`. A minted receipt holds them as
+    # `af_otel.receipts.entries.Entries` (raw digests, the hex read off them).
+    entries: Sequence[str] | None = field(default=None, compare=False, repr=False)
     # The writer's lane (``af.epoch.lane``); None on spans written before lanes existed.
     lane: str | None = None
     # What an af-2 digest binds besides the fingerprints (docs/receipt-spec.md §12); read back

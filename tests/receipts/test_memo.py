@@ -197,20 +197,24 @@ class TestBounds:
     def test_work_is_proportional_to_new_content(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """With the memo, a call that appends one message hashes a constant number of preimages."""
         calls = [0]
-        real = memo_module.salted_hash
 
-        def counting(
-            salt: str, *, key: bytes | str | None = None, digits: int = 16
-        ) -> Callable[[bytes], str]:
-            hash_bytes = real(salt, key=key, digits=digits)
+        def counting(real: Callable[..., Callable[[bytes], Any]]) -> Callable[..., Any]:
+            def made(
+                salt: str, *, key: bytes | str | None = None, digits: int = 16
+            ) -> Callable[[bytes], Any]:
+                hash_bytes = real(salt, key=key, digits=digits)
 
-            def counted(data: bytes) -> str:
-                calls[0] += 1
-                return hash_bytes(data)
+                def counted(data: bytes) -> Any:
+                    calls[0] += 1
+                    return hash_bytes(data)
 
-            return counted
+                return counted
 
-        monkeypatch.setattr(memo_module, "salted_hash", counting)
+            return made
+
+        # The hex hashes and the raw entry digests (`Entries`) alike.
+        for name in ("salted_hash", "salted_digest"):
+            monkeypatch.setattr(memo_module, name, counting(getattr(memo_module, name)))
         memo = ReceiptDigests()
         messages: list[dict[str, Any]] = []
         hashes: list[int] = []
