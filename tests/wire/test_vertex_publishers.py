@@ -5,14 +5,21 @@ endpoint (``:rawPredict``) is no Gemini endpoint."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import anthropic
+import httpx2
 import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from af_otel import names
 from af_otel.model import Request
-from af_otel.wire import gemini
+from af_otel.store import LocalStore
+from af_otel.wire import gemini, uninstall
 from af_otel.wire.endpoints import BY_NAME, GEMINI_GENERATE, GEMINI_STREAM, endpoint_of
 from af_otel.wire.read import read_body
+from tests.builders import end_attributes, make_pipeline, start_attributes, user
 
 WHERE = "/v1beta1/projects/p-1/locations/us-central1/publishers/"
 BODY = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
@@ -84,3 +91,45 @@ def test_anthropics_vertex_endpoint_is_not_read_as_gemini() -> None:
     for op in ("rawPredict", "streamRawPredict"):
         path = f"{WHERE}anthropic/models/claude-sonnet-4@20250514:{op}".encode()
         assert endpoint_of(path) is None
+
+
+def _answer(request: httpx2.Request) -> httpx2.Response:
+    content = [{"type": "text", "text": "hi"}]
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    message = {"id": "m", "type": "message", "role": "assistant", "model": "claude"}
+    return httpx2.Response(
+        200, json=message | {"content": content, "stop_reason": "end_turn", "usage": usage}
+    )
+
+
+def test_an_anthropic_vertex_call_is_its_records_with_the_tap_on(tmp_path: Path) -> None:
+    """The real anthropic client's AnthropicVertex (``:rawPredict``) under a GenAI span, tap on:
+    the call is minted from its record (source ``instrumentation``), while the same call to
+    Anthropic's own Messages endpoint is minted from its body (the tap is on)."""
+    pipeline = make_pipeline(LocalStore(tmp_path / "store"))
+    question = [{"role": "user", "content": "hi"}]
+    record = start_attributes("claude-sonnet-4@20250514", provider="anthropic")
+    record |= end_attributes([user("hi")], system=None, tools=None, temperature=None)
+    try:
+        transport = httpx2.MockTransport(_answer)
+        clients = (
+            anthropic.AnthropicVertex(
+                region="us-east5",
+                project_id="p",
+                access_token="tok",
+                http_client=httpx2.Client(transport=transport),
+            ),
+            anthropic.Anthropic(api_key="sk-test", http_client=httpx2.Client(transport=transport)),
+        )
+        for name, client in zip(("vertex", "anthropic"), clients, strict=True):
+            with pipeline.tracer.start_as_current_span(name, attributes=record):
+                client.messages.create(
+                    model="claude-sonnet-4@20250514", max_tokens=10, messages=question
+                )
+        found = {s.name: (s.attributes or {}) for s in pipeline.spans()}
+    finally:
+        pipeline.provider.shutdown()
+        uninstall()
+    assert found["vertex"][names.RECEIPT_SOURCE] == names.SOURCE_INSTRUMENTATION
+    assert found["vertex"][names.RECEIPT_STATE] == names.STATE_MINTED
+    assert found["anthropic"][names.RECEIPT_SOURCE] == names.SOURCE_WIRE
