@@ -15,9 +15,11 @@ receipt, so each rule lives here once and `docs/receipt-spec.md` restates it:
 4. ``system`` given as one string is one text part (an empty string is no part); a message given
    ``content`` instead of ``parts`` has one text part for a string, or the list as its parts (and
    ``parts`` given as a string is one text part); when both are given ``parts`` wins. A part given
-   as a bare string is a text part. Unknown part types are kept as they are; message keys other
-   than ``role``, ``parts`` and ``name`` are not part of the normalized message (adapters turn
-   them into parts).
+   as a bare string is a text part. Unknown part types are kept as they are. A message in the
+   Chat Completions shape (no ``parts``) is read as its wire reader reads it: an assistant's
+   ``tool_calls`` (and ``function_call``) are ``tool_call`` parts after its text, a ``tool``
+   message with a ``tool_call_id`` is one ``tool_call_response``. Other message keys than
+   ``role``, ``parts`` and ``name`` are not part of the normalized message.
 5. ``params`` keep only the dials of ``gen_ai.request.*`` and the settings that steer the model
    (``tool_choice``, ``parallel_tool_calls``, ``response_format``, ``reasoning_effort``,
    ``thinking``; the Responses API's ``reasoning_summary``, ``truncation``, ``store``) that are set, each as the caller gave it; ``stop_sequences`` is a list. Empty
@@ -175,13 +177,52 @@ def read_message(message: object, where: str) -> dict[str, Any]:
         given = [given]
     elif given is not None and not isinstance(given, list | tuple):
         _fail(f"{where}.{key}", "expected a string or a list of parts")
-    body: dict[str, Any] = {"role": role, "parts": each(given, where + ".parts", read_part)}
+    parts = each(given, where + ".parts", read_part)
+    if raw.get("parts") is None:
+        parts = _chat_parts(raw, role, parts, where)
+    body: dict[str, Any] = {"role": role, "parts": parts}
     name = raw.get("name")
     if name is not None:
         if not isinstance(name, str):
             _fail(where, "'name' must be a string")
         body["name"] = name
     return body
+
+
+def _chat_parts(
+    raw: Mapping[str, Any], role: str, parts: list[dict[str, Any]], where: str
+) -> list[dict[str, Any]]:
+    """A Chat Completions message's parts (rule 4): a ``tool`` message's ``content`` is one
+    ``tool_call_response`` with its ``tool_call_id``, and an assistant's ``tool_calls`` (and
+    legacy ``function_call``) follow its text as ``tool_call`` parts, as the wire reader of Chat
+    Completions reads them, so a history handed in either shape mints one receipt."""
+    if role == "tool" and raw.get("tool_call_id") is not None:
+        answer = {"type": "tool_call_response", "id": raw["tool_call_id"]}
+        parts = [_drop_none({**answer, "response": raw.get("content")})]
+    calls = raw.get("tool_calls")
+    if calls is not None and not isinstance(calls, list | tuple):
+        _fail(f"{where}.tool_calls", "expected a list of tool calls")
+    parts += each(calls or (), where + ".tool_calls", _chat_call)
+    legacy = raw.get("function_call")
+    if legacy is not None:
+        parts.append(_chat_call({"type": "function", "function": legacy}, where + ".function_call"))
+    return parts
+
+
+def _chat_call(call: object, where: str) -> dict[str, Any]:
+    """One Chat Completions tool call (``{"id", "type", "function": {"name", "arguments"}}``, or
+    a custom tool's ``{"custom": {"name", "input"}}``) as a ``tool_call`` part."""
+    raw = _mapping(call, where)
+    kind = raw.get("type") or "function"
+    inner = _mapping(raw.get(kind), f"{where}.{kind}")
+    if not isinstance(inner.get("name"), str):
+        _fail(f"{where}.{kind}", "a tool call needs a string 'name'")
+    part = {"type": "tool_call", "id": raw.get("id"), "name": inner["name"]}
+    if kind == "function":
+        part["arguments"] = inner.get("arguments")
+    else:  # a custom tool's call carries free text
+        part |= {"input": inner.get("input"), "tool_type": kind}
+    return _drop_none(part)
 
 
 def fix_message(

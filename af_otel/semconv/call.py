@@ -45,8 +45,11 @@ class Call:
     scan: responses.Scan | None = None
     prefix: tuple[FrozenDict, ...] | None = None
     named_model: str | None = None  # the model the record's attributes name (`model_named`)
-    # False: read with ``held=False``, the server-held history not looked for yet (`with_held`).
+    # False: read with ``held=False``, the server-held history not looked for yet, nor the
+    # ledger's fields (`with_held`), which then needs the record's scope and adapter notes.
     held_read: bool = True
+    scope: str | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def model(self) -> str | None:
@@ -73,8 +76,8 @@ def read_call(
     ``remember=False``: no memory for a next call is made (`Call.seen` is None). ``held=False``:
     the caller mints from the body the wire sent when there is one, so what only a record-minted
     call uses is not made: the server-held history is not looked for (the body's reader tells
-    it) and the Responses fields the record leaves off are not listed (`responses.unrecorded`:
-    a body holds every field); `with_held` makes both when the call falls back to its record."""
+    it) and the fields the record leaves off are not listed (`ledger.unrecorded` and
+    `responses.unrecorded`: a body holds every field); `with_held` makes both when the call falls back to its record."""
     recorded = span if isinstance(span, Recorded) else record_of(span, span_name)
     limits = limits if limits is not None else environment_limits()
     if remember:
@@ -87,14 +90,13 @@ def read_call(
         request = parse_request(adapted.request)
         reason = None if request is not None else names.REASON_UNREADABLE
     unrecorded: tuple[str, ...] = ()
-    if request is not None:
+    if request is not None and held:  # else a body holds every field: `with_held` on fallback
         unrecorded = ledger.unrecorded(
             request, scope, adapted.convention, adapted.notes, read.shown
         )
-        if held:
-            unrecorded = responses.with_responses(
-                unrecorded, request, adapted.convention, recorded.attributes, recorded.span_name
-            )
+        unrecorded = responses.with_responses(
+            unrecorded, request, adapted.convention, recorded.attributes, recorded.span_name
+        )
     return Call(
         request,
         reason,
@@ -114,18 +116,23 @@ def read_call(
         read.prefix,
         model_named(recorded.attributes),
         held,
+        scope,
+        tuple(adapted.notes),
     )
 
 
 def with_held(call: Call, span: Recorded | Mapping[str, object], span_name: str = "") -> Call:
     """A call read with ``held=False`` (`read_call`), with the server-held history its record
     ``span`` shows (`responses.held_history`, over the scan made while reading it) and the
-    Responses fields its record leaves off (`responses.with_responses`): it is minted from its
-    record after all."""
+    fields its record leaves off (the ledger's, `ledger.unrecorded`, and the Responses ones,
+    `responses.with_responses`): it is minted from its record after all."""
     recorded = span if isinstance(span, Recorded) else record_of(span, span_name)
     found = responses.held_history(recorded.attributes, call.request, recorded.span_name, call.scan)
     unrecorded = call.unrecorded
     if call.request is not None and call.convention is not None:
+        unrecorded = ledger.unrecorded(
+            call.request, call.scope, call.convention, call.notes, call.shown
+        )
         unrecorded = responses.with_responses(
             unrecorded, call.request, call.convention, recorded.attributes, recorded.span_name
         )

@@ -57,6 +57,11 @@ _TEXT_KEYS: Final = frozenset({"text", "thought", "thoughtSignature"})
 # A Vertex AI endpoint (a tuned or deployed model), named by its resource name: what the client
 # is handed as the model and keeps as it is (google-genai sends ``{version}/{resource}:...``).
 _VERTEX_ENDPOINT: Final = re.compile(r"/(projects/[^/]+/locations/[^/]+/endpoints/[^/]+)")
+# A Vertex AI publisher model's publisher (``publishers/{publisher}/models/``): Google's models are
+# named bare, as the client takes them; another publisher's (``meta``, ``mistralai``, ...) as
+# ``{publisher}/{model}``, which the client also takes, so that its path can be written again.
+_PUBLISHER: Final = re.compile(r"/publishers/([^/]+)/$")
+GOOGLE: Final = "google"
 
 
 def model_of(path: bytes) -> tuple[str, str] | None:
@@ -73,6 +78,9 @@ def model_of(path: bytes) -> tuple[str, str] | None:
         if at >= 0:
             name = head[at + len(marker) :]
             provider = VERTEX if "/publishers/" in head or "/projects/" in head else PROVIDER
+            publisher = _PUBLISHER.search(head[: at + 1])
+            if name and publisher is not None and publisher.group(1) != GOOGLE:
+                name = f"{publisher.group(1)}/{name}"  # the publisher is model-visible routing
             return (name, provider) if name else None
     endpoint = _VERTEX_ENDPOINT.search(head)
     if endpoint is not None and endpoint.end() == len(head):
@@ -86,12 +94,18 @@ def names_model(recorded: str, sent: Request) -> bool:
     and a ``projects/.../publishers/...`` resource for one model, and an instrumentation records
     the name as handed, not the path's (``{model}`` after its ``/models/``). The segments before
     the model are not compared: the request keeps the path's model alone."""
-    if sent.provider != VERTEX or not sent.model or "/" in sent.model:
+    if sent.provider != VERTEX or not sent.model or sent.model.startswith("projects/"):
         return recorded == sent.model
+    publisher, _, bare = sent.model.rpartition("/")
+    if publisher and recorded == sent.model:
+        return True
     head, _, model = recorded.rpartition("/")
-    if model != sent.model:
+    if model != bare:
         return False
-    return "/" not in head or (head.endswith("/models") and "publishers/" in head)
+    resource = f"publishers/{publisher or GOOGLE}/models"
+    if not publisher and "/" not in head:
+        return head in ("", GOOGLE)
+    return head == resource or head.endswith(f"/{resource}")
 
 
 def camel(raw: Any) -> Any:
@@ -346,8 +360,9 @@ def _writer(operation: str) -> Writer:
         if request.get("provider") == VERTEX and _VERTEX_ENDPOINT.fullmatch(f"/{model}"):
             return f"/v1beta1/{model}:{operation}"
         if request.get("provider") == VERTEX:
-            where = "/v1beta1/projects/{project}/locations/{location}/publishers/google"
-            return f"{where}/models/{model}:{operation}"
+            publisher, _, bare = str(model).rpartition("/")
+            where = "/v1beta1/projects/{project}/locations/{location}/publishers/"
+            return f"{where}{publisher or GOOGLE}/models/{bare}:{operation}"
         return f"/v1beta/models/{model}:{operation}"
 
     return Writer(ITEMS, write_elements, write_rest, path=write_path)

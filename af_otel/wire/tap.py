@@ -33,11 +33,16 @@ from af_otel.wire.loose import LooseTable
 from af_otel.wire.sent import VIA_CURRENT, Key, Sent
 
 # Bounds of the table of sent bodies (docs/processor.md, the wire tap): a body is taken off when
-# its span ends, so the table holds the calls in flight; the bounds only matter for spans that
-# never end or that the processor never sees (not sampled, another provider's). 1,024 calls or
-# 64 MiB of bodies, and none older than 10 minutes, whichever is reached first.
-MAX_CALLS: Final = 1024
+# its call is minted, at its span's end (the processor form) or when its span is exported (the
+# exporter form, where a `BatchSpanProcessor` holds thousands of ended calls between exports on a
+# busy service, so the call count must not be what evicts them: 1,024 did). Memory is bounded by
+# bytes: 64 MiB of bodies, each entry's own objects counted as `ENTRY_BYTES` more, so tiny bodies
+# cannot grow it past the bound either; the call count (as many as the exporter form's awaited
+# spans) and the age (10 minutes) only bound spans that never end or are never seen (not sampled,
+# another provider's).
+MAX_CALLS: Final = 65_536
 MAX_BYTES: Final = 64 * 1024 * 1024
+ENTRY_BYTES: Final = 640  # an entry, its list, its key and one `Sent`: ~530 bytes (tracemalloc)
 MAX_AGE_NS: Final = 600 * 1_000_000_000
 # Attempts kept per call (retries under one span); more are counted, not kept.
 MAX_ATTEMPTS: Final = 8
@@ -77,7 +82,8 @@ class SentTable:
         with self._lock:
             entry = self._table.get(key)
             if entry is None:
-                entry = self._table[key] = _Entry(now, [], 0)
+                entry = self._table[key] = _Entry(now, [], ENTRY_BYTES)
+                self._bytes += ENTRY_BYTES
             else:
                 self._table.move_to_end(key)
             if len(entry.sent) < MAX_ATTEMPTS:
@@ -119,6 +125,7 @@ class SentTable:
             self._bytes -= len(sent.body)
             if not entry.sent:
                 del self._table[key]
+                self._bytes -= entry.size  # the entry's own cost
 
     def __len__(self) -> int:
         return len(self._table)
