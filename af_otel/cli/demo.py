@@ -407,7 +407,7 @@ def print_result(result: DemoResult) -> None:
     if wired:
         print(
             f"  {wired} receipts minted from the request body the client sent (the wire tap): "
-            "the travel agent's hold its parallel_tool_calls=False, which genai-openai does not record"
+            "they hold the travel agent's parallel_tool_calls=False, which genai-openai does not record"
         )
     unrecorded = order_fields(name for call in result.calls for name in call.unrecorded)
     if unrecorded:
