@@ -129,11 +129,17 @@ def read(request: Mapping[str, Any], run: Holder) -> Read | None:
         return None
 
 
+def serialized(messages: Sequence[Any]) -> bytes:
+    """The bytes a call handed a list compares with last call's: its one read of the caller's
+    list, in C (benchmarks/processor.py times it on its own)."""
+    return orjson.dumps(messages, default=_default, option=_OPTIONS)
+
+
 def _listed(messages: Sequence[Any], before: Explicit | None) -> tuple[Explicit, bool]:
     """The memo after a call handed a list, and whether it extends ``before``: last call's
     messages where this call's bytes start with all of theirs, then the rest normalized from
     copies."""
-    body = orjson.dumps(messages, default=_default, option=_OPTIONS)
+    body = serialized(messages)
     end = len(before.body) - 1 if before is not None else 0
     extends = (
         before is not None
