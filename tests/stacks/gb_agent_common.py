@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 import af_otel
 from af_otel.store import LocalStore
 
-SPAN_HEADER = "x-af-wire-span"  # tests/stacks/gb_server.py reads it
+SPAN_HEADER = "x-af-wire-span"  # tests/wire/loopback.py names it too
 # The Vertex AI agent's bearer token: the tests look for it in everything af_otel wrote.
 VERTEX_TOKEN = "ya29.af-otel-vertex-token-never-stored"
 QUESTIONS = (

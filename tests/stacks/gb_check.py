@@ -258,3 +258,47 @@ def run_stack(stack: Stack, tmp: Path) -> Outcome:
         )
     span_names = tuple(span.name for span in spans)
     return Outcome(stack, result, requests, tuple(epochs), len(spans), span_names, tmp)
+
+
+class Outcomes:
+    """Each stack run once a session, its outcome read by every test that asks for it."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Outcome] = {}
+
+    def __call__(self, stack: Stack, tmp_path_factory: Any) -> Outcome:
+        if stack.name not in self._made:
+            self._made[stack.name] = run_stack(stack, tmp_path_factory.mktemp(stack.name))
+        return self._made[stack.name]
+
+
+def assert_verified_from_wire(outcome: Outcome, calls: int) -> None:
+    """The tap on: each call one epoch minted from the body sent and verified, its served view
+    equal to the logged body on every field, each body rebuilt from the record (`served
+    --request`) the one sent, and no default read as sent."""
+    account = outcome.describe()
+    assert len(outcome.requests) == len(outcome.epochs) == calls, account
+    assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
+    assert outcome.count(VerdictStatus.VERIFIED) == calls, account
+    assert not [d for e in outcome.epochs for d in e.differences], account
+    assert [e.replay for e in outcome.epochs] == ["equal"] * calls, account
+    assert not outcome.false_defaults, account
+
+
+def assert_operation_guessed(outcome: Outcome) -> None:
+    """Without the spelling each body is rebuilt in one spelling, its operation guessed and said."""
+    for e in outcome.epochs:
+        assert e.unspelled.startswith("not exact: "), (e.epoch, e.unspelled)
+        assert "the operation is not on record" in e.unspelled, (e.epoch, e.unspelled)
+
+
+def assert_record_stands(outcome: Outcome, calls: int) -> None:
+    """The tap off: one epoch per call, none claiming more than its record, every difference
+    named, a verified record rebuilt in one spelling (said) and any other refused."""
+    account = outcome.describe()
+    assert len(outcome.requests) == len(outcome.epochs) == calls, account
+    assert not outcome.overclaims, account
+    assert not outcome.unnamed, account
+    for e in outcome.epochs:
+        kind = "not exact: " if e.status == VerdictStatus.VERIFIED else "refused: "
+        assert e.replay.startswith(kind), (e.epoch, e.replay, account)

@@ -4,15 +4,13 @@ tests (what the model was sent, before any instrumentation or af_otel saw it).""
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Final
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
-# The header the agents' transports add: the span current while the client sent the request.
-SPAN_HEADER: Final = "x-af-wire-span"
+from tests.wire.loopback import SPAN_HEADER, Loopback, reply
 
 # (path, parsed body, arrival number) -> (content type, reply bytes); None: 404.
 Answer = Callable[[str, dict[str, Any], int], tuple[str, bytes] | None]
@@ -31,55 +29,25 @@ class Logged:
     credential: str | None = None
 
 
-class LoggingServer:
-    """A `ThreadingHTTPServer` on a free loopback port, in a daemon thread, for a ``with`` block."""
+class LoggingServer(Loopback):
+    """A `Loopback` server that logs each request and answers it through ``answer``."""
 
     def __init__(self, answer: Answer) -> None:
         self.requests: list[Logged] = []
         self._lock = threading.Lock()
-        owner = self
+        self._answer = answer
+        super().__init__(self._post)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *_: object) -> None:
-                return
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with owner._lock:
-                    seq = len(owner.requests) + 1
-                    credential = self.headers.get("authorization") or self.headers.get(
-                        "x-goog-api-key"
-                    )
-                    owner.requests.append(
-                        Logged(seq, self.path, self.headers.get(SPAN_HEADER), body, credential)
-                    )
-                found = answer(self.path, body, seq)
-                if found is None:
-                    self.send_error(404)
-                    return
-                kind, data = found
-                self.send_response(200)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def __enter__(self) -> LoggingServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+    def _post(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        headers = handler.headers
+        with self._lock:
+            seq = len(self.requests) + 1
+            credential = headers.get("authorization") or headers.get("x-goog-api-key")
+            self.requests.append(
+                Logged(seq, handler.path, headers.get(SPAN_HEADER), body, credential)
+            )
+        found = self._answer(handler.path, body, seq)
+        if found is None:
+            handler.send_error(404)
+            return
+        reply(handler, *found)

@@ -13,14 +13,11 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Final
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
+from tests.wire.loopback import SPAN_HEADER, Loopback, reply
 from tests.wire.responses_server import Responses
-
-# The header the agent's transport adds: the span id current while the client sent the request,
-# so that each span is paired with the request it made even when three calls run at once.
-SPAN_HEADER: Final = "x-af-wire-span"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,74 +30,38 @@ class WireRequest:
     body: dict[str, Any]
 
 
-class WireServer:
-    """A `ThreadingHTTPServer` on a free loopback port, in a daemon thread, for a ``with`` block."""
+class WireServer(Loopback):
+    """A `Loopback` server that logs each request and answers it as its path's API would."""
 
     def __init__(self) -> None:
         self.requests: list[WireRequest] = []
         self.responses = Responses()  # the Responses API's held history (responses_server.py)
         self._lock = threading.Lock()
-        owner = self
+        super().__init__(self._post)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *_: object) -> None:  # keep pytest output clean
+    def _post(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        path = handler.path
+        with self._lock:
+            seq = len(self.requests) + 1
+            self.requests.append(WireRequest(seq, path, handler.headers.get(SPAN_HEADER), body))
+        if path.endswith("/chat/completions"):
+            events = _openai_events(body, seq) if body.get("stream") else None
+            answer: Any = _openai_reply(body, seq)
+        elif path.endswith("/messages"):
+            events = _anthropic_events(body, seq) if body.get("stream") else None
+            answer = _anthropic_reply(body, seq)
+        elif path.endswith("/responses"):
+            status, answer, events = self.responses.answer(body, seq)
+            if status != 200:
+                handler.send_error(status, json.dumps(answer))
                 return
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with owner._lock:
-                    seq = len(owner.requests) + 1
-                    owner.requests.append(
-                        WireRequest(seq, self.path, self.headers.get(SPAN_HEADER), body)
-                    )
-                if self.path.endswith("/chat/completions"):
-                    events = _openai_events(body, seq) if body.get("stream") else None
-                    reply: Any = _openai_reply(body, seq)
-                elif self.path.endswith("/messages"):
-                    events = _anthropic_events(body, seq) if body.get("stream") else None
-                    reply = _anthropic_reply(body, seq)
-                elif self.path.endswith("/responses"):
-                    status, reply, events = owner.responses.answer(body, seq)
-                    if status != 200:
-                        self.send_error(status, json.dumps(reply))
-                        return
-                else:
-                    self.send_error(404)
-                    return
-                if events is None:
-                    data = json.dumps(reply).encode()
-                    self.send_response(200)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                    return
-                stream = "".join(events).encode()
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(stream)))
-                self.end_headers()
-                self.wfile.write(stream)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def __enter__(self) -> WireServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        else:
+            handler.send_error(404)
+            return
+        if events is None:
+            reply(handler, "application/json", json.dumps(answer).encode())
+        else:
+            reply(handler, "text/event-stream", "".join(events).encode())
 
 
 # -- OpenAI Chat Completions ---------------------------------------------------------------------

@@ -20,17 +20,9 @@ import af_otel
 from af_otel import names
 from af_otel.reader.verify import VerdictStatus
 from af_otel.store import LocalStore
+from tests.wire.replies import CHAT_REPLY, MESSAGE_REPLY
 
 TOOL = {"name": "get_time", "description": "Time now.", "parameters": {"type": "object"}}
-CHAT_REPLY = {
-    "id": "c1",
-    "object": "chat.completion",
-    "created": 0,
-    "model": "gpt-4o",
-    "choices": [
-        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
-    ],
-}
 RESPONSE_REPLY = {
     "id": "resp_1",
     "object": "response",
@@ -50,15 +42,6 @@ RESPONSE_REPLY = {
     "tools": [{"type": "function", **TOOL, "strict": True}],
     "parallel_tool_calls": True,
     "tool_choice": "auto",
-}
-MESSAGE_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-5-5",
-    "content": [{"type": "text", "text": "ok"}],
-    "stop_reason": "end_turn",
-    "usage": {"input_tokens": 1, "output_tokens": 1},
 }
 
 

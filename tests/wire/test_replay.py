@@ -29,16 +29,8 @@ from af_otel.reader.replay import ReplayRefusedError, replay, replay_request
 from af_otel.reader.verify import VerdictStatus
 from af_otel.wire import uninstall
 from tests.builders import start_attributes
+from tests.wire.replies import CHAT_REPLY, MESSAGE_REPLY
 
-CHAT_REPLY = {
-    "id": "c1",
-    "object": "chat.completion",
-    "created": 0,
-    "model": "gpt-4o",
-    "choices": [
-        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
-    ],
-}
 CHAT_CHUNK = {
     "id": "c1",
     "object": "chat.completion.chunk",
@@ -66,15 +58,6 @@ RESPONSE_REPLY = {
     "parallel_tool_calls": True,
     "tool_choice": "auto",
     "tools": [],
-}
-MESSAGE_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-5-5",
-    "content": [{"type": "text", "text": "ok"}],
-    "stop_reason": "end_turn",
-    "usage": {"input_tokens": 1, "output_tokens": 1},
 }
 
 

@@ -18,7 +18,15 @@ from af_otel.reader.verify import VerdictStatus
 from tests.sidevenv import ensure
 from tests.stacks import gb_envs
 from tests.stacks.bedrock import server
-from tests.stacks.gb_check import GENAI_CONTENT, WIRE_OFF, Outcome, Stack, run_stack
+from tests.stacks.gb_check import (
+    GENAI_CONTENT,
+    WIRE_OFF,
+    Outcomes,
+    Stack,
+    assert_operation_guessed,
+    assert_record_stands,
+    assert_verified_from_wire,
+)
 from tests.stacks.gb_convert import from_bedrock
 
 AGENT = Path(__file__).resolve().parent / "agent.py"
@@ -41,13 +49,7 @@ GENAI_BEDROCK_NO_WIRE = _stack("genai-bedrock", wire=False)
 # No af_otel.run: the calls in a plain span of the application's.
 BOTOCORE_NO_RUN = _stack("botocore", run=False)
 
-_OUTCOMES: dict[str, Outcome] = {}
-
-
-def _outcome(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    if stack.name not in _OUTCOMES:
-        _OUTCOMES[stack.name] = run_stack(stack, tmp_path_factory.mktemp(stack.name))
-    return _OUTCOMES[stack.name]
+_outcome = Outcomes()
 
 
 @pytest.mark.instrumentation
@@ -59,19 +61,10 @@ def test_every_call_is_verified_from_the_botocore_tap(
     from the body botocore sent, verified, its served view equal to the logged body on every
     field."""
     outcome = _outcome(stack, tmp_path_factory)
-    account = outcome.describe()
-    assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
-    assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
-    assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account
-    assert not [d for e in outcome.epochs for d in e.differences], account
-    # each body rebuilt from the record (`served --request`) is the one sent, and its path
-    assert [e.replay for e in outcome.epochs] == ["equal"] * CALLS, account
-    for e in outcome.epochs:  # without the spelling: one spelling, the operation guessed, named
-        assert e.unspelled.startswith("not exact: "), (e.epoch, e.unspelled)
-        assert "the operation is not on record" in e.unspelled, (e.epoch, e.unspelled)
-    assert not outcome.false_defaults, account
+    assert_verified_from_wire(outcome, CALLS)
+    assert_operation_guessed(outcome)
     for epoch in outcome.epochs:  # sent to Bedrock's own regional host
-        assert names.GAP_CACHE_TRANSFORM not in {k for k, _ in epoch.gaps}, account
+        assert names.GAP_CACHE_TRANSFORM not in {k for k, _ in epoch.gaps}, outcome.describe()
 
 
 @pytest.mark.instrumentation
@@ -84,13 +77,8 @@ def test_without_the_tap_no_call_claims_more_than_its_record(
     calls have no receipt, and say why."""
     outcome = _outcome(stack, tmp_path_factory)
     account = outcome.describe()
-    assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
+    assert_record_stands(outcome, CALLS)
     assert {e.source for e in outcome.epochs} == {names.SOURCE_INSTRUMENTATION}, account
-    assert not outcome.overclaims, account
-    assert not outcome.unnamed, account
-    for e in outcome.epochs:  # a verified record is rebuilt in one spelling, named; others refused
-        kind = "not exact: " if e.status == VerdictStatus.VERIFIED else "refused: "
-        assert e.replay.startswith(kind), (e.epoch, e.replay, account)
     assert not outcome.false_defaults, account
     if stack is BOTOCORE_NO_WIRE:  # content in log events only: every receipt absent, named
         for epoch in outcome.epochs:

@@ -12,7 +12,15 @@ import pytest
 from af_otel import names
 from af_otel.reader.verify import VerdictStatus
 from tests.stacks import gb_envs
-from tests.stacks.gb_check import GENAI_CONTENT, WIRE_OFF, Outcome, Stack, run_stack
+from tests.stacks.gb_check import (
+    GENAI_CONTENT,
+    WIRE_OFF,
+    Outcomes,
+    Stack,
+    assert_operation_guessed,
+    assert_record_stands,
+    assert_verified_from_wire,
+)
 from tests.stacks.gb_convert import from_gemini
 from tests.stacks.google import server
 
@@ -47,13 +55,7 @@ ADK_LEGACY_BARE_NO_WIRE = _stack(
 # A router agent whose one tool is ADK's transfer_to_agent, to the weather agent.
 ADK_HANDOFF = _stack("google-adk-handoff", run=False, handoff=True)
 
-_OUTCOMES: dict[str, Outcome] = {}
-
-
-def _outcome(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    if stack.name not in _OUTCOMES:
-        _OUTCOMES[stack.name] = run_stack(stack, tmp_path_factory.mktemp(stack.name))
-    return _OUTCOMES[stack.name]
+_outcome = Outcomes()
 
 
 @pytest.mark.instrumentation
@@ -61,17 +63,8 @@ def test_every_adk_call_is_verified_from_the_wire(tmp_path_factory: pytest.TempP
     """ADK's generate_content span is current while google-genai sends: each call is one epoch
     minted from the body sent and verified, its view equal to the body on every field."""
     outcome = _outcome(ADK, tmp_path_factory)
-    account = outcome.describe()
-    assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
-    assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
-    assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account
-    assert not [d for e in outcome.epochs for d in e.differences], account
-    # each body rebuilt from the record (`served --request`) is the one sent, and its path
-    assert [e.replay for e in outcome.epochs] == ["equal"] * CALLS, account
-    for e in outcome.epochs:  # without the spelling: one spelling, the operation guessed, named
-        assert e.unspelled.startswith("not exact: "), (e.epoch, e.unspelled)
-        assert "the operation is not on record" in e.unspelled, (e.epoch, e.unspelled)
-    assert not outcome.false_defaults, account
+    assert_verified_from_wire(outcome, CALLS)
+    assert_operation_guessed(outcome)
 
 
 @pytest.mark.instrumentation
@@ -82,12 +75,7 @@ def test_without_the_tap_adks_record_claims_nothing_it_lacks(
     difference named (its invented call ids left out, the function names it drops unrecorded)."""
     outcome = _outcome(ADK_NO_WIRE, tmp_path_factory)
     account = outcome.describe()
-    assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
-    assert not outcome.overclaims, account
-    assert not outcome.unnamed, account
-    for e in outcome.epochs:  # a verified record is rebuilt in one spelling, named; others refused
-        kind = "not exact: " if e.status == VerdictStatus.VERIFIED else "refused: "
-        assert e.replay.startswith(kind), (e.epoch, e.replay, account)
+    assert_record_stands(outcome, CALLS)
     assert not outcome.false_defaults, account
 
 

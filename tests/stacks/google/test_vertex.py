@@ -15,10 +15,16 @@ from typing import Any
 import pytest
 
 from af_otel import names
-from af_otel.reader.verify import VerdictStatus
 from tests.stacks import gb_envs
 from tests.stacks.gb_agent_common import VERTEX_TOKEN as TOKEN
-from tests.stacks.gb_check import GENAI_CONTENT, WIRE_OFF, Outcome, Stack, run_stack
+from tests.stacks.gb_check import (
+    GENAI_CONTENT,
+    WIRE_OFF,
+    Outcomes,
+    Stack,
+    assert_record_stands,
+    assert_verified_from_wire,
+)
 from tests.stacks.gb_convert import from_gemini
 from tests.stacks.google import server
 from tests.stacks.google.test_adk import AGENT as ADK_AGENT
@@ -67,13 +73,7 @@ ADK = _stack("adk", gb_envs.GOOGLE_ADK, PROJECT, agent=ADK_AGENT)
 
 DIRECT = (REGIONAL_2, REGIONAL_3, GLOBAL_V1, RESOURCE, TUNED, LOOPBACK_TRUSTED, ADK)
 ON_WIRE = (*DIRECT, LOOPBACK)
-_OUTCOMES: dict[str, Outcome] = {}
-
-
-def _outcome(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    if stack.name not in _OUTCOMES:
-        _OUTCOMES[stack.name] = run_stack(stack, tmp_path_factory.mktemp(stack.name))
-    return _OUTCOMES[stack.name]
+_outcome = Outcomes()
 
 
 def _ids(stack: Stack) -> str:
@@ -92,15 +92,10 @@ def test_every_vertex_call_is_verified_from_the_wire(
     outcome = _outcome(stack, tmp_path_factory)
     account = outcome.describe()
     assert outcome.result.get("instrumented", True) is True  # ADK's telemetry is its own
-    assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
+    assert_verified_from_wire(outcome, CALLS)
     assert all("/projects/" in r.path for r in outcome.requests), account  # Vertex's paths
-    assert {e.source for e in outcome.epochs} == {names.SOURCE_WIRE}, account
     assert {e.provider for e in outcome.epochs} == {"gcp.vertex_ai"}, account
-    assert outcome.count(VerdictStatus.VERIFIED) == CALLS, account
-    assert not [d for e in outcome.epochs for d in e.differences], account
     assert [e.differs for e in outcome.epochs] == [None] * CALLS, account
-    assert [e.replay for e in outcome.epochs] == ["equal"] * CALLS, account
-    assert not outcome.false_defaults, account
 
 
 @pytest.mark.instrumentation
@@ -153,10 +148,5 @@ def test_without_the_tap_no_vertex_call_claims_more_than_its_record(
     from the body, every difference named by a gap on its epoch, and each call refused a rebuild."""
     outcome = _outcome(NO_WIRE, tmp_path_factory)
     account = outcome.describe()
-    assert len(outcome.requests) == len(outcome.epochs) == CALLS, account
+    assert_record_stands(outcome, CALLS)
     assert {e.source for e in outcome.epochs} == {names.SOURCE_INSTRUMENTATION}, account
-    assert not outcome.overclaims, account
-    assert not outcome.unnamed, account
-    for e in outcome.epochs:
-        kind = "not exact: " if e.status == VerdictStatus.VERIFIED else "refused: "
-        assert e.replay.startswith(kind), (e.epoch, e.replay, account)

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 import af_otel
 from af_otel.store import LocalStore
 
-SPAN_HEADER = "x-af-wire-span"  # tests/wire/server.py reads it
+SPAN_HEADER = "x-af-wire-span"  # tests/wire/loopback.py names it too
 QUESTIONS = (
     "What is the weather in Paris?",
     "And what time is it there?",
