@@ -18,7 +18,7 @@ is spread over the workers instead of holding them all up behind one process.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, cast
 
@@ -316,7 +316,9 @@ def stream_runs(
         for low, high in run_ranges(client, scan, window, shard, sort_rows):
             sql, parameters = scan.sql(window, shard, _row_select(scan), f"{between} {order}")
             parameters.update(low=low, high=high)
-            yield from _runs(_row_lines(client, scan, sql, parameters, block_rows), scan.kind)
+            # Closed however the stream ends, so that the merges can be started again after.
+            with closing(_row_lines(client, scan, sql, parameters, block_rows)) as lines:
+                yield from _runs(lines, scan.kind)
 
 
 @contextmanager
@@ -377,7 +379,7 @@ def _text(key_hex: bytes) -> str:
 
 def _row_lines(
     client: Client, scan: Scan, sql: str, parameters: dict[str, Any], block_rows: int
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     """The lines of one query's rows (`ROW_FORMAT`), read a chunk at a time."""
     sql += f"{_ROW_SETTINGS}{int(block_rows)}"
     try:
