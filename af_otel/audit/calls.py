@@ -34,8 +34,9 @@ __all__ = ["Batch", "CallResult", "audit_batches", "audit_run", "batched", "run_
 BATCH_ROWS: Final = 256
 # Batches in flight per worker: one being verified, the others waiting, so that no worker idles
 # while the stream waits on ClickHouse. Each range query of the stream (`stream_runs`) sends its
-# first row only once the engine has scanned the window and sorted the range: some 0.3 s at 1M
-# spans on the 2-core machine, in which two workers verify about 2,000 calls, some ten batches.
+# first row only once the engine has sorted the range (and, where the temporary table is refused,
+# scanned the window: some 0.3 s at 1M spans on the 2-core machine, in which two workers verify
+# about 2,000 calls, some ten batches).
 # A batch in flight is its rows' JSON (about 1 MB), so six a worker hold a few MiB, not the day.
 IN_FLIGHT: Final = 6
 
