@@ -101,6 +101,9 @@ KEYED_SCHEMES: Final = frozenset({SCHEME_HMAC, SCHEME_2_HMAC})
 METRIC_RECEIPTS: Final = "af_otel.receipts"
 METRIC_ATTR_STATE: Final = "state"
 METRIC_ATTR_REASON: Final = "reason"
+# Bodies the wire tap dropped by its bounds before their call took them (a cumulative count,
+# read when metrics are collected): `af_otel_wire_dropped_total` in Prometheus.
+METRIC_WIRE_DROPPED: Final = "af_otel.wire.dropped"
 # The reader's verdicts: `af-otel verify` adds each epoch's verdict to this counter through the
 # global MeterProvider (run it under `opentelemetry-instrument` or any configured SDK to export it);
 # in Prometheus `af_otel_verdicts_total{verdict="verified"|"reconstructed"|"damaged"}`.
@@ -153,6 +156,9 @@ GAP_RUN_CUT_AT_END: Final = "run-cut-at-end"
 # The span says how many attempts were sent (`WIRE_ATTEMPTS`, only when more than one).
 GAP_WIRE_ATTEMPTS_DIFFER: Final = "wire-attempts-differ"
 WIRE_ATTEMPTS: Final = "af.wire.attempts"
+# The wire tap saw a body under the call but its bounds dropped it before the call ended: the
+# receipt is the instrumentation's record's, which nothing checked against the wire.
+GAP_WIRE_BODY_EVICTED: Final = "wire-body-evicted"
 # The store address of how a wire call's body spelled what its request does not say
 # (af_otel.wire.spelling): what an exact replay needs (docs/receipt-spec.md §14).
 WIRE_SPELLING: Final = "af.wire.spelling"

@@ -5,7 +5,14 @@ the official genai-openai instrumentation with content capture on, and a BatchSp
 writing OTLP JSON. Printed, each with its target:
 
 1. CPU per LLM span that af_otel adds (processor form), as a ratio of the pipeline's own CPU:
-   the median of the repetitions' ratios, each processor run against the run just before it.
+   the median of the repetitions' ratios, each processor run against the run without af_otel
+   beside it (run just before it in even repetitions, just after it in odd ones, so that load
+   drifting one way over a pair moves the ratio up in one and down in the next). Beside it, with
+   no target, af_otel's own CPU on the application's thread (the processor's span start and end
+   less its inner processor's) over the same pipeline CPU: one measure, not the difference of two
+   totals, so it moves far less with the machine's load; it leaves out what af_otel adds
+   elsewhere (the tap at send time, the export of larger spans, the garbage collector's walk
+   over a larger heap).
 2. Bytes per run: what the instrumentation's own content costs in the trace (grows with the
    square of the conversation) against what af_otel adds with ``strip_instrumentation_content``
    (trace plus store), both over the run's unique content.
@@ -43,7 +50,7 @@ import httpx
 import openai
 from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from af_otel import names
@@ -52,7 +59,7 @@ from af_otel.model import Request
 from af_otel.processor import ReceiptSpanExporter, ReceiptSpanProcessor, RunTagger, run
 
 TURNS = 100
-REPEATS = 7
+REPEATS = 9  # line 1's pairs are as noisy as what they measure on a shared machine: 7 were few
 TOOL = {
     "type": "function",
     "function": {
@@ -112,6 +119,37 @@ def conversation(
     return messages
 
 
+class Timed(SpanProcessor):
+    """A span processor that passes every span on and counts the thread CPU its ``inner`` takes
+    at span start and end (ns): wrapped around af_otel's processor and around its inner
+    processor, the difference is af_otel's own."""
+
+    def __init__(self, inner: SpanProcessor) -> None:
+        self.inner = inner
+        self.cpu = 0
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        began = time.thread_time_ns()
+        self.inner.on_start(span, parent_context=parent_context)
+        self.cpu += time.thread_time_ns() - began
+
+    def _on_ending(self, span: Any) -> None:  # the SDK's private hook, passed on as it is
+        ending = getattr(self.inner, "_on_ending", None)
+        if ending is not None:
+            ending(span)
+
+    def on_end(self, span: Any) -> None:
+        began = time.thread_time_ns()
+        self.inner.on_end(span)
+        self.cpu += time.thread_time_ns() - began
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return bool(self.inner.force_flush(timeout_millis))
+
+
 class Sink(SpanExporter):
     """OTLP JSON encoding (the real exporter's work) into memory; counts bytes."""
 
@@ -129,24 +167,30 @@ class Sink(SpanExporter):
         return self.stream.getvalue().splitlines()
 
 
-def pipeline(form: str, store: Path, **options: Any) -> tuple[TracerProvider, Sink]:
+def pipeline(
+    form: str, store: Path, **options: Any
+) -> tuple[TracerProvider, Sink, tuple[Timed, Timed] | None]:
+    """The pipeline of ``form``; for the processor form, the `Timed` wrappers around af_otel's
+    processor and around its inner processor."""
     sink = Sink()
     provider = TracerProvider()
+    timed = None
     if form == "none":
         provider.add_span_processor(BatchSpanProcessor(sink))
     elif form == "processor":
-        provider.add_span_processor(
-            ReceiptSpanProcessor(BatchSpanProcessor(sink), store=store, **options)
-        )
+        inner = Timed(BatchSpanProcessor(sink))
+        outer = Timed(ReceiptSpanProcessor(inner, store=store, **options))
+        provider.add_span_processor(outer)
+        timed = (outer, inner)
     else:
         provider.add_span_processor(
             RunTagger(BatchSpanProcessor(ReceiptSpanExporter(sink, store=store, **options)))
         )
-    return provider, sink
+    return provider, sink, timed
 
 
 def measure(form: str, store: Path, turns: int = TURNS, **options: Any) -> dict[str, Any]:
-    provider, sink = pipeline(form, store, **options)
+    provider, sink, timed = pipeline(form, store, **options)
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     latencies: list[float] = []
@@ -167,6 +211,7 @@ def measure(form: str, store: Path, turns: int = TURNS, **options: Any) -> dict[
         "latencies": latencies,
         "messages": messages,
         "sink": sink,
+        "own": (timed[0].cpu - timed[1].cpu) / 1e9 if timed is not None else 0.0,
     }
 
 
@@ -262,8 +307,9 @@ def main() -> int:
         measure("processor", root / "warm", turns=5)
         runs: dict[str, list[dict[str, Any]]] = {"none": [], "processor": [], "exporter": []}
         for repeat in range(REPEATS):
-            for form, results in runs.items():
-                results.append(measure(form, root / f"{form}-{repeat}"))
+            order = ("none", "processor") if repeat % 2 == 0 else ("processor", "none")
+            for form in (*order, "exporter"):
+                runs[form].append(measure(form, root / f"{form}-{repeat}"))
 
         # 1. CPU per LLM span.
         base_cpu = median([r["cpu"] for r in runs["none"]])
@@ -276,6 +322,7 @@ def main() -> int:
             for n, p in zip(runs["none"], runs["processor"], strict=True)
         ]
         ratio = median(pairs)
+        own = [p["own"] / n["cpu"] for n, p in zip(runs["none"], runs["processor"], strict=True)]
         print(f"CPU per LLM span, {TURNS}-turn run, content capture on, BatchSpanProcessor")
         print(f"  pipeline alone        {base_cpu / TURNS * 1e3:8.3f} ms/span")
         print(f"  with af_otel          {proc_cpu / TURNS * 1e3:8.3f} ms/span")
@@ -284,6 +331,11 @@ def main() -> int:
         print(
             f"  added / pipeline      {ratio:8.3f}   target <= 0.10   {verdict(ok)}"
             f"   (median of {REPEATS} side by side: {min(pairs):.3f}-{max(pairs):.3f})"
+        )
+        own_ms = median([p["own"] for p in runs["processor"]]) / TURNS * 1e3
+        print(
+            f"  af_otel's own, app thread / pipeline {median(own):.3f}   ({own_ms:.3f} ms/span;"
+            f" {min(own):.3f}-{max(own):.3f}; no target: leaves out the tap and the exporter)"
         )
 
         # 2. Bytes per run.

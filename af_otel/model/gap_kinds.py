@@ -173,6 +173,18 @@ _ROWS: Final = (
         partial=True,
     ),
     GapKind(
+        names.GAP_WIRE_BODY_EVICTED,
+        ("system", "messages", "tools", "params", "model", "bytes"),
+        ("system", "messages", "tools", "params", "model"),
+        "caveat",
+        "The body the client sent for this call was seen on the wire but dropped before the "
+        "call ended, as more calls were waiting at once than bodies are kept for. The request "
+        "shown is the instrumentation's record, which nothing checked against what was sent, "
+        "so a match proves only what was recorded. Fewer calls waiting at once keep their "
+        "bodies.",
+        partial=True,
+    ),
+    GapKind(
         names.GAP_CACHE_TRANSFORM,
         ("system", "messages", "tools", "bytes"),
         ("system", "messages", "tools"),

@@ -317,6 +317,8 @@ class Engine:
             return key in opened or (awaited is not None and awaited.takes(key, at))
 
         sent = take(self.settings, facts, named, run, minting.call, calling) if self._wire else None
+        if sent is None and self._wire and wire_source.evicted(facts):  # said, not silent
+            minting = replace(minting, facts=replace(facts, body_evicted=True))
         if sent is None and minting.call.held_read:
             return minting, None, ()
         if sent is None:

@@ -20,6 +20,9 @@ Rules decided here (docs/processor.md restates them):
 * ``server-held-history``: the call continues state the provider's server holds (the Responses
   API's ``previous_response_id``), or the request shows a tell-tale of history it does not carry
   (`af_otel.semconv.responses`): the model saw more than the record.
+* ``wire-attempts-differ``, ``wire-body-evicted``: the wire tap's word on the call (attempts
+  whose bodies differ; a body it dropped by its bounds before the call took it, so the call is
+  minted from its record with nothing checked against the wire).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ def gaps_of(
     sealed: bool | None = None,
     held: bool = False,
     attempts_differ: bool = False,
+    body_evicted: bool = False,
 ) -> list[str]:
     """The gap kinds for one LLM-call span, most suspicious first (``sealed``: whether a message
     replays sealed reasoning, when the caller already knows)."""
@@ -72,6 +76,8 @@ def gaps_of(
         found.add(names.GAP_HELD_HISTORY)
     if attempts_differ:
         found.add(names.GAP_WIRE_ATTEMPTS_DIFFER)
+    if body_evicted:
+        found.add(names.GAP_WIRE_BODY_EVICTED)
     if not direct_capture:
         found.add(names.GAP_CACHE_TRANSFORM)
     if minted and request is not None:
@@ -117,6 +123,7 @@ def minting_gaps(
         held=call.held is not None,
         sealed=call.sealed,
         attempts_differ=facts.attempts_differ,
+        body_evicted=facts.body_evicted,
     )
 
 

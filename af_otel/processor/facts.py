@@ -42,6 +42,8 @@ class CallFacts:
     recorded: Recorded | None = None
     # The wire tap saw attempts under the call whose bodies differ (wire-attempts-differ).
     attempts_differ: bool = False
+    # The tap dropped a body sent under the call before the call took it (wire-body-evicted).
+    body_evicted: bool = False
     # The latest time the span records of its call (its last event; 0: none): a streamed span
     # may record its end before its request went out (`wire_source.window_of`).
     seen_until: int = 0

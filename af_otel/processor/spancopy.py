@@ -47,9 +47,14 @@ def copy_span(
     for key in drop:
         merged.pop(key, None)
     if attributes:
-        merged.update(attributes)
-    bounded = BoundedAttributes(maxlen=None, attributes=merged, immutable=True)
-    bounded.dropped = span.dropped_attributes
+        # Only af_otel's own values are cleaned as the SDK cleans a span's (lists to tuples):
+        # the span's were cleaned when they were set, and a span's content attributes are large.
+        merged.update(BoundedAttributes(maxlen=None, attributes=attributes))
+    kept_attributes: Mapping[str, Any] = merged  # `ReadableSpan.attributes` is read-only
+    if span.dropped_attributes:  # only a `BoundedAttributes` carries the SDK's dropped count
+        bounded = BoundedAttributes(maxlen=None, attributes=merged, immutable=True)
+        bounded.dropped = span.dropped_attributes
+        kept_attributes = bounded
     at = span.end_time
     new_events = [
         Event(name, BoundedAttributes(maxlen=None, attributes=dict(attrs), immutable=True), at)
@@ -62,7 +67,7 @@ def copy_span(
     link_list.extend(span.links)
     link_list.dropped = span.dropped_links
     kept = {name: getattr(span, name) for name in _KEPT}
-    return ReadableSpan(**kept, attributes=bounded, events=event_list, links=link_list)
+    return ReadableSpan(**kept, attributes=kept_attributes, events=event_list, links=link_list)
 
 
 def error_copy(span: ReadableSpan) -> ReadableSpan:

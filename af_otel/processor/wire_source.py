@@ -180,6 +180,13 @@ def take(
     return _made(settings, found, last.host, len(sent), differ)
 
 
+def evicted(facts: Finished) -> bool:
+    """Whether the tap dropped a body sent under the call's span before the call took it (its
+    bounds: docs/processor.md, the wire tap); asked once, of a call that got no body, which is
+    then minted from its record and says why (`wire-body-evicted`)."""
+    return SENT.evicted(facts.key)
+
+
 # What the record must not say otherwise than a body for the body to be claimed late.
 _VOUCHED: Final = frozenset({"instructions", "messages"})
 

@@ -39,6 +39,7 @@ _TAKEN_FROM_WRITER: Final = frozenset(
         names.GAP_PROVIDER_DEFAULTS,
         names.GAP_SPAN_LIMITS,
         names.GAP_WIRE_ATTEMPTS_DIFFER,
+        names.GAP_WIRE_BODY_EVICTED,
     }
 )
 

@@ -46,6 +46,11 @@ _BLOB_MODE: Final = 0o444
 # Temporary names start with a dot and hold dots, so they can never equal the 62-hex name that
 # `get` derives from an address: a half-written file is unreachable by construction.
 _TEMP_PREFIX: Final = ".tmp."
+# Addresses a store object wrote or found in place, so a blob put again (the same spelling every
+# call, a message another call stored) costs a look-up instead of three directory opens and an
+# lstat. Write-once makes the knowledge hold: a blob is never rewritten or removed by the store
+# (docs/store.md). Past 4,096 addresses (~0.6 MiB) the set starts over.
+_MAX_KNOWN: Final = 4096
 
 
 class _Dir:
@@ -108,13 +113,14 @@ def _refuse_symlink(path: str) -> StoreError:
 class LocalStore:
     """The content-addressed store in a local directory; the root is created on the first put."""
 
-    __slots__ = ("_root", "_url")
+    __slots__ = ("_known", "_root", "_url")
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         # Absolute now, so a later chdir cannot move the store; symlinks above the root are the
         # user's choice and are followed, those below it never are.
         self._root = os.path.abspath(os.path.expanduser(os.fspath(root)))
         self._url = Path(self._root).as_uri()
+        self._known: dict[str, None] = {}  # `_MAX_KNOWN`
 
     @property
     def root(self) -> Path:
@@ -130,14 +136,22 @@ class LocalStore:
 
     def put(self, data: bytes) -> str:
         data, address = blob_bytes(data)
+        if address in self._known:
+            return address
         _, shard, name = blob_parts(address)
         with self._shard(shard, create=True) as directory:
             if directory is None:  # the root was removed under us
                 raise StoreError(f"store root {self._root} vanished while writing")
-            if self._present(directory, name):
-                return address
-            self._write(directory, name, data, address)
+            if not self._present(directory, name):
+                self._write(directory, name, data, address)
+        self._know(address)
         return address
+
+    def _know(self, address: str) -> None:
+        known = self._known
+        if len(known) >= _MAX_KNOWN:
+            known.clear()
+        known[address] = None
 
     def get(self, address: str) -> bytes:
         _, shard, name = blob_parts(address)
@@ -164,9 +178,14 @@ class LocalStore:
             held.close()
 
     def has(self, address: str) -> bool:
+        if address in self._known:
+            return True
         _, shard, name = blob_parts(address)
         with self._shard(shard, create=False) as directory:
-            return directory is not None and self._present(directory, name)
+            found = directory is not None and self._present(directory, name)
+        if found:
+            self._know(address)
+        return found
 
     def check_exists(self) -> None:
         """Raise StoreError unless the root is an existing directory (a reader's check: a put

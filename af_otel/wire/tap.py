@@ -46,6 +46,11 @@ ENTRY_BYTES: Final = 640  # an entry, its list, its key and one `Sent`: ~530 byt
 MAX_AGE_NS: Final = 600 * 1_000_000_000
 # Attempts kept per call (retries under one span); more are counted, not kept.
 MAX_ATTEMPTS: Final = 8
+# Spans whose bodies the bounds above dropped before their call was minted, remembered so that
+# the call says so (`wire-body-evicted`) rather than fall back to its record in silence: their
+# keys only, oldest out first past 4,096 (~1 MiB at most; a drop past that is still counted in
+# `SentTable.dropped`, not named on its span).
+MAX_EVICTED: Final = 4096
 MODULES: Final = ("httpx", "httpx2")
 
 
@@ -74,6 +79,8 @@ class SentTable:
         self._lock = forksafe.lock(self)
         self._table: OrderedDict[Key, _Entry] = OrderedDict()
         self._bytes = 0
+        self._evicted: OrderedDict[Key, bool] = OrderedDict()  # keys of dropped bodies
+        self.dropped = 0  # bodies dropped by the bounds since the process (or its fork) began
         # In a forked child: nothing sent (the parent's calls are not the child's).
         forksafe.on_fork(self, SentTable._clear)
 
@@ -100,19 +107,40 @@ class SentTable:
                 self._drop_oldest()
 
     def _drop_oldest(self) -> None:
-        _, entry = self._table.popitem(last=False)
+        key, entry = self._table.popitem(last=False)
         self._bytes -= entry.size
+        self._evict(key, entry)
+
+    def _evict(self, key: Key, entry: _Entry) -> None:
+        """Remember that ``key``'s bodies were dropped, and count them (under the lock)."""
+        self.dropped += len(entry.sent)
+        self._evicted[key] = True
+        self._evicted.move_to_end(key)
+        if len(self._evicted) > MAX_EVICTED:
+            self._evicted.popitem(last=False)
 
     def take(self, key: Key) -> tuple[Sent, ...]:
-        """The attempts sent under ``key``, removed from the table (none: empty)."""
+        """The attempts sent under ``key``, removed from the table (none: empty; one past its age
+        is dropped, as the bounds drop one)."""
         with self._lock:
             entry = self._table.pop(key, None)
             if entry is None:
                 return ()
             self._bytes -= entry.size
-        if time.monotonic_ns() - entry.at > MAX_AGE_NS:
-            return ()
+            if time.monotonic_ns() - entry.at > MAX_AGE_NS:
+                self._evict(key, entry)
+                return ()
         return tuple(entry.sent)
+
+    def evicted(self, key: Key) -> bool:
+        """Whether bodies sent under ``key`` were dropped before it took them (once: the mark
+        goes). Costs a truth test when nothing was ever dropped."""
+        # No lock for the hint: a span asks after its `take`, which waited for any drop of its
+        # own bodies under the lock.
+        if not self._evicted:
+            return False
+        with self._lock:
+            return self._evicted.pop(key, False)
 
     def discard(self, key: Key, sent: Sent) -> None:
         """Forget one body filed under ``key`` (another span claimed it, by identity)."""
@@ -133,6 +161,8 @@ class SentTable:
     def _clear(self) -> None:
         self._table = OrderedDict()
         self._bytes = 0
+        self._evicted = OrderedDict()
+        self.dropped = 0
 
     def reset(self) -> None:
         """Forget everything sent (tests, `uninstall`)."""

@@ -286,6 +286,13 @@ def retry_another_body(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, St
     return as_written(replace_span(spans, span, retried)), store
 
 
+def drop_the_body(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
+    """The writer's wire tap dropped the call's body by its bounds before the call ended."""
+    span = span_of(spans, 3)
+    kinds = (*span.attributes.get(names.GAPS, ()), names.GAP_WIRE_BODY_EVICTED)
+    return as_written(replace_span(spans, span, with_attributes(span, af__gaps=kinds))), store
+
+
 def write_a_model_turn(spans: Spans, store: Store, tmp: Path) -> tuple[Spans, Store]:
     """A model turn no recorded call gave (a call without a span, or the application's own)
     lands in the history between epoch 2's answer and epoch 3's question."""
@@ -312,6 +319,7 @@ DAMAGES = {
     names.GAP_UNRECORDED_CALL: write_a_model_turn,
     names.GAP_RUN_CUT_AT_END: cut_the_end,
     names.GAP_WIRE_ATTEMPTS_DIFFER: retry_another_body,
+    names.GAP_WIRE_BODY_EVICTED: drop_the_body,
 }
 
 

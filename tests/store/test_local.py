@@ -485,6 +485,31 @@ class TestDedup:
         assert on_disk == unique_bytes
         assert put_bytes > 20 * on_disk
 
+    def test_a_blob_it_wrote_or_found_is_not_looked_for_again(
+        self, store: LocalStore, root: Path
+    ) -> None:
+        """A put or a has of a blob this store object wrote or found opens nothing (where it
+        opens directories to look: by descriptor); another store object looks for itself."""
+        written = store.put(b"written")
+        found = LocalStore(root).put(b"found")
+        assert store.has(found)
+        with fs_events() as events:
+            assert store.put(b"written") == written
+            assert store.has(written)
+            assert store.has(found)
+        assert events == []
+        assert LocalStore(root).has(written)
+
+    def test_what_it_knows_stays_bounded(
+        self, store: LocalStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Past its bound the set of known addresses starts over: it never grows past it."""
+        monkeypatch.setattr("af_otel.store.local._MAX_KNOWN", 3)
+        addresses = [store.put(bytes([n])) for n in range(7)]
+        assert len(store._known) <= 3
+        assert addresses[-1] in store._known
+        assert all(store.has(address) for address in addresses)
+
 
 class TestReading:
     """`LocalStore.reading`: one pass over many blobs, with the directories above them held open,
