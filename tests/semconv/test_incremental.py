@@ -392,19 +392,6 @@ def test_a_long_history_is_recognised_across_hashed_pieces_and_an_edit_anywhere_
     assert [m["parts"][0]["content"] for m in third.request.messages][:3] == edited
 
 
-def test_an_ascii_history_and_a_tail_of_any_width_hash_alike_on_either_path() -> None:
-    """A long ASCII history (hashed in one update) extended by a non-ASCII tail (hashed a piece at
-    a time), then by ASCII again: each call reads only its tail, and a change in the ASCII part
-    is still seen."""
-    history = [user("a" * 70_000)]
-    wide = [*history, user("é€😀" * 10)]
-    texts = [json.dumps(m, ensure_ascii=False) for m in (history, wide, [*wide, user("b")])]
-    reads = read_in_turn(texts)
-    assert [read.reused for read in reads] == [0, 1, 2]
-    changed = json.dumps([user("a" * 69_999 + "Z"), *wide[1:], user("b")], ensure_ascii=False)
-    assert read_in_turn([*texts[:2], changed])[-1].reused == 0
-
-
 def test_without_the_fast_extra_the_prefix_is_recognised_by_sha256() -> None:
     """``blake3`` is optional: without it a run's calls still read only their tail."""
     done = run_without(
