@@ -35,8 +35,10 @@ Nothing grows with the number of calls. The memo changes no result: a receipt mi
 byte-identical to one minted without (tests hold it to that).
 
 Cost per call: canonicalizing and hashing what changed, plus a structural comparison of each item
-with last call's (a few microseconds a message: the scaffolding `Request.from_dict` rebuilds is
-walked in Python, shared content is matched by identity; `benchmarks/mint.py` measures it).
+with last call's (one Python call a message, its parts walked inline: the scaffolding
+`Request.from_dict` rebuilds is walked, shared content is matched by identity; the leading run
+of same messages keeps last call's entries and sizes in one slice each; `benchmarks/mint.py`
+measures it).
 """
 
 from __future__ import annotations
