@@ -525,8 +525,9 @@ def hook_curve() -> int:
     the two alternating (load on the machine drifts), medians over every sweep's window.
 
     The list form is judged less its one read of the caller's list: the serialization of the
-    history and the compare of its bytes with last call's, in C, which exactness requires (a
-    dict may change in place anywhere) and which grows with the history at C speed. That read is
+    history and the compare of its bytes with last call's, a chunk at a time, in C
+    (`explicit_memo.serialized`), which exactness requires (a dict may change in place
+    anywhere) and which grows with the history at C speed. That read is
     timed on its own right after each call, the same bytes, and printed; the whole call's ratio
     is printed too, with no target (docs/processor.md, "Measured")."""
     from opentelemetry import trace
@@ -561,7 +562,7 @@ def hook_curve() -> int:
         read = {n: median(v) for n, v in points["read"].items()}
         print(f"  llm_call ({form}) turn 1,000 / turn 10   {flat:8.2f}x  (whole call, no target)")
         print(
-            "  its one read of the caller's list (serialize, compare bytes, free last call's; C):   "
+            "  its one read of the caller's list (serialize and compare a chunk at a time; C):   "
             + "   ".join(f"turn {n:,}: {value * 1e3:.2f} ms" for n, value in read.items())
         )
         rest = (at[large] - read[large]) / (at[small] - read[small])
@@ -586,7 +587,7 @@ def api_sweep(
     from af_otel.processor.explicit_memo import serialized
 
     conversation = Conversation()
-    last = b""
+    last: tuple[bytes, ...] = ()
     for number in range(1, max(CURVE_TURNS) + WINDOW + 1):
         sent = messages[: 2 * number - 1]
         given: Any = sent
@@ -601,9 +602,9 @@ def api_sweep(
         read = 0.0
         if form == "list":
             started = time.thread_time()
-            body = serialized(sent)
-            body.startswith(memoryview(last)[: len(last) - 1])
-            last = body  # last call's bytes freed, as the memo frees them
+            # The same read the call made: chunks made, compared with last call's and dropped
+            # for theirs where equal (the memo then holds last call's, freeing none).
+            last = serialized(sent, last)[1].body
             read = time.thread_time() - started
         for n in CURVE_TURNS:
             if n <= number < n + WINDOW:

@@ -177,7 +177,7 @@ class RunState:
         if self.base is not None and self.base.receipt is not None:
             largest = max(largest, self.base.receipt.bytes or 0)
         bodies = sum(len(layout.body) for layout in self.layouts)
-        bodies += len(self.explicit.body) if self.explicit is not None else 0
+        bodies += self.explicit.size if self.explicit is not None else 0
         return RUN_OVERHEAD + FINISHED_OVERHEAD * len(self.finished) + 5 * largest // 2 + bodies
 
     # The last finished calls, for folding a second record of one call (dedupe.py).

@@ -425,6 +425,22 @@ def test_the_memo_reads_a_changed_history_as_from_dict_does(drawn: list[Any]) ->
     """Along `histories`, each request the memo reads is `Request.from_dict` of it, or the memo
     declines (None) exactly where `from_dict` of a deep copy refuses or orjson cannot write the
     messages; a memo never survives a change before the end."""
+    _reads_as_from_dict(drawn)
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories(), st.integers(1, 3))
+def test_chunks_of_a_few_messages_read_a_changed_history_as_from_dict_does(
+    drawn: list[Any], chunk: int
+) -> None:
+    """The same with one to three messages a chunk, so that changes, cuts and appends fall on
+    every side of a chunk's edge."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(explicit_memo, "CHUNK", chunk)
+        _reads_as_from_dict(drawn)
+
+
+def _reads_as_from_dict(drawn: list[Any]) -> None:
     holder = _Run()
     for request in changed_requests(copy.deepcopy(drawn)):
         before = holder.explicit

@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from af_otel import Request, mint_receipt
+from af_otel.model import FrozenDict
+from af_otel.model.conversation import frozen
 from af_otel.receipts import Receipt, ReceiptDigests, same_json
 from af_otel.receipts import memo as memo_module
 
@@ -248,30 +250,41 @@ class TestBounds:
         assert memo.retained() <= len(messages) + len(messages) // 16 + 4
 
 
+# (old, new, whether they write the same canonical JSON)
+_SAME_CASES: list[tuple[Any, Any, bool]] = [
+    ({"a": [1, "x"]}, {"a": [1, "x"]}, True),
+    ({"a": (1, 2)}, {"a": [1, 2]}, True),
+    (1, True, False),
+    (True, 1, False),
+    (0, False, False),
+    (1, 1.0, False),  # JCS writes both as 1, but recomputing is always safe
+    (0.0, -0.0, True),
+    (None, math.nan, False),
+    ([None], [math.nan], False),
+    ([1] * 70, [True] * 70, False),
+    ([1] * 70, [1] * 70, True),
+    ({"k": [1] * 70}, {"k": [1.0] * 70}, False),
+    ({"a": 1}, {"a": 1, "b": 2}, False),
+    ({"a": 1}, {"b": 1}, False),
+    ("x", "x", True),
+]
+
+
 class TestSameJson:
-    @pytest.mark.parametrize(
-        ("old", "new", "same"),
-        [
-            ({"a": [1, "x"]}, {"a": [1, "x"]}, True),
-            ({"a": (1, 2)}, {"a": [1, 2]}, True),
-            (1, True, False),
-            (True, 1, False),
-            (0, False, False),
-            (1, 1.0, False),  # JCS writes both as 1, but recomputing is always safe
-            (0.0, -0.0, True),
-            (None, math.nan, False),
-            ([None], [math.nan], False),
-            ([1] * 70, [True] * 70, False),
-            ([1] * 70, [1] * 70, True),
-            ({"k": [1] * 70}, {"k": [1.0] * 70}, False),
-            ({"a": 1}, {"a": 1, "b": 2}, False),
-            ({"a": 1}, {"b": 1}, False),
-            ("x", "x", True),
-        ],
-    )
+    @pytest.mark.parametrize(("old", "new", "same"), _SAME_CASES)
     def test_cases(self, old: Any, new: Any, same: bool) -> None:
         """same_json is true only when both values write the same canonical JSON."""
         assert same_json(old, new) is same
+
+    @pytest.mark.parametrize(("old", "new", "same"), _SAME_CASES)
+    def test_cases_inside_a_normalized_message(self, old: Any, new: Any, same: bool) -> None:
+        """Inside a frozen message's part, in its tuple of parts, the same values are the same
+        JSON and the others are not."""
+
+        def message(value: Any) -> Any:
+            return frozen({"role": "user", "parts": [{"type": "text", "value": value}]})
+
+        assert same_json(message(old), message(new)) is same
 
     def test_permissive_eq_is_not_the_same(self) -> None:
         """An object that claims equality with everything is not the same JSON as anything."""
@@ -284,6 +297,10 @@ class TestSameJson:
 
         assert not same_json({"a": 1}, {"a": Anything()})
         assert not same_json([1] * 70, [Anything()] * 70)
+        part = {"type": "tool_call", "id": "c", "name": "f", "arguments": {"v": 1}}
+        claimed = {**part, "arguments": {"v": Anything()}}
+        assert not same_json(frozen({"parts": [part]}), frozen({"parts": [claimed]}))
+        assert not same_json(frozen({"parts": [part]}), {"parts": (FrozenDict(claimed),)})
 
     @given(old=_values, new=_values)
     @settings(max_examples=200)
