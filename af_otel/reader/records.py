@@ -74,7 +74,8 @@ class EventRecord:
     dropped_attributes_count: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "attributes", freeze_attributes(self.attributes))
+        if type(self.attributes) is not MappingProxyType:  # a decoder's view is kept as it is
+            object.__setattr__(self, "attributes", freeze_attributes(self.attributes))
 
     # Records hold read-only mappings, which do not hash; events are identified by content.
     def __hash__(self) -> int:
@@ -120,10 +121,16 @@ class SpanRecord:
                 "parent_span_id must be 16 lowercase hex digits or None, "
                 f"got {self.parent_span_id!r}"
             )
-        object.__setattr__(self, "kind", SpanKind(self.kind))
-        object.__setattr__(self, "status_code", StatusCode(self.status_code))
-        object.__setattr__(self, "attributes", freeze_attributes(self.attributes))
-        object.__setattr__(self, "resource", freeze_attributes(self.resource))
+        # Decoders hand over enum members and read-only views, and an Enum call costs more than
+        # the rest of these checks together: each conversion is made only where it is needed.
+        if type(self.kind) is not SpanKind:
+            object.__setattr__(self, "kind", SpanKind(self.kind))
+        if type(self.status_code) is not StatusCode:
+            object.__setattr__(self, "status_code", StatusCode(self.status_code))
+        if type(self.attributes) is not MappingProxyType:
+            object.__setattr__(self, "attributes", freeze_attributes(self.attributes))
+        if type(self.resource) is not MappingProxyType:
+            object.__setattr__(self, "resource", freeze_attributes(self.resource))
         if not isinstance(self.events, tuple):
             object.__setattr__(self, "events", tuple(self.events))
 

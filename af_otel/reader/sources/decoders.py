@@ -103,10 +103,31 @@ def optional_id_hex(value: object, nbytes: int, what: str) -> str | None:
         raise
 
 
+# What the quick decoders below return for a value they leave to the checked ones (`int_value`,
+# `any_value`), which read every form and name what they refuse.
+_SLOW: Final = object()
+
+
+def _quick_int(content: object) -> object:
+    """An integer in the forms OTLP JSON writers use: unsigned decimal text of at most 19 digits
+    (below 10**19, so in range without a test) or a JSON number in range; `_SLOW` for any other
+    form (a sign, 20 digits, a bool...), which `int_value` reads with its checks."""
+    if type(content) is str:
+        if 0 < len(content) < 20 and content.isascii() and content.isdigit():
+            return int(content)
+        return _SLOW
+    if type(content) is int:
+        return content if _INT_MIN <= content <= _INT_MAX else _SLOW
+    return _SLOW
+
+
 def int_value(value: object, what: str, default: int | None = None) -> int:
     """An integer written as a JSON number or as a decimal string (OTLP JSON's int64 form)."""
     if value is None and default is not None:
         return default
+    quick = _quick_int(value)
+    if quick is not _SLOW:
+        return quick  # type: ignore[return-value]  # _quick_int gives an int or _SLOW
     number: int | None = None
     if isinstance(value, bool):
         raise Problem(f"{what} must be an integer, got a bool")
@@ -131,7 +152,7 @@ def _excerpt(value: object) -> str:
 def enum_value(value: object, enum: type[SpanKind] | type[StatusCode], what: str) -> Any:
     """An OTLP enum from its number, its name (``SPAN_KIND_CLIENT``) or short name (``CLIENT``)."""
     if value is None:
-        return enum(0)
+        value = 0  # the enum's zero member, found by the lookup just below
     if type(value) is int:  # OTLP JSON's form: a lookup, not the Enum call
         member = enum._value2member_map_.get(value)
         if member is not None:
@@ -314,26 +335,13 @@ def _key_values(items: Sequence[object], what: str) -> Sequence[Mapping[str, obj
     return items  # type: ignore[return-value]  # checked just above
 
 
-# What `_quick_value` returns for a value it leaves to `any_value`.
-_SLOW: Final = object()
-
-
 def _quick_scalar(name: str, content: object) -> object:
     """The one member ``name`` of an AnyValue in the forms OTLP JSON writers use, decoded as
     `_scalar` decodes it; `_SLOW` for any other form (a sign, a number as a string, bytes...)."""
+    if name == "intValue":
+        return _quick_int(content)
     if name == "stringValue":
         return content if type(content) is str else _SLOW
-    if name == "intValue":
-        number: int
-        if type(content) is str and 0 < len(content) <= 20 and content.isascii():
-            if not content.isdigit():
-                return _SLOW
-            number = int(content)
-        elif type(content) is int:
-            number = content
-        else:
-            return _SLOW
-        return number if _INT_MIN <= number <= _INT_MAX else _SLOW
     if name == "boolValue":
         return content if type(content) is bool else _SLOW
     if name == "doubleValue":
@@ -341,55 +349,65 @@ def _quick_scalar(name: str, content: object) -> object:
     return _SLOW
 
 
-def _quick_value(value: object) -> object:
-    """An attribute's value as `any_value` decodes it, for the shapes nearly every attribute has
-    (one member: a string, a plain int, a bool, a double, an array of such scalars); `_SLOW`
-    for anything else, which `any_value` then reads, with its checks and messages. Each shape
-    taken here is one whose `any_value` result does not depend on anything but what is
-    checked: the members set, their types and, for an array, each element's one member."""
-    if type(value) is not dict:
+def _quick_array(content: object) -> object:
+    """An ``arrayValue``'s content whose every element is one member `_quick_scalar` takes, as
+    `any_value` decodes it (a tuple); `_SLOW` for anything else."""
+    if type(content) is not dict:
         return _SLOW
-    text = value.get("stringValue")
-    if type(text) is str:
-        return text
-    if len(value) != 1:
-        return _SLOW
-    ((name, content),) = value.items()
-    if name != "arrayValue":
-        return _quick_scalar(name, content)
-    if type(content) is dict and not content:
+    if not content:
         return ()  # an empty array: proto3 JSON leaves the empty list out
-    values = content.get("values") if type(content) is dict and len(content) == 1 else None
+    values = content.get("values") if len(content) == 1 else None
     if type(values) is not list:
         return _SLOW
     out = []
     for item in values:
         if type(item) is not dict or len(item) != 1:
             return _SLOW
-        ((member, element),) = item.items()
-        decoded = _quick_scalar(member, element)
-        if decoded is _SLOW:
-            return _SLOW
+        # Most elements are strings, and the item's one member: taken without a call.
+        decoded = item.get("stringValue")
+        if type(decoded) is not str:
+            ((member, element),) = item.items()
+            decoded = _quick_scalar(member, element)
+            if decoded is _SLOW:
+                return _SLOW
         out.append(decoded)
     return tuple(out)
 
 
 def _quick_attributes(items: list[object]) -> dict[str, AttrValue] | None:
-    """`attributes` of a list in the shapes `_quick_value` takes, every key a string; None when
-    any pair is of another shape (the caller then reads the whole list the checked way, so an
-    error is the one it would have been)."""
+    """`attributes` of a list of pairs in the shapes OTLP JSON writers give them (every key a
+    string, every value one member: a string, a plain int, a bool, a double, an array of such
+    scalars); None when any pair is of another shape, and the caller then reads the whole list
+    the checked way, so that an error is the one it would have been. Each shape taken here is one
+    whose `any_value` result depends on nothing but what is checked: the members set, their
+    types and, for an array, each element's one member."""
     out: dict[str, AttrValue] = {}
-    for kv in items:
-        if type(kv) is not dict:
-            return None
-        key = kv.get("key")
-        value = kv.get("value")
-        # Most values are strings: `_quick_value`'s first test, made here without the call.
-        text = value.get("stringValue") if type(value) is dict else None
-        decoded = text if type(text) is str else _quick_value(value)
-        if type(key) is not str or decoded is _SLOW:
-            return None
-        out[key] = decoded  # type: ignore[assignment]
+    try:
+        for kv in items:
+            if type(kv) is not dict:
+                return None
+            key = kv["key"]
+            value = kv["value"]
+            if type(key) is not str or type(value) is not dict:
+                return None
+            # Most values are strings, and `any_value` takes a string member whatever else is
+            # set; then ints, then arrays: each tested here, where a call would cost more.
+            decoded = value.get("stringValue")
+            if type(decoded) is not str:
+                if len(value) != 1:
+                    return None
+                ((name, content),) = value.items()
+                if name == "intValue":
+                    decoded = _quick_int(content)
+                elif name == "arrayValue":
+                    decoded = _quick_array(content)
+                else:
+                    decoded = _quick_scalar(name, content)
+                if decoded is _SLOW:
+                    return None
+            out[key] = decoded  # type: ignore[assignment]
+    except KeyError:  # a pair without its key or its value: the checked way says which
+        return None
     return out
 
 

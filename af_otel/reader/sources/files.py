@@ -156,6 +156,9 @@ def _lines(path: str, stream: SpanStream) -> Iterator[SpanRecord]:
                 stream.problem(f"{origin}: invalid JSON ({exc}{cut})", unit="line")
                 continue
             yield from document_records(doc, origin, stream)
+            # Freed before the next line is parsed, not when `doc` is bound again after: the
+            # next parse then reuses its memory, still in the caches, instead of fresh pages.
+            del doc
 
 
 def _raw_lines(file: BinaryIO) -> Iterator[bytes | memoryview]:
