@@ -25,16 +25,8 @@ from af_otel import names
 from af_otel.reader.verify import VerdictStatus
 from af_otel.wire import uninstall
 from tests.builders import end_attributes, start_attributes, user
+from tests.wire.replies import CHAT_REPLY
 
-REPLY = {
-    "id": "c1",
-    "object": "chat.completion",
-    "created": 0,
-    "model": "gpt-4o",
-    "choices": [
-        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
-    ],
-}
 # Drawn around the code's own constants and the other texts of the call (STYLE: hypothesis draws
 # af_otel's string constants): letters only, long enough to be found nowhere else by chance.
 SECRETS = st.text(alphabet="QXZJKVWqxzjkvw", min_size=12, max_size=40)
@@ -62,7 +54,7 @@ def test_the_tap_puts_on_the_span_only_what_the_record_holds(
         af_otel.ReceiptSpanProcessor(SimpleSpanProcessor(exporter), store=tmp / "store")
     )
     http = httpx2.Client(
-        transport=httpx2.MockTransport(lambda _r: httpx2.Response(200, json=REPLY))
+        transport=httpx2.MockTransport(lambda _r: httpx2.Response(200, json=CHAT_REPLY))
     )
     client = openai.OpenAI(api_key="sk-test", http_client=http)
     tool = {
