@@ -220,19 +220,24 @@ class LocalStore:
         return True
 
     def _write(self, directory: _Dir, name: str, data: bytes, address: str) -> None:
-        temp = f"{_TEMP_PREFIX}{name[:8]}.{os.getpid()}.{secrets.token_hex(8)}"
         path = directory.child(name)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
+        temp = _temp_name(name)
         try:
-            fd = directory.open(temp, flags, _BLOB_MODE)
+            try:
+                fd = directory.open(temp, flags, _BLOB_MODE)
+            except FileExistsError:  # another thread counted alike (or a leftover): a fresh name
+                temp = f"{temp}.{secrets.token_hex(8)}"
+                fd = directory.open(temp, flags, _BLOB_MODE)
         except OSError as exc:
             raise StoreError(f"cannot write blob {address} at {path}: {_why(exc)}") from exc
         renamed = False
         try:
-            with open(fd, "wb", closefd=True) as blob:
-                blob.write(data)
-                blob.flush()
-                os.fsync(blob.fileno())
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             try:
                 directory.replace(temp, name)
                 renamed = True
@@ -419,6 +424,39 @@ class _Held:
                 directory.close()
         self._shards.clear()
         self._blobs = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd``, with plain writes: no buffered file object (its fstat and
+    buffer cost more than a blob's one write)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class _Temps:
+    """Temporary names unique to this process: its pid and a random token, taken once (and
+    again in a forked child), then a count; a put takes no random bytes and no pid of its own."""
+
+    __slots__ = ("count", "pid", "stem")
+
+    def __init__(self) -> None:
+        self.renew()
+
+    def renew(self) -> None:
+        self.pid = os.getpid()
+        self.stem = f"{self.pid}.{secrets.token_hex(6)}"
+        self.count = 0
+
+
+_TEMPS: Final = _Temps()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_TEMPS.renew)
+
+
+def _temp_name(name: str) -> str:
+    _TEMPS.count += 1  # a race between threads can only repeat a name, which O_EXCL refuses
+    return f"{_TEMP_PREFIX}{name[:8]}.{_TEMPS.stem}.{_TEMPS.count}"
 
 
 def _read_all(fd: int) -> bytes:

@@ -346,6 +346,57 @@ class TestAtomicity:
         assert not store.has(address_of(b"doomed"))
         assert temp_files(root) == []
 
+    def test_a_short_write_is_written_on(
+        self, store: LocalStore, root: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A write that takes only part of the bytes is continued until the blob is whole."""
+        real_write = os.write
+
+        def short_write(fd: int, data: object) -> int:
+            return real_write(fd, memoryview(data)[:7])  # type: ignore[arg-type]
+
+        monkeypatch.setattr(os, "write", short_write)
+        data = os.urandom(1000)
+        address = store.put(data)
+        monkeypatch.undo()
+        assert blob_path(root, address).read_bytes() == data
+        assert LocalStore(root).get(address) == data
+
+    def test_a_taken_temporary_name_gives_way_to_a_fresh_one(
+        self, store: LocalStore, root: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A temporary name already on disk (another thread counted alike, or a leftover) is
+        left as it is, and the blob is written under a fresh one."""
+        from af_otel.store import local
+
+        data = b"taken name"
+        digits = address_of(data).removeprefix("sha256:")
+        name = f".tmp.{digits[2:10]}.{local._TEMPS.stem}.{local._TEMPS.count + 1}"
+        shard = root / "sha256" / digits[:2]
+        shard.mkdir(parents=True)
+        (shard / name).write_bytes(b"someone else's")
+        address = store.put(data)
+        assert store.get(address) == data
+        assert (shard / name).read_bytes() == b"someone else's"
+        assert temp_files(root) == [shard / name]
+
+    @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+    def test_a_forked_child_names_its_temporaries_apart(self) -> None:
+        """After fork, parent and child, counting from the same number, never share a name."""
+        from af_otel.store import local
+
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: its next name, to the parent
+            os.write(write, local._temp_name("abcdefgh").encode())
+            os._exit(0)
+        os.close(write)
+        child = os.read(read, 200).decode()
+        os.close(read)
+        os.waitpid(pid, 0)
+        assert child.split(".")[3] == str(pid)  # .tmp.<8 hex>.<pid>.<token>.<count>
+        assert local._temp_name("abcdefgh") != child
+
     def test_process_killed_before_rename(self, root: Path) -> None:
         """A writer killed after writing but before the rename leaves only an unread temp file."""
         data = os.urandom(1 << 20)
