@@ -116,12 +116,13 @@ class Engine:
         """Number an LLM call at its start, in start order; other spans cost one check. A
         provider SDK's own span inside an open LLM call that ranks higher is merged into it; a
         call inside the open call numbered last may take over its number (`dedupe.number_at_start`)."""
+        llm = is_llm_call(attributes, name)
         if self._wire:  # the tap pairs a body with the span started last where it is sent
-            wire_source.started(key)
+            wire_source.started(key, llm)
         explicit = current_run.get()
         if explicit is None:
             self.enclosing.start(key, name, attributes, parent)
-        if not is_llm_call(attributes, name):
+        if not llm:
             if explicit is not None:
                 self._remember(key, explicit)
             return

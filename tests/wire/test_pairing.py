@@ -259,3 +259,59 @@ def test_an_event_before_the_send_does_not_stretch_the_window_to_it(pipeline: Pi
     _send(_body("Weather in Oslo?"))
     span.end(end_time=recorded_end)
     assert _by_name(pipeline)["astream_chat"][0] == names.SOURCE_INSTRUMENTATION
+
+
+@pytest.fixture
+def processor_form(tmp_path: Path) -> Iterator[Pipeline]:
+    made = make_pipeline(LocalStore(tmp_path / "store"))
+    yield made
+    made.provider.shutdown()
+    uninstall()
+
+
+def _looked_at(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The spans the tap classifies by their attributes at a send, recorded."""
+    from af_otel.processor import wire_source
+
+    seen: list[str] = []
+    real = wire_source._is_llm
+
+    def is_llm(span: Any) -> bool:
+        seen.append(span.name)
+        return real(span)
+
+    monkeypatch.setattr(wire_source, "_is_llm", is_llm)
+    return seen
+
+
+def test_a_current_call_known_at_its_start_takes_its_body_without_a_second_look(
+    processor_form: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The current span is the LLM call its engine saw start in this context: the body sent is
+    its own, and its attributes are not classified again at the send."""
+    seen = _looked_at(monkeypatch)
+    body = _body("Weather in Oslo?")
+    with processor_form.tracer.start_as_current_span(
+        "chat", attributes=start_attributes("gpt-4o", provider="openai")
+    ):
+        _send(body)
+    source, view = _by_name(processor_form)["chat"]
+    assert seen == []
+    assert source == names.SOURCE_WIRE
+    assert _served_is(view, body)
+
+
+def test_a_current_span_that_becomes_a_call_after_its_start_still_takes_its_body(
+    processor_form: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A current span with no GenAI attributes at its start, given them before the send: the tap
+    looks at its attributes then, and the body is its."""
+    seen = _looked_at(monkeypatch)
+    body = _body("Weather in Lima?")
+    with processor_form.tracer.start_as_current_span("chat") as span:
+        span.set_attributes(start_attributes("gpt-4o", provider="openai"))
+        _send(body)
+    source, view = _by_name(processor_form)["chat"]
+    assert seen == ["chat"]
+    assert source == names.SOURCE_WIRE
+    assert _served_is(view, body)
