@@ -38,12 +38,13 @@ extending it share (`remember`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Final
 
 from af_otel import names
 from af_otel.model import Request
+from af_otel.model.frozen_copy import replaced
 from af_otel.processor.history import History, share_history
 from af_otel.semconv import model_named, sdk_scopes
 
@@ -91,7 +92,7 @@ def remember(recent: Any, seen: Seen, prefix: tuple[Any, ...] | None) -> None:
         histories = (o.conversation.history if o.conversation else None for o in reversed(recent))
         shared = share_history(histories, prefix, held.history.messages, None)
         if shared is not None:
-            seen = replace(seen, conversation=Conversation(held.system, shared, held.count))
+            seen = replaced(seen, conversation=Conversation(held.system, shared, held.count))
     recent.append(seen)
 
 

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from af_otel import forksafe, names
 from af_otel.model import Request
+from af_otel.model.frozen_copy import replaced
 from af_otel.processor import commits, dedupe, export_gaps, metrics, wire_source, wire_spelling
 from af_otel.processor import settings as settings_module
 from af_otel.processor.awaited import Awaited
@@ -521,8 +522,8 @@ def _from_wire(
         named_model=was.named_model,
     )
     # The af-2 digest binds the source and the gaps.
-    facts = replace(minting.facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
-    return replace(minting, facts=facts, call=call, direct=sent.direct, keep_inline=keep)
+    facts = replaced(minting.facts, source=names.SOURCE_WIRE, attempts_differ=sent.differ)
+    return replaced(minting, facts=facts, call=call, direct=sent.direct, keep_inline=keep)
 
 
 def _bounded_put(table: OrderedDict[SpanKey, Any], key: SpanKey, value: Any) -> None:

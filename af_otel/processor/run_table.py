@@ -16,11 +16,12 @@ import secrets
 import time
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar, cast
 
 from af_otel import forksafe
 from af_otel.model import Request
+from af_otel.model.frozen_copy import replaced
 from af_otel.model.prefix import identical_prefix
 from af_otel.processor.dedupe import RECENT, Opened, Seen
 from af_otel.processor.explicit_memo import Explicit
@@ -69,10 +70,10 @@ class Finished:
         self._history = History(request.messages, entries) if request is not None else None
         self.count = len(request.messages) if request is not None else 0
         # Kept without the tuples the history holds, which are later calls' soon.
-        self._request = replace(request, messages=()) if request is not None else None
+        self._request = replaced(request, messages=()) if request is not None else None
         self._receipt = receipt
         if receipt is not None and entries is not None and self._history is not None:
-            self._receipt = replace(receipt, entries=None)
+            self._receipt = replaced(receipt, entries=None)
 
     @property
     def digest(self) -> str | None:
@@ -84,14 +85,14 @@ class Finished:
         """The request the call was sent, with its own messages."""
         if self._request is None or self._history is None:
             return None
-        return replace(self._request, messages=_first(self._history.messages, self.count))
+        return replaced(self._request, messages=_first(self._history.messages, self.count))
 
     @property
     def receipt(self) -> Receipt | None:
         """The call's receipt, with its own entries."""
         if self._receipt is None or self._history is None or self._history.entries is None:
             return self._receipt
-        return replace(self._receipt, entries=_first(self._history.entries, self.count))
+        return replaced(self._receipt, entries=_first(self._history.entries, self.count))
 
     @property
     def size(self) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 from af_otel import names
@@ -18,6 +18,7 @@ from af_otel.canonical import canonical_json, salted_hash
 from af_otel.canonical.digest import digits_of, key_bytes, key_id
 from af_otel.errors import CanonicalJSONError, RequestShapeError
 from af_otel.model import Request
+from af_otel.model.frozen_copy import replaced
 from af_otel.receipts.memo import Piece, ReceiptDigests, _Hasher
 from af_otel.receipts.receipt import Receipt
 
@@ -111,7 +112,7 @@ def mint_receipt(
             memo.commit()
         if not seal and family != names.SCHEME_PLAIN:
             return receipt
-        return replace(receipt, digest=hasher.hash_bytes(digest_preimage(receipt)))
+        return replaced(receipt, digest=hasher.hash_bytes(digest_preimage(receipt)))
     except (RequestShapeError, CanonicalJSONError):
         return Receipt(names.STATE_ABSENT, run_id, epoch, parent_epoch, names.REASON_UNREADABLE)
     # The emit path never raises: a failure is state "error" (docs/receipt-spec.md §6).
@@ -133,12 +134,12 @@ def seal_receipt(
         return receipt
     try:
         if receipt.binds_context:
-            receipt = replace(
+            receipt = replaced(
                 receipt,
                 gaps=tuple(gaps) if gaps is not None else receipt.gaps,
                 unrecorded=tuple(unrecorded) if unrecorded is not None else receipt.unrecorded,
             )
-        return replace(receipt, digest=receipt_digest(receipt, key=key))
+        return replaced(receipt, digest=receipt_digest(receipt, key=key))
     except Exception:
         return Receipt(
             names.STATE_ERROR,

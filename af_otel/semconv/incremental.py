@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from af_otel.model import FrozenDict, Request, fields
 from af_otel.model.fields import Shown
+from af_otel.model.frozen_copy import replaced
 from af_otel.model.gap_rules import sealed_messages
 from af_otel.receipts.memo import same_json
 from af_otel.semconv import placement, responses
@@ -193,7 +194,7 @@ def _tail(recorded: Recorded, limits: Limits | None, seen: Remembered) -> Read |
         tail.model,
         tail.provider,
     )
-    whole = replace(adapted, request={**adapted.request, "messages": request.messages})
+    whole = replaced(adapted, request={**adapted.request, "messages": request.messages})
     new = fields.shown(tail)
     shown = fields.Shown(seen.shown.kinds | new.kinds, seen.shown.fields | new.fields)
     sealed = seen.sealed or sealed_messages(tail.messages)
