@@ -5,8 +5,9 @@ ReceiptSpanProcessor -> SimpleSpanProcessor -> InMemorySpanExporter)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.trace import TracerProvider
@@ -15,7 +16,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Tracer
 
 from af_otel.processor import ReceiptSpanProcessor
-from af_otel.store import Store
+from af_otel.store import LocalStore, Store
+from af_otel.wire import uninstall
 
 SYSTEM = [{"type": "text", "content": "You are terse."}]
 WEATHER = {
@@ -96,3 +98,12 @@ def make_pipeline(store: Store, *, scope: str = "test", **options: Any) -> Pipel
     provider = TracerProvider()
     provider.add_span_processor(processor)
     return Pipeline(provider, provider.get_tracer(scope), exporter, processor, store)
+
+
+def tapped_pipeline(tmp_path: Path) -> Iterator[Pipeline]:
+    """`make_pipeline` over a local store in ``tmp_path``, for a fixture to yield from: shut down
+    after its test, and the wire tap's patches put back."""
+    made = make_pipeline(LocalStore(tmp_path / "store"))
+    yield made
+    made.provider.shutdown()
+    uninstall()

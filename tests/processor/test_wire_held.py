@@ -16,9 +16,7 @@ import pytest
 
 from af_otel import names
 from af_otel.semconv import responses
-from af_otel.store import LocalStore
-from af_otel.wire import uninstall
-from tests.builders import Pipeline, make_pipeline, start_attributes
+from tests.builders import Pipeline, start_attributes, tapped_pipeline
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 # A tool result whose call is not in the request: the record shows history it does not carry.
@@ -33,10 +31,7 @@ ORPHAN = [
 
 @pytest.fixture
 def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
-    made = make_pipeline(LocalStore(tmp_path / "store"))
-    yield made
-    made.provider.shutdown()
-    uninstall()
+    yield from tapped_pipeline(tmp_path)
 
 
 def _call(pipeline: Pipeline, body: dict[str, Any] | None) -> Any:

@@ -27,7 +27,7 @@ from af_otel import ReceiptSpanExporter, RunTagger, names, read_spans, served_vi
 from af_otel.reader.verify import VerdictStatus
 from af_otel.store import LocalStore
 from af_otel.wire import uninstall
-from tests.builders import Pipeline, make_pipeline, start_attributes
+from tests.builders import Pipeline, make_pipeline, start_attributes, tapped_pipeline
 from tests.wire.convert import differences, from_openai, from_view
 
 CHAT = "https://api.openai.com/v1/chat/completions"
@@ -263,10 +263,7 @@ def test_an_event_before_the_send_does_not_stretch_the_window_to_it(pipeline: Pi
 
 @pytest.fixture
 def processor_form(tmp_path: Path) -> Iterator[Pipeline]:
-    made = make_pipeline(LocalStore(tmp_path / "store"))
-    yield made
-    made.provider.shutdown()
-    uninstall()
+    yield from tapped_pipeline(tmp_path)
 
 
 def _looked_at(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -15,9 +15,7 @@ import pytest
 
 from af_otel import names, read_spans, served_views, verify
 from af_otel.reader.verify import VerdictStatus
-from af_otel.store import LocalStore
-from af_otel.wire import uninstall
-from tests.builders import Pipeline, make_pipeline, start_attributes
+from tests.builders import Pipeline, start_attributes, tapped_pipeline
 from tests.wire.convert import differences, from_openai, from_view
 
 _REPLY = {
@@ -33,10 +31,7 @@ _REPLY = {
 
 @pytest.fixture
 def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
-    made = make_pipeline(LocalStore(tmp_path / "store"))
-    yield made
-    made.provider.shutdown()
-    uninstall()
+    yield from tapped_pipeline(tmp_path)
 
 
 def _client(failures: int, bodies: list[dict[str, Any]], retries: int) -> openai.OpenAI:
