@@ -16,6 +16,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Final
 
+from af_otel import forksafe
 from af_otel.errors import BlobNotFoundError, StoreError
 from af_otel.store.address import blob_parts
 from af_otel.store.base import Store, blob_bytes, check_blob, decode_json, encode_json
@@ -438,20 +439,18 @@ class _Temps:
     """Temporary names unique to this process: its pid and a random token, taken once (and
     again in a forked child), then a count; a put takes no random bytes and no pid of its own."""
 
-    __slots__ = ("count", "pid", "stem")
+    __slots__ = ("__weakref__", "count", "stem")
 
     def __init__(self) -> None:
         self.renew()
 
     def renew(self) -> None:
-        self.pid = os.getpid()
-        self.stem = f"{self.pid}.{secrets.token_hex(6)}"
+        self.stem = f"{os.getpid()}.{secrets.token_hex(6)}"
         self.count = 0
 
 
 _TEMPS: Final = _Temps()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_TEMPS.renew)
+forksafe.on_fork(_TEMPS, _Temps.renew)
 
 
 def _temp_name(name: str) -> str:
