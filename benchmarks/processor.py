@@ -27,7 +27,8 @@ writing OTLP JSON. Printed, each with its target:
    history as a `Conversation` and as a list of dicts (target <= 2x each; printed beside the
    list's, its one read of the list, which exactness requires, timed after each call). Turn 10
    is measured twice: on a fresh run whose calls come between the long run's last ones (the
-   machine at the same minute, but after a turn-1,000 call: a cold cache) and as the long run's
+   machine at the same minute), each right after a call of its own size on a sibling run (not
+   counted), so that it does not meet the cache a turn-1,000 call left, and as the long run's
    own, at its start; each ratio must hold against both (`flat_line`).
 6. Memory per open run at 10, 30 and 120 turns as a ratio of the run's unique history
    (tracemalloc; target <= 2x at 120 turns), and the heap the run table keeps under a byte
@@ -576,20 +577,24 @@ def short_history(turns: int, first: int = 0) -> list[dict[str, Any]]:
 AT_START = 0  # the point of the long run's own turn 10, printed beside the fresh run's
 
 
-def beside() -> Iterator[tuple[bool, int, int | None]]:
-    """A curve's calls in the order they are made, as ``(fresh, turn, point)``: the long run's
-    turns 1 to 1,014, and between its last ones a fresh run's turns 1 to 24, its call n right
-    after the long run's n + 990, so that its turns 10-24 run beside the long run's 1,000-1,014.
-    ``point``: the `CURVE_TURNS` window the call counts for (turn 10 the fresh run's, the long
-    run's own as `AT_START`), None outside every window."""
+def beside() -> Iterator[tuple[str, int, int | None]]:
+    """A curve's calls in the order they are made, as ``(lane, turn, point)``: the long run's
+    turns 1 to 1,014, and between its last ones two fresh runs' turns 1 to 24, each fresh call n
+    right after the long run's n + 990, so that its turns 10-24 run beside the long run's
+    1,000-1,014. The "warm" run's call comes first and is not counted: the counted "fresh" call
+    then follows a call of its own size, as the long run's own turn 10 followed its turn 9, not
+    a turn-1,000 call, which leaves the cache cold for it. ``point``: the `CURVE_TURNS` window
+    the call counts for (turn 10 the fresh run's, the long run's own as `AT_START`), None outside
+    every window."""
     small, large = min(CURVE_TURNS), max(CURVE_TURNS)
     lead = large - small
     for number in range(1, large + WINDOW + 1):
         point = next((n for n in CURVE_TURNS if n <= number < n + WINDOW), None)
-        yield False, number, AT_START if point == small else point
+        yield "long", number, AT_START if point == small else point
         if number > lead:
             turn = number - lead
-            yield True, turn, small if small <= turn < small + WINDOW else None
+            yield "warm", turn, None
+            yield "fresh", turn, small if small <= turn < small + WINDOW else None
 
 
 def curves(store: Path) -> int:
@@ -608,8 +613,10 @@ def curve(store: Path, shape: Any, label: str) -> int:
     between the long run's last ones, so its turns 10-24 run beside the long run's 1,000-1,014:
     the two sides of the ratio see the same machine at the same minute (the disk's fsync cost,
     the load, the process's heap), instead of one at the run's start and one at its end, which
-    moved the ratio by a third between idle runs. The long run's own turn 10 is measured too,
-    and the ratio must hold against both (`flat_line`)."""
+    moved the ratio by a third between idle runs. Each of its calls follows one of its own size
+    on a third run (`beside`, not counted), as the long run's own turn 10 followed its turn 9.
+    The long run's own turn 10 is measured too, and the ratio must hold against both
+    (`flat_line`)."""
     forms: dict[str, TracerProvider] = {}
     for form in ("none", "processor"):
         provider = TracerProvider()
@@ -620,7 +627,11 @@ def curve(store: Path, shape: Any, label: str) -> int:
         forms[form] = provider
     tracers = {form: provider.get_tracer("bench") for form, provider in forms.items()}
     small, large = min(CURVE_TURNS), max(CURVE_TURNS)
-    histories = {False: shape(large + WINDOW), True: shape(small + WINDOW, first=10**6)}
+    histories = {
+        "long": shape(large + WINDOW),
+        "warm": shape(small + WINDOW, first=2 * 10**6),
+        "fresh": shape(small + WINDOW, first=10**6),
+    }
     added: dict[int, list[float]] = {n: [] for n in (*CURVE_TURNS, AT_START)}
     alone: dict[int, list[float]] = {n: [] for n in (*CURVE_TURNS, AT_START)}
 
@@ -634,8 +645,8 @@ def curve(store: Path, shape: Any, label: str) -> int:
             cost[form] = time.thread_time() - started
         return cost["processor"] - cost["none"], cost["none"]
 
-    for fresh, turn, point in beside():
-        extra, base = call(histories[fresh], turn, "curve-fresh" if fresh else "curve")
+    for lane, turn, point in beside():
+        extra, base = call(histories[lane], turn, f"curve-{lane}")
         if point is not None:
             added[point].append(extra)
             alone[point].append(base)
@@ -657,9 +668,10 @@ def curve(store: Path, shape: Any, label: str) -> int:
 def flat_line(label: str, at: dict[int, float]) -> bool:
     """Print turn 1,000 over turn 10 on both of its bases, the fresh run's turn 10 beside it and
     the long run's own at its start; whether both are within 2x. Neither base alone is the
-    truth: the fresh run's turn 10 follows a turn-1,000 call and so meets a cold cache, as turn
-    1,000 does (it read up to twice the long run's own), while the long run's own ran minutes
-    earlier on another minute's machine."""
+    truth: the fresh run's turn 10 runs at the same minute as turn 1,000 but in a process whose
+    heap a 1,000-turn run has spread (its warm-up call on a sibling run takes the cold cache a
+    turn-1,000 call leaves, which made it read up to twice the long run's own before), while the
+    long run's own ran minutes earlier on another minute's machine."""
     small, large = min(CURVE_TURNS), max(CURVE_TURNS)
     beside_it, own = at[large] / at[small], at[large] / at[AT_START]
     ok = beside_it <= 2.0 and own <= 2.0
@@ -682,7 +694,7 @@ def hook_curve() -> int:
     where one identity test proves the history unchanged. Each form runs in runs of its own,
     the two alternating (load on the machine drifts), medians over every sweep's window; turn 10
     is measured on a fresh run whose calls come between the long run's last ones, beside its
-    turns 1,000-1,014 (as `curve` does).
+    turns 1,000-1,014, each after a call of its own size on a sibling run (as `curve` does).
 
     Both forms are held to their whole call. For the list, its one read of the caller's list
     (the serialization of the history and the compare of its bytes with last call's, a chunk at
@@ -697,12 +709,13 @@ def hook_curve() -> int:
     trace.set_tracer_provider(provider)
     messages = history(max(CURVE_TURNS) + WINDOW)
     fresh = history(min(CURVE_TURNS) + WINDOW, first=10**6)
+    warm = history(min(CURVE_TURNS) + WINDOW, first=2 * 10**6)
     points: dict[str, dict[int, list[float]]] = {
         form: {n: [] for n in (*CURVE_TURNS, AT_START)} for form in ("list", "conversation", "read")
     }
     for sweep in range(API_SWEEPS):
         for form in ("list", "conversation"):
-            api_sweep(messages, fresh, form, f"api-curve-{form}-{sweep}", points)
+            api_sweep({"long": messages, "warm": warm, "fresh": fresh}, form, sweep, points)
     provider.shutdown()
     failures = 0
     calls = API_SWEEPS * WINDOW
@@ -778,26 +791,29 @@ class Lane:
 
 
 def api_sweep(
-    messages: list[dict[str, Any]],
-    fresh: list[dict[str, Any]],
+    histories: dict[str, list[dict[str, Any]]],
     form: str,
-    run_id: str,
+    sweep: int,
     points: dict[str, dict[int, list[float]]],
 ) -> None:
-    """One run of `llm_call`s along ``messages``, handed as ``form``, and beside its last calls
-    a fresh run along ``fresh`` (its turns 10-24 next to the long run's 1,000-1,014); each
-    call's CPU recorded in ``points[form]``, and for a list, its read's in ``points["read"]``."""
-    lanes = {False: Lane(messages, form, run_id), True: Lane(fresh, form, f"{run_id}-fresh")}
+    """One run of `llm_call`s along the "long" history, handed as ``form``, and beside its last
+    calls two fresh runs along theirs (`beside`: a "warm" one, not counted, then the counted
+    "fresh" one, its turns 10-24 next to the long run's 1,000-1,014); each counted call's CPU
+    recorded in ``points[form]``, and for a list, its read's in ``points["read"]``."""
+    lanes = {
+        lane: Lane(messages, form, f"api-curve-{form}-{sweep}-{lane}")
+        for lane, messages in histories.items()
+    }
     try:
-        for new, turn, point in beside():
-            spent, read = lanes[new].call(turn)
+        for lane, turn, point in beside():
+            spent, read = lanes[lane].call(turn)
             if point is not None:
                 points[form][point].append(spent)
                 if form == "list":
                     points["read"][point].append(read)
     finally:
-        for lane in lanes.values():
-            lane.close()
+        for held in lanes.values():
+            held.close()
 
 
 def memory(store: Path) -> int:
