@@ -48,12 +48,12 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
+from lanes import AT_START, beside, flat_line  # benchmarks/lanes.py
 from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -574,29 +574,6 @@ def short_history(turns: int, first: int = 0) -> list[dict[str, Any]]:
     return [*out, short_turn(first + turns - 1)[0]]
 
 
-AT_START = 0  # the point of the long run's own turn 10, printed beside the fresh run's
-
-
-def beside() -> Iterator[tuple[str, int, int | None]]:
-    """A curve's calls in the order they are made, as ``(lane, turn, point)``: the long run's
-    turns 1 to 1,014, and between its last ones two fresh runs' turns 1 to 24, each fresh call n
-    right after the long run's n + 990, so that its turns 10-24 run beside the long run's
-    1,000-1,014. The "warm" run's call comes first and is not counted: the counted "fresh" call
-    then follows a call of its own size, as the long run's own turn 10 followed its turn 9, not
-    a turn-1,000 call, which leaves the cache cold for it. ``point``: the `CURVE_TURNS` window
-    the call counts for (turn 10 the fresh run's, the long run's own as `AT_START`), None outside
-    every window."""
-    small, large = min(CURVE_TURNS), max(CURVE_TURNS)
-    lead = large - small
-    for number in range(1, large + WINDOW + 1):
-        point = next((n for n in CURVE_TURNS if n <= number < n + WINDOW), None)
-        yield "long", number, AT_START if point == small else point
-        if number > lead:
-            turn = number - lead
-            yield "warm", turn, None
-            yield "fresh", turn, small if small <= turn < small + WINDOW else None
-
-
 def curves(store: Path) -> int:
     """Added CPU per LLM span along one long run, processor form against no af_otel: turns of
     ~1 KB, then one-line turns."""
@@ -645,7 +622,7 @@ def curve(store: Path, shape: Any, label: str) -> int:
             cost[form] = time.thread_time() - started
         return cost["processor"] - cost["none"], cost["none"]
 
-    for lane, turn, point in beside():
+    for lane, turn, point in beside(CURVE_TURNS, WINDOW):
         extra, base = call(histories[lane], turn, f"curve-{lane}")
         if point is not None:
             added[point].append(extra)
@@ -662,24 +639,7 @@ def curve(store: Path, shape: Any, label: str) -> int:
             f"  turn {n:>5,}   {at[n] * 1e3:8.3f} ms   (span end without af_otel"
             f" {median(alone[n]) * 1e3:.3f} ms{note if n == small else ''})"
         )
-    return int(not flat_line("", at))
-
-
-def flat_line(label: str, at: dict[int, float]) -> bool:
-    """Print turn 1,000 over turn 10 on both of its bases, the fresh run's turn 10 beside it and
-    the long run's own at its start; whether both are within 2x. Neither base alone is the
-    truth: the fresh run's turn 10 runs at the same minute as turn 1,000 but in a process whose
-    heap a 1,000-turn run has spread (its warm-up call on a sibling run takes the cold cache a
-    turn-1,000 call leaves, which made it read up to twice the long run's own before), while the
-    long run's own ran minutes earlier on another minute's machine."""
-    small, large = min(CURVE_TURNS), max(CURVE_TURNS)
-    beside_it, own = at[large] / at[small], at[large] / at[AT_START]
-    ok = beside_it <= 2.0 and own <= 2.0
-    print(
-        f"  {label}turn 1,000 / turn 10   {beside_it:8.2f}x beside it, {own:.2f}x against the"
-        f" long run's own turn 10   target <= 2x (both)   {verdict(ok)}"
-    )
-    return ok
+    return int(not flat_line("", at, CURVE_TURNS))
 
 
 API_SWEEPS = 3
@@ -728,7 +688,7 @@ def hook_curve() -> int:
             f"  (turn {small} on a fresh run beside turn 1,000; the long run's own turn {small},"
             f" at its start: {at[AT_START] * 1e3:.2f} ms)"
         )
-        failures += not flat_line(f"llm_call ({form}) ", at)
+        failures += not flat_line(f"llm_call ({form}) ", at, CURVE_TURNS)
         if form == "conversation":
             continue
         read = {n: median(v) for n, v in points["read"].items()}
@@ -805,7 +765,7 @@ def api_sweep(
         for lane, messages in histories.items()
     }
     try:
-        for lane, turn, point in beside():
+        for lane, turn, point in beside(CURVE_TURNS, WINDOW):
             spent, read = lanes[lane].call(turn)
             if point is not None:
                 points[form][point].append(spent)

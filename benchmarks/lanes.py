@@ -1,0 +1,53 @@
+"""The order of a cost curve's calls, and its flatness line, shared by the curve benchmarks.
+
+A curve is a long run's added CPU per call at several turns; its line is turn 1,000 over turn 10.
+Turn 10 is measured twice. A fresh run's calls come between the long run's last ones (`beside`),
+so both sides of the ratio see the machine at the same minute, each right after a call of its own
+size on a sibling run (not counted), so that it does not meet the cache a turn-1,000 call left.
+And the long run's own turn 10 is kept, at its start (`AT_START`), minutes earlier. Each ratio
+must hold against both (`flat_line`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+AT_START = 0  # the point of the long run's own turn 10, printed beside the fresh run's
+
+
+def beside(turns: tuple[int, ...], window: int) -> Iterator[tuple[str, int, int | None]]:
+    """A curve's calls in the order they are made, as ``(lane, turn, point)``: the long run's
+    turns 1 to ``max(turns) + window - 1``, and between its last ones two fresh runs' turns from
+    1, each fresh call n right after the long run's n + (``max(turns) - min(turns)``), so that
+    its turns from ``min(turns)`` run beside the long run's from ``max(turns)``. The "warm"
+    run's call comes first and is not counted: the counted "fresh" call then follows a call of
+    its own size, as the long run's own turn 10 followed its turn 9, not a turn-1,000 call.
+    ``point``: the window of ``turns`` the call counts for (the smallest the fresh run's, the
+    long run's own as `AT_START`), None outside every window."""
+    small, large = min(turns), max(turns)
+    lead = large - small
+    for number in range(1, large + window):
+        point = next((n for n in turns if n <= number < n + window), None)
+        yield "long", number, AT_START if point == small else point
+        if number > lead:
+            turn = number - lead
+            yield "warm", turn, None
+            yield "fresh", turn, small if small <= turn < small + window else None
+
+
+def flat_line(label: str, at: dict[int, float], turns: tuple[int, ...]) -> bool:
+    """Print the largest turn over the smallest on both of its bases, the fresh run's beside it
+    and the long run's own at its start; whether both are within 2x. Neither base alone is the
+    truth: the fresh run's runs at the same minute as the largest turn but in a process whose heap
+    a long run has spread (its warm-up call on a sibling run takes the cold cache a long call
+    leaves, which made it read up to twice the long run's own before), while the long run's own
+    ran minutes earlier on another minute's machine."""
+    small, large = min(turns), max(turns)
+    beside_it, own = at[large] / at[small], at[large] / at[AT_START]
+    ok = beside_it <= 2.0 and own <= 2.0
+    print(
+        f"  {label}turn {large:,} / turn {small}   {beside_it:8.2f}x beside it, {own:.2f}x"
+        f" against the long run's own turn {small}   target <= 2x (both)"
+        f"   {'PASS' if ok else 'FAIL'}"
+    )
+    return ok
