@@ -6,16 +6,28 @@ so both sides of the ratio see the machine at the same minute, each right after 
 size on a sibling run (not counted), so that it does not meet the cache a turn-1,000 call left.
 And the long run's own turn 10 is kept, at its start (`AT_START`), minutes earlier. Each ratio
 must hold against both (`flat_line`).
+
+A curve may also run a "cold" fresh run (`COLD`), each of its calls made right after the
+application serialized, elsewhere and untimed, a history of the largest turn's size, as the largest
+turn's own call follows the serialization of its own text. It says how much of a line is the cache
+that work leaves rather than work of the caller's that grows (printed, no target). And the Python
+calls one call makes, counted at the largest turn and at the smallest (`calls_in`), show without a
+clock whether a step walks the history (`flat_calls`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from types import FrameType
 
 AT_START = 0  # the point of the long run's own turn 10, printed beside the fresh run's
+COLD = -1  # the point of the cold run's turn 10, after the application's work of turn 1,000
 
 
-def beside(turns: tuple[int, ...], window: int) -> Iterator[tuple[str, int, int | None]]:
+def beside(
+    turns: tuple[int, ...], window: int, *, cold: bool = False
+) -> Iterator[tuple[str, int, int | None]]:
     """A curve's calls in the order they are made, as ``(lane, turn, point)``: the long run's
     turns 1 to ``max(turns) + window - 1``, and between its last ones two fresh runs' turns from
     1, each fresh call n right after the long run's n + (``max(turns) - min(turns)``), so that
@@ -23,7 +35,9 @@ def beside(turns: tuple[int, ...], window: int) -> Iterator[tuple[str, int, int 
     run's call comes first and is not counted: the counted "fresh" call then follows a call of
     its own size, as the long run's own turn 10 followed its turn 9, not a turn-1,000 call.
     ``point``: the window of ``turns`` the call counts for (the smallest the fresh run's, the
-    long run's own as `AT_START`), None outside every window."""
+    long run's own as `AT_START`), None outside every window. ``cold``: a "cold" run's call of
+    the same turn follows each fresh one (`COLD` its point), for the caller to make after the
+    application's work."""
     small, large = min(turns), max(turns)
     lead = large - small
     for number in range(1, large + window):
@@ -32,7 +46,10 @@ def beside(turns: tuple[int, ...], window: int) -> Iterator[tuple[str, int, int 
         if number > lead:
             turn = number - lead
             yield "warm", turn, None
-            yield "fresh", turn, small if small <= turn < small + window else None
+            counted = small <= turn < small + window
+            yield "fresh", turn, small if counted else None
+            if cold:
+                yield "cold", turn, COLD if counted else None
 
 
 def flat_line(label: str, at: dict[int, float], turns: tuple[int, ...]) -> bool:
@@ -48,6 +65,44 @@ def flat_line(label: str, at: dict[int, float], turns: tuple[int, ...]) -> bool:
     print(
         f"  {label}turn {large:,} / turn {small}   {beside_it:8.2f}x beside it, {own:.2f}x"
         f" against the long run's own turn {small}   target <= 2x (both)"
+        f"   {'PASS' if ok else 'FAIL'}"
+    )
+    if COLD in at:
+        print(
+            f"  {label}turn {large:,} / turn {small} made after the application's work of turn"
+            f" {large:,}   {at[large] / at[COLD]:8.2f}x   (no target: the cache that work leaves)"
+        )
+    return ok
+
+
+def calls_in(action: Callable[[], object]) -> int:
+    """The Python functions and builtins ``action`` calls on this thread (``sys.setprofile``):
+    a count, not a time, so the machine's load does not move it."""
+    count = 0
+
+    def counted(frame: FrameType, event: str, arg: object) -> None:
+        nonlocal count
+        if event in ("call", "c_call"):
+            count += 1
+
+    sys.setprofile(counted)
+    try:
+        action()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def flat_calls(label: str, counts: dict[int, int], messages: dict[int, int]) -> bool:
+    """Print the Python calls of one call at the largest turn and at the smallest; whether it
+    makes fewer than one more per ten more messages (a step over every message makes one or
+    more per message; C work on the bytes, a hash or a serialization, makes a few per piece)."""
+    small, large = min(counts), max(counts)
+    grown, more = counts[large] - counts[small], messages[large] - messages[small]
+    ok = grown < more / 10
+    print(
+        f"  {label}Python calls per call: turn {large:,} {counts[large]:,}, turn {small}"
+        f" {counts[small]:,}: {grown:+,} for {more:+,} messages   target < 1 per 10"
         f"   {'PASS' if ok else 'FAIL'}"
     )
     return ok

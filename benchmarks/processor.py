@@ -29,7 +29,13 @@ writing OTLP JSON. Printed, each with its target:
    is measured twice: on a fresh run whose calls come between the long run's last ones (the
    machine at the same minute), each right after a call of its own size on a sibling run (not
    counted), so that it does not meet the cache a turn-1,000 call left, and as the long run's
-   own, at its start; each ratio must hold against both (`flat_line`).
+   own, at its start; each ratio must hold against both (`flat_line`). Printed beside each
+   line, no target: turn 10 on a cold run, each of its calls made after the application
+   serialized a history of turn 1,000's size elsewhere, as turn 1,000's own call follows the
+   serialization of its text (the share of the line that is the cache such work leaves). And
+   with a target, a count, not a time: the Python calls one call makes at turn 1,015 and at
+   turn 25, fewer than one more per ten more messages (`flat_calls`: a step over every message
+   makes one or more per message).
 6. Memory per open run at 10, 30 and 120 turns as a ratio of the run's unique history
    (tracemalloc; target <= 2x at 120 turns), and the heap the run table keeps under a byte
    budget with many concurrent runs (target: within the budget).
@@ -53,7 +59,7 @@ from typing import Any
 
 import httpx
 import openai
-from lanes import AT_START, beside, flat_line  # benchmarks/lanes.py
+from lanes import AT_START, COLD, beside, calls_in, flat_calls, flat_line  # benchmarks/lanes.py
 from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -593,7 +599,9 @@ def curve(store: Path, shape: Any, label: str) -> int:
     moved the ratio by a third between idle runs. Each of its calls follows one of its own size
     on a third run (`beside`, not counted), as the long run's own turn 10 followed its turn 9.
     The long run's own turn 10 is measured too, and the ratio must hold against both
-    (`flat_line`)."""
+    (`flat_line`). A cold run's turn 10, each call made after the application serialized a
+    history of turn 1,000's size elsewhere, is printed beside them, and one more call of the long
+    run and of the fresh one has its Python calls counted (`flat_calls`)."""
     forms: dict[str, TracerProvider] = {}
     for form in ("none", "processor"):
         provider = TracerProvider()
@@ -608,9 +616,11 @@ def curve(store: Path, shape: Any, label: str) -> int:
         "long": shape(large + WINDOW),
         "warm": shape(small + WINDOW, first=2 * 10**6),
         "fresh": shape(small + WINDOW, first=10**6),
+        "cold": shape(small + WINDOW, first=3 * 10**6),
     }
-    added: dict[int, list[float]] = {n: [] for n in (*CURVE_TURNS, AT_START)}
-    alone: dict[int, list[float]] = {n: [] for n in (*CURVE_TURNS, AT_START)}
+    elsewhere = shape(large, first=4 * 10**6)  # the application's work before a cold call
+    added: dict[int, list[float]] = {n: [] for n in (*CURVE_TURNS, AT_START, COLD)}
+    alone: dict[int, list[float]] = {n: [] for n in (*CURVE_TURNS, AT_START, COLD)}
 
     def call(history: list[dict[str, Any]], number: int, run_id: str) -> tuple[float, float]:
         text = json.dumps(history[: 2 * number - 1])
@@ -622,11 +632,18 @@ def curve(store: Path, shape: Any, label: str) -> int:
             cost[form] = time.thread_time() - started
         return cost["processor"] - cost["none"], cost["none"]
 
-    for lane, turn, point in beside(CURVE_TURNS, WINDOW):
+    for lane, turn, point in beside(CURVE_TURNS, WINDOW, cold=True):
+        if lane == "cold":
+            json.dumps(elsewhere)
         extra, base = call(histories[lane], turn, f"curve-{lane}")
         if point is not None:
             added[point].append(extra)
             alone[point].append(base)
+    counts, messages = {}, {}
+    for lane, number in (("long", large + WINDOW), ("fresh", small + WINDOW)):
+        sent = histories[lane][: 2 * number - 1]
+        span = chat_span(tracers["processor"], json.dumps(sent), f"curve-{lane}")
+        counts[number], messages[number] = calls_in(span.end), len(sent)
     for provider in forms.values():
         provider.shutdown()
     print(
@@ -639,7 +656,8 @@ def curve(store: Path, shape: Any, label: str) -> int:
             f"  turn {n:>5,}   {at[n] * 1e3:8.3f} ms   (span end without af_otel"
             f" {median(alone[n]) * 1e3:.3f} ms{note if n == small else ''})"
         )
-    return int(not flat_line("", at, CURVE_TURNS))
+    flat = flat_line("", at, CURVE_TURNS)
+    return int(not flat) + int(not flat_calls("", counts, messages))
 
 
 API_SWEEPS = 3
@@ -661,7 +679,8 @@ def hook_curve() -> int:
     a time, in C, `explicit_memo.serialized`), which exactness requires (a dict may change in
     place anywhere) and which grows with the history at C speed, is timed on its own right after
     each call, the same bytes, and printed, with the call less it (docs/processor.md,
-    "Measured")."""
+    "Measured"). As in `curve`, a cold run's turn 10 is printed beside the line, and one more call
+    of the long run and of the fresh one, in the last sweep, has its Python calls counted."""
     from opentelemetry import trace
 
     provider = TracerProvider()
@@ -670,12 +689,22 @@ def hook_curve() -> int:
     messages = history(max(CURVE_TURNS) + WINDOW)
     fresh = history(min(CURVE_TURNS) + WINDOW, first=10**6)
     warm = history(min(CURVE_TURNS) + WINDOW, first=2 * 10**6)
+    cold = history(min(CURVE_TURNS) + WINDOW, first=3 * 10**6)
+    elsewhere = history(max(CURVE_TURNS), first=4 * 10**6)
     points: dict[str, dict[int, list[float]]] = {
-        form: {n: [] for n in (*CURVE_TURNS, AT_START)} for form in ("list", "conversation", "read")
+        form: {n: [] for n in (*CURVE_TURNS, AT_START, COLD)}
+        for form in ("list", "conversation", "read")
     }
+    counts: dict[str, dict[int, int]] = {}
     for sweep in range(API_SWEEPS):
         for form in ("list", "conversation"):
-            api_sweep({"long": messages, "warm": warm, "fresh": fresh}, form, sweep, points)
+            counts[form] = api_sweep(
+                {"long": messages, "warm": warm, "fresh": fresh, "cold": cold},
+                form,
+                sweep,
+                points,
+                elsewhere,
+            )
     provider.shutdown()
     failures = 0
     calls = API_SWEEPS * WINDOW
@@ -689,6 +718,8 @@ def hook_curve() -> int:
             f" at its start: {at[AT_START] * 1e3:.2f} ms)"
         )
         failures += not flat_line(f"llm_call ({form}) ", at, CURVE_TURNS)
+        sizes = {number: 2 * number - 1 for number in counts[form]}
+        failures += not flat_calls(f"llm_call ({form}) ", counts[form], sizes)
         if form == "conversation":
             continue
         read = {n: median(v) for n, v in points["read"].items()}
@@ -724,7 +755,6 @@ class Lane:
         return self.context.run(self._call, number)
 
     def _call(self, number: int) -> tuple[float, float]:
-        from af_otel.processor import llm_call
         from af_otel.processor.explicit_memo import serialized
 
         sent = self.messages[: 2 * number - 1]
@@ -734,8 +764,7 @@ class Lane:
             self.conversation = self.conversation.add(*sent[len(self.conversation) :])
             given = self.conversation
         started = time.thread_time()
-        with llm_call(model="gpt-4o-mini", provider="openai", messages=given):
-            pass
+        self._llm_call(given)
         spent = time.thread_time() - started
         read = 0.0
         if self.form == "list":
@@ -746,6 +775,24 @@ class Lane:
             read = time.thread_time() - started
         return spent, read
 
+    def counted(self, number: int) -> int:
+        """Call ``number``'s Python calls (`calls_in`), its read of a list included."""
+        return self.context.run(self._counted, number)
+
+    def _counted(self, number: int) -> int:
+        given: Any = self.messages[: 2 * number - 1]
+        if self.form == "conversation":
+            self.conversation = self.conversation.add(*given[len(self.conversation) :])
+            given = self.conversation
+        return calls_in(lambda: self._llm_call(given))
+
+    @staticmethod
+    def _llm_call(given: Any) -> None:
+        from af_otel.processor import llm_call
+
+        with llm_call(model="gpt-4o-mini", provider="openai", messages=given):
+            pass
+
     def close(self) -> None:
         self.context.run(self.block.__exit__, None, None, None)
 
@@ -755,22 +802,29 @@ def api_sweep(
     form: str,
     sweep: int,
     points: dict[str, dict[int, list[float]]],
-) -> None:
+    elsewhere: list[dict[str, Any]],
+) -> dict[int, int]:
     """One run of `llm_call`s along the "long" history, handed as ``form``, and beside its last
-    calls two fresh runs along theirs (`beside`: a "warm" one, not counted, then the counted
-    "fresh" one, its turns 10-24 next to the long run's 1,000-1,014); each counted call's CPU
-    recorded in ``points[form]``, and for a list, its read's in ``points["read"]``."""
+    calls three fresh runs along theirs (`beside`: a "warm" one, not counted, then the counted
+    "fresh" one, its turns 10-24 next to the long run's 1,000-1,014, then a "cold" one, each of
+    its calls after the application serialized ``elsewhere``); each counted call's CPU recorded
+    in ``points[form]``, and for a list, its read's in ``points["read"]``. Returns one more
+    call's Python calls, of the long run and of the fresh one, by turn."""
     lanes = {
         lane: Lane(messages, form, f"api-curve-{form}-{sweep}-{lane}")
         for lane, messages in histories.items()
     }
     try:
-        for lane, turn, point in beside(CURVE_TURNS, WINDOW):
+        for lane, turn, point in beside(CURVE_TURNS, WINDOW, cold=True):
+            if lane == "cold":
+                json.dumps(elsewhere)
             spent, read = lanes[lane].call(turn)
             if point is not None:
                 points[form][point].append(spent)
                 if form == "list":
                     points["read"][point].append(read)
+        last = {"long": max(CURVE_TURNS) + WINDOW, "fresh": min(CURVE_TURNS) + WINDOW}
+        return {number: lanes[lane].counted(number) for lane, number in last.items()}
     finally:
         for held in lanes.values():
             held.close()
