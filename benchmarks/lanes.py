@@ -18,8 +18,14 @@ clock whether a step walks the history (`flat_calls`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from types import FrameType
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.counted import calls_in  # the count tests/processor/test_flat_work.py bounds too
+
+__all__ = ["AT_START", "COLD", "beside", "calls_in", "flat_calls", "flat_line"]
 
 AT_START = 0  # the point of the long run's own turn 10, printed beside the fresh run's
 COLD = -1  # the point of the cold run's turn 10, after the application's work of turn 1,000
@@ -73,24 +79,6 @@ def flat_line(label: str, at: dict[int, float], turns: tuple[int, ...]) -> bool:
             f" {large:,}   {at[large] / at[COLD]:8.2f}x   (no target: the cache that work leaves)"
         )
     return ok
-
-
-def calls_in(action: Callable[[], object]) -> int:
-    """The Python functions and builtins ``action`` calls on this thread (``sys.setprofile``):
-    a count, not a time, so the machine's load does not move it."""
-    count = 0
-
-    def counted(frame: FrameType, event: str, arg: object) -> None:
-        nonlocal count
-        if event in ("call", "c_call"):
-            count += 1
-
-    sys.setprofile(counted)
-    try:
-        action()
-    finally:
-        sys.setprofile(None)
-    return count
 
 
 def flat_calls(label: str, counts: dict[int, int], messages: dict[int, int]) -> bool:

@@ -15,10 +15,8 @@ time). The last test turns the run's memo off and sees the count grow, so the co
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
@@ -32,6 +30,7 @@ from af_otel.processor import ReceiptSpanProcessor, llm_call, run
 from af_otel.semconv import incremental
 from af_otel.store import LocalStore
 from tests.builders import make_pipeline
+from tests.counted import calls_in
 from tests.processor.helpers import llm_spans, start_chat
 
 EARLY, LATE = 30, 300
@@ -57,23 +56,6 @@ def history(turn: Turn, turns: int) -> list[dict[str, Any]]:
     """The messages call ``turns`` sends: every earlier turn, then its question."""
     out = [message for index in range(turns - 1) for message in turn(index)]
     return [*out, turn(turns - 1)[0]]
-
-
-def calls_in(action: Callable[[], object]) -> int:
-    """How many Python functions and builtins ``action`` calls on this thread."""
-    count = 0
-
-    def counted(frame: FrameType, event: str, arg: object) -> None:
-        nonlocal count
-        if event in ("call", "c_call"):
-            count += 1
-
-    sys.setprofile(counted)
-    try:
-        action()
-    finally:
-        sys.setprofile(None)
-    return count
 
 
 def span_end_calls(tmp_path: Path, turn: Turn, late: int = LATE) -> dict[int, int]:
