@@ -18,14 +18,15 @@ clock whether a step walks the history (`flat_calls`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.counted import calls_in  # the count tests/processor/test_flat_work.py bounds too
 
-__all__ = ["AT_START", "COLD", "beside", "calls_in", "flat_calls", "flat_line"]
+__all__ = ["AT_START", "COLD", "beside", "calls_in", "flat_calls", "flat_line", "lane_histories"]
 
 AT_START = 0  # the point of the long run's own turn 10, printed beside the fresh run's
 COLD = -1  # the point of the cold run's turn 10, after the application's work of turn 1,000
@@ -56,6 +57,22 @@ def beside(
             yield "fresh", turn, small if counted else None
             if cold:
                 yield "cold", turn, COLD if counted else None
+
+
+def lane_histories(
+    shape: Callable[..., list[Any]], turns: tuple[int, ...], window: int, *, cold: bool = False
+) -> dict[str, list[Any]]:
+    """Each lane's messages, ``shape(turns, first=...)``: the long run's to its last call, the
+    fresh runs' to theirs, each lane's content its own (``first``: where its turns count from)."""
+    small, large = min(turns), max(turns)
+    out = {
+        "long": shape(large + window),
+        "warm": shape(small + window, first=2 * 10**6),
+        "fresh": shape(small + window, first=10**6),
+    }
+    if cold:
+        out["cold"] = shape(small + window, first=3 * 10**6)
+    return out
 
 
 def flat_line(label: str, at: dict[int, float], turns: tuple[int, ...]) -> bool:

@@ -59,7 +59,15 @@ from typing import Any
 
 import httpx
 import openai
-from lanes import AT_START, COLD, beside, calls_in, flat_calls, flat_line  # benchmarks/lanes.py
+from lanes import (  # benchmarks/lanes.py
+    AT_START,
+    COLD,
+    beside,
+    calls_in,
+    flat_calls,
+    flat_line,
+    lane_histories,
+)
 from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -612,12 +620,7 @@ def curve(store: Path, shape: Any, label: str) -> int:
         forms[form] = provider
     tracers = {form: provider.get_tracer("bench") for form, provider in forms.items()}
     small, large = min(CURVE_TURNS), max(CURVE_TURNS)
-    histories = {
-        "long": shape(large + WINDOW),
-        "warm": shape(small + WINDOW, first=2 * 10**6),
-        "fresh": shape(small + WINDOW, first=10**6),
-        "cold": shape(small + WINDOW, first=3 * 10**6),
-    }
+    histories = lane_histories(shape, CURVE_TURNS, WINDOW, cold=True)
     elsewhere = shape(large, first=4 * 10**6)  # the application's work before a cold call
     added: dict[int, list[float]] = {n: [] for n in (*CURVE_TURNS, AT_START, COLD)}
     alone: dict[int, list[float]] = {n: [] for n in (*CURVE_TURNS, AT_START, COLD)}
@@ -686,10 +689,7 @@ def hook_curve() -> int:
     provider = TracerProvider()
     provider.add_span_processor(ReceiptSpanProcessor(BatchSpanProcessor(Null()), content="none"))
     trace.set_tracer_provider(provider)
-    messages = history(max(CURVE_TURNS) + WINDOW)
-    fresh = history(min(CURVE_TURNS) + WINDOW, first=10**6)
-    warm = history(min(CURVE_TURNS) + WINDOW, first=2 * 10**6)
-    cold = history(min(CURVE_TURNS) + WINDOW, first=3 * 10**6)
+    histories = lane_histories(history, CURVE_TURNS, WINDOW, cold=True)
     elsewhere = history(max(CURVE_TURNS), first=4 * 10**6)
     points: dict[str, dict[int, list[float]]] = {
         form: {n: [] for n in (*CURVE_TURNS, AT_START, COLD)}
@@ -698,13 +698,7 @@ def hook_curve() -> int:
     counts: dict[str, dict[int, int]] = {}
     for sweep in range(API_SWEEPS):
         for form in ("list", "conversation"):
-            counts[form] = api_sweep(
-                {"long": messages, "warm": warm, "fresh": fresh, "cold": cold},
-                form,
-                sweep,
-                points,
-                elsewhere,
-            )
+            counts[form] = api_sweep(histories, form, sweep, points, elsewhere)
     provider.shutdown()
     failures = 0
     calls = API_SWEEPS * WINDOW

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 import orjson
-from lanes import AT_START, beside, flat_line  # benchmarks/lanes.py
+from lanes import AT_START, beside, flat_line, lane_histories  # benchmarks/lanes.py
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
@@ -146,12 +146,7 @@ def curve() -> bool:
     measured on a fresh run beside the long run's last calls and as the long run's own, at its
     start, and the ratio must hold against both (benchmarks/lanes.py)."""
     small, large = min(CURVE_TURNS), max(CURVE_TURNS)
-    last = large + WINDOW
-    histories = {
-        "long": history(last),
-        "warm": history(small + WINDOW, first=2 * 10**6),
-        "fresh": history(small + WINDOW, first=10**6),
-    }
+    histories = lane_histories(history, CURVE_TURNS, WINDOW)
     build = httpx.Client().build_request
     url = "https://api.openai.com/v1/chat/completions"
     added: dict[int, list[float]] = {n: [] for n in (*CURVE_TURNS, AT_START)}
