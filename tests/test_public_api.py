@@ -134,13 +134,17 @@ def test_every_listed_name_imports(name: str) -> None:
     assert namespace[name] is getattr(af_otel, name)
 
 
-@pytest.mark.parametrize("name", af_otel.__all__)
+def _documented(name: str) -> bool:
+    value = getattr(af_otel, name)
+    return inspect.isclass(value) or inspect.isroutine(value) or inspect.ismodule(value)
+
+
+@pytest.mark.parametrize("name", [name for name in af_otel.__all__ if _documented(name)])
 def test_every_listed_callable_is_documented(name: str) -> None:
     """Each class, function or module of __all__ has a docstring of its own (a dataclass's
-    generated signature does not count); constants are documented where they are defined."""
+    generated signature does not count); constants are documented where they are defined, and
+    are not listed here, so that no case passes without a check."""
     value = getattr(af_otel, name)
-    if not (inspect.isclass(value) or inspect.isroutine(value) or inspect.ismodule(value)):
-        return
     doc = value.__doc__ or ""
     assert doc.strip(), f"{name} has no docstring"
     assert not doc.startswith(f"{getattr(value, '__name__', name)}("), (

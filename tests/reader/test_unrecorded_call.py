@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from af_otel import names
@@ -209,8 +209,7 @@ def test_a_call_asked_after_new_input_and_left_out_is_named(
     """Leave out one call that answered a user turn (not the first or last): the next call,
     whose parent is now the one before, carries the gap; no other call does."""
     inner = [k for k in range(1, len(calls) - 1) if calls[k][1]]
-    if not inner:
-        return
+    assume(inner)  # a draw with no such call to leave out tests nothing: draw another
     gone = data.draw(st.sampled_from(inner))
     kept = [r for k, (r, _) in enumerate(calls) if k != gone]
     views = views_of(kept, list(range(len(kept))))
