@@ -642,11 +642,11 @@ def curve(store: Path, shape: Any, label: str) -> int:
         if point is not None:
             added[point].append(extra)
             alone[point].append(base)
-    counts, messages = {}, {}
+    counts = {}
     for lane, number in (("long", large + WINDOW), ("fresh", small + WINDOW)):
         sent = histories[lane][: 2 * number - 1]
         span = chat_span(tracers["processor"], json.dumps(sent), f"curve-{lane}")
-        counts[number], messages[number] = calls_in(span.end), len(sent)
+        counts[number] = calls_in(span.end)
     for provider in forms.values():
         provider.shutdown()
     print(
@@ -660,7 +660,7 @@ def curve(store: Path, shape: Any, label: str) -> int:
             f" {median(alone[n]) * 1e3:.3f} ms{note if n == small else ''})"
         )
     flat = flat_line("", at, CURVE_TURNS)
-    return int(not flat) + int(not flat_calls("", counts, messages))
+    return int(not flat) + int(not flat_calls("", counts))
 
 
 API_SWEEPS = 3
@@ -712,8 +712,7 @@ def hook_curve() -> int:
             f" at its start: {at[AT_START] * 1e3:.2f} ms)"
         )
         failures += not flat_line(f"llm_call ({form}) ", at, CURVE_TURNS)
-        sizes = {number: 2 * number - 1 for number in counts[form]}
-        failures += not flat_calls(f"llm_call ({form}) ", counts[form], sizes)
+        failures += not flat_calls(f"llm_call ({form}) ", counts[form])
         if form == "conversation":
             continue
         read = {n: median(v) for n, v in points["read"].items()}
@@ -748,15 +747,19 @@ class Lane:
         """Call ``number``'s CPU, and for a list, the CPU of the read of it the call makes."""
         return self.context.run(self._call, number)
 
+    def _given(self, number: int) -> tuple[list[dict[str, Any]], Any]:
+        """Call ``number``'s messages, and what `llm_call` is handed: them, or the run's
+        `Conversation` with them added (the caller's own turn, not llm_call's cost)."""
+        sent = self.messages[: 2 * number - 1]
+        if self.form != "conversation":
+            return sent, sent
+        self.conversation = self.conversation.add(*sent[len(self.conversation) :])
+        return sent, self.conversation
+
     def _call(self, number: int) -> tuple[float, float]:
         from af_otel.processor.explicit_memo import serialized
 
-        sent = self.messages[: 2 * number - 1]
-        given: Any = sent
-        if self.form == "conversation":
-            # The caller's own turn: what it adds to its conversation is not llm_call's cost.
-            self.conversation = self.conversation.add(*sent[len(self.conversation) :])
-            given = self.conversation
+        sent, given = self._given(number)
         started = time.thread_time()
         self._llm_call(given)
         spent = time.thread_time() - started
@@ -774,10 +777,7 @@ class Lane:
         return self.context.run(self._counted, number)
 
     def _counted(self, number: int) -> int:
-        given: Any = self.messages[: 2 * number - 1]
-        if self.form == "conversation":
-            self.conversation = self.conversation.add(*given[len(self.conversation) :])
-            given = self.conversation
+        given = self._given(number)[1]
         return calls_in(lambda: self._llm_call(given))
 
     @staticmethod
